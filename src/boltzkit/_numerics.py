@@ -1,0 +1,91 @@
+"""Small numerically stable helpers shared by every layer.
+
+All reductions that feed a partition function are done in float64 (see DESIGN.md, Numerics).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+LOG2 = math.log(2.0)
+
+
+def softplus(x: Tensor) -> Tensor:
+    """Stable ``log(1 + exp(x))``: ``max(x, 0) + log1p(exp(-|x|))``; never overflows."""
+    return torch.nn.functional.softplus(x, beta=1.0, threshold=20.0)
+
+
+def bernoulli(p: Tensor, generator: torch.Generator) -> Tensor:
+    """Draw {0, 1} with probabilities ``p`` (same dtype as ``p``) from ``generator``."""
+    u = torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype)
+    return (u < p).to(p.dtype)
+
+
+def log_mean_exp(x: Tensor, dim: int = -1) -> Tensor:
+    """``log(mean(exp(x)))`` along ``dim``, shifted by the maximum, in float64."""
+    x = x.to(torch.float64)
+    return torch.logsumexp(x, dim=dim) - math.log(x.shape[dim])
+
+
+def log_sub_exp(a: float, b: float) -> float | None:
+    """``log(exp(a) - exp(b))`` for ``a >= b``; ``None`` when the difference is not positive."""
+    if not b < a:
+        return None
+    return a + math.log(-math.expm1(b - a))
+
+
+def log_add_exp(a: float, b: float) -> float:
+    """``log(exp(a) + exp(b))`` without overflow."""
+    m = max(a, b)
+    if m == -math.inf:
+        return -math.inf
+    return m + math.log(math.exp(a - m) + math.exp(b - m))
+
+
+def make_generator(seed: int | torch.Generator | None, device: torch.device | str = "cpu") -> torch.Generator:
+    """Return a ``torch.Generator`` on ``device`` seeded with ``seed``.
+
+    A generator passed in is returned unchanged. ``None`` draws a fresh seed from the operating
+    system (never from torch's global RNG), so that unseeded runs differ but the global state is
+    untouched.
+    """
+    if isinstance(seed, torch.Generator):
+        return seed
+    device = torch.device(device)
+    gen = torch.Generator(device=device)
+    if seed is None:
+        import secrets
+
+        seed = secrets.randbits(63)
+    gen.manual_seed(int(seed))
+    return gen
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``"auto"`` (or ``None``) means CUDA when present, else CPU."""
+    if device is None or str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        from boltzkit.errors import BoltzkitError
+
+        raise BoltzkitError(
+            "CUDA was asked for but no CUDA device is available",
+            got=str(device),
+            expected="'cpu' or 'auto'",
+            hint="use --device cpu, or install a CUDA build of PyTorch on a machine with a GPU.",
+        )
+    return dev
+
+
+def as_beta(beta: float | Tensor, like: Tensor) -> float | Tensor:
+    """Broadcastable inverse temperature: a float stays a float; a per-chain tensor of shape
+    ``(n_chains,)`` becomes ``(n_chains, 1)`` with ``like``'s dtype and device."""
+    if isinstance(beta, Tensor):
+        if beta.dim() == 0:
+            return float(beta)
+        return beta.to(dtype=like.dtype, device=like.device).reshape(-1, 1)
+    return float(beta)

@@ -1,0 +1,310 @@
+"""Frozen result records for partition-function estimates.
+
+An importance-sampling estimate of ``Z`` from ``M`` log-weights ``log w_i`` is (Salakhutdinov &
+Murray 2008, Eqs. 11-12)::
+
+    Z_hat = Z_0 * mean_i w_i,      sigma_hat = Z_0 * std(w) / sqrt(M)
+
+and results are reported as ``log Z_hat``, ``log(Z_hat ± sigma_hat)`` and ``log(Z_hat ± 3 sigma_hat)``.
+All of it is computed in float64 with the weights shifted by their maximum, so spreads of
+thousands of nats neither overflow nor underflow. A lower band is ``None`` (JSON ``null``) when
+``Z_hat - k sigma_hat <= 0``, never NaN.
+
+For reverse (upper-bound) estimators the weights estimate ``Z_0 / Z`` instead; the record keeps
+them with ``reciprocal=True`` and maps the bands through ``Z = Z_0 / r``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from boltzkit._numerics import log_add_exp, log_sub_exp
+
+
+def _log_mean_and_log_sigma(log_w: Tensor) -> tuple[float, float]:
+    """``log mean(w)`` and ``log(std(w) / sqrt(M))`` (unbiased std), both shifted by the max."""
+    lw = log_w.detach().to(torch.float64).flatten().cpu()
+    m = lw.numel()
+    if m == 0:
+        raise ValueError("no log-weights")
+    top = float(lw.max())
+    if not math.isfinite(top):
+        return top, math.nan
+    w = torch.exp(lw - top)
+    log_mean = top + math.log(float(w.mean()))
+    if m < 2:
+        return log_mean, -math.inf
+    sd = float(w.std(unbiased=True))
+    log_sigma = top + (math.log(sd) if sd > 0 else -math.inf) - 0.5 * math.log(m)
+    return log_mean, log_sigma
+
+
+def effective_sample_size(log_w: Tensor) -> float:
+    """Kish's ``(sum w)^2 / sum w^2`` of the importance weights."""
+    lw = log_w.detach().to(torch.float64).flatten()
+    return float(torch.exp(2 * torch.logsumexp(lw, 0) - torch.logsumexp(2 * lw, 0)))
+
+
+@dataclass(frozen=True)
+class Band:
+    """``log(r_hat)``, ``log(r_hat ± sigma)`` and ``log(r_hat ± 3 sigma)`` for one quantity."""
+
+    value: float
+    minus_sigma: float | None
+    plus_sigma: float | None
+    minus_3sigma: float | None
+    plus_3sigma: float | None
+
+    @classmethod
+    def from_log_mean(cls, log_mean: float, log_sigma: float, offset: float = 0.0) -> Band:
+        def down(k: float) -> float | None:
+            if log_sigma == -math.inf:
+                return log_mean + offset
+            d = log_sub_exp(log_mean, math.log(k) + log_sigma)
+            return None if d is None else d + offset
+
+        def up(k: float) -> float:
+            if log_sigma == -math.inf:
+                return log_mean + offset
+            return log_add_exp(log_mean, math.log(k) + log_sigma) + offset
+
+        return cls(log_mean + offset, down(1.0), up(1.0), down(3.0), up(3.0))
+
+    def negated(self, offset: float) -> Band:
+        """Band of ``offset - x``: the interval flips."""
+
+        def neg(x: float | None) -> float | None:
+            return None if x is None else offset - x
+
+        # upper end of the reciprocal may be unbounded (lower end of r hit 0): report None
+        return Band(
+            offset - self.value,
+            neg(self.plus_sigma),
+            neg(self.minus_sigma),
+            neg(self.plus_3sigma),
+            neg(self.minus_3sigma),
+        )
+
+    def as_dict(self, prefix: str) -> dict[str, float | None]:
+        return {
+            prefix: self.value,
+            f"{prefix}_minus_sigma": self.minus_sigma,
+            f"{prefix}_plus_sigma": self.plus_sigma,
+            f"{prefix}_minus_3sigma": self.minus_3sigma,
+            f"{prefix}_plus_3sigma": self.plus_3sigma,
+        }
+
+
+@dataclass(frozen=True)
+class LogZResult:
+    """An estimate of ``log Z`` (or of ``log Z_B / Z_A``) with everything needed to judge it.
+
+    Attributes
+    ----------
+    method
+        ``"exact"``, ``"ais"``, ``"reverse-ais"``, ``"sis"``, ``"bridge"``, ...
+    log_z
+        ``log Z_hat`` of the target; ``None`` for a ratio whose reference ``log Z_A`` is unknown.
+    log_weights
+        Raw float64 log-weights, shape ``(n_chains,)`` (``None`` for exact results).
+    log_z_start
+        ``log`` of the known normalizer the weights are relative to (base model's ``log Z``, plus
+        any path constant); for ratios, the additive constant of the path.
+    reciprocal
+        The weights estimate ``Z_start / Z`` (reverse AIS) instead of ``Z / Z_start``.
+    n_betas
+        Number of annealing steps (intermediate distributions); 0 for exact, 1 for simple IS.
+    log_ratio_offset
+        For a ratio ``log Z_B / Z_A``: the constant added to ``log mean w`` to get the ratio.
+    reference_log_z
+        For a ratio: ``log Z_A`` when known, so that ``log_z = reference_log_z + log_ratio``.
+    settings
+        Base model, schedule, operator, sweeps, seed, device, warnings: all that made the number.
+    seconds
+        Wall-clock time of the estimate.
+    """
+
+    method: str
+    log_z: float | None
+    log_weights: Tensor | None = None
+    log_z_start: float = 0.0
+    reciprocal: bool = False
+    n_betas: int = 0
+    is_ratio: bool = False
+    reference_log_z: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    # ---------------------------------------------------------------------------- builders
+    @classmethod
+    def exact(cls, log_z: float, *, seconds: float = 0.0, **settings: Any) -> LogZResult:
+        return cls(method="exact", log_z=float(log_z), seconds=seconds, settings=dict(settings))
+
+    @classmethod
+    def from_log_weights(
+        cls,
+        method: str,
+        log_weights: Tensor,
+        *,
+        log_z_start: float,
+        n_betas: int,
+        reciprocal: bool = False,
+        is_ratio: bool = False,
+        reference_log_z: float | None = None,
+        seconds: float = 0.0,
+        **settings: Any,
+    ) -> LogZResult:
+        """Estimate from log-weights: ``log Z_hat = log_z_start + log mean w`` (or minus, for a
+        reciprocal estimator). For a ratio, ``log_z_start`` is the path's constant and the
+        estimate is of ``log Z_B / Z_A``."""
+        lw = log_weights.detach().to(torch.float64).cpu()
+        log_mean, _ = _log_mean_and_log_sigma(lw)
+        estimate = log_z_start - log_mean if reciprocal else log_z_start + log_mean
+        if is_ratio:
+            log_z = None if reference_log_z is None else reference_log_z + estimate
+        else:
+            log_z = estimate
+        return cls(
+            method=method,
+            log_z=log_z,
+            log_weights=lw,
+            log_z_start=float(log_z_start),
+            reciprocal=reciprocal,
+            n_betas=int(n_betas),
+            is_ratio=is_ratio,
+            reference_log_z=reference_log_z,
+            settings=dict(settings),
+            seconds=float(seconds),
+        )
+
+    # ----------------------------------------------------------------------------- derived
+    @property
+    def n_chains(self) -> int:
+        return 0 if self.log_weights is None else int(self.log_weights.numel())
+
+    @property
+    def ess(self) -> float | None:
+        """Effective sample size of the weights (Kish)."""
+        return None if self.log_weights is None else effective_sample_size(self.log_weights)
+
+    def _band(self) -> Band:
+        """Band of the estimated quantity (``log Z`` or ``log Z_B/Z_A``)."""
+        if self.log_weights is None:
+            v = float(self.log_z)  # exact
+            return Band(v, v, v, v, v)
+        log_mean, log_sigma = _log_mean_and_log_sigma(self.log_weights)
+        if self.reciprocal:
+            return Band.from_log_mean(log_mean, log_sigma).negated(self.log_z_start)
+        return Band.from_log_mean(log_mean, log_sigma, self.log_z_start)
+
+    @property
+    def band(self) -> Band:
+        """``log Z`` band; for a ratio with known reference, shifted by ``reference_log_z``."""
+        b = self._band()
+        if not self.is_ratio:
+            return b
+        if self.reference_log_z is None:
+            return Band(math.nan, None, None, None, None)
+        r = self.reference_log_z
+
+        def s(x: float | None) -> float | None:
+            return None if x is None else x + r
+
+        return Band(b.value + r, s(b.minus_sigma), s(b.plus_sigma), s(b.minus_3sigma), s(b.plus_3sigma))
+
+    @property
+    def ratio_band(self) -> Band | None:
+        return self._band() if self.is_ratio else None
+
+    @property
+    def log_ratio(self) -> float | None:
+        return self._band().value if self.is_ratio else None
+
+    @property
+    def log_z_stderr(self) -> float:
+        """Delta-method standard error of ``log Z_hat``: ``sigma_hat / Z_hat``."""
+        if self.log_weights is None:
+            return 0.0
+        log_mean, log_sigma = _log_mean_and_log_sigma(self.log_weights)
+        return math.exp(log_sigma - log_mean) if math.isfinite(log_sigma) else 0.0
+
+    # ------------------------------------------------------------------------------- pooling
+    @staticmethod
+    def pool(results: Sequence[LogZResult]) -> LogZResult:
+        """Pool runs of the same estimator (same start, path and schedule) into one estimate."""
+        if not results:
+            raise ValueError("nothing to pool")
+        first = results[0]
+        for r in results[1:]:
+            if (r.method, r.log_z_start, r.reciprocal, r.is_ratio, r.n_betas) != (
+                first.method,
+                first.log_z_start,
+                first.reciprocal,
+                first.is_ratio,
+                first.n_betas,
+            ):
+                raise ValueError("can only pool results of the same estimator, base and schedule")
+        if first.log_weights is None:
+            return first
+        weights = torch.cat([r.log_weights for r in results])
+        seeds = [r.settings.get("seed") for r in results]
+        settings = dict(first.settings, seed=seeds, pooled_runs=len(results))
+        return LogZResult.from_log_weights(
+            first.method,
+            weights,
+            log_z_start=first.log_z_start,
+            n_betas=first.n_betas,
+            reciprocal=first.reciprocal,
+            is_ratio=first.is_ratio,
+            reference_log_z=first.reference_log_z,
+            seconds=sum(r.seconds for r in results),
+            **settings,
+        )
+
+    def with_settings(self, **settings: Any) -> LogZResult:
+        return replace(self, settings={**self.settings, **settings})
+
+    # ------------------------------------------------------------------------------- export
+    def to_dict(self, include_weights: bool = False) -> dict[str, Any]:
+        """JSON-ready dict with the keys of the command line's ``--json`` output."""
+        out: dict[str, Any] = {"method": self.method}
+        b = self.band
+        out.update(b.as_dict("log_z"))
+        if self.is_ratio:
+            rb = self._band()
+            out.update(rb.as_dict("log_ratio"))
+            if self.reference_log_z is None:
+                out.update({k: None for k in b.as_dict("log_z")})
+        out["log_z_stderr"] = self.log_z_stderr
+        out["ess"] = self.ess
+        out["n_chains"] = self.n_chains
+        out["n_betas"] = self.n_betas
+        out["seconds"] = self.seconds
+        out.update({k: _jsonable(v) for k, v in self.settings.items() if k not in out})
+        if include_weights and self.log_weights is not None:
+            out["log_weights"] = self.log_weights.tolist()
+        return out
+
+    def to_json(self, include_weights: bool = False) -> str:
+        return json.dumps(self.to_dict(include_weights), allow_nan=False, default=str)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Tensor):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)

@@ -1,0 +1,82 @@
+"""Run Markov chains with a transition operator, observers and a progress bar."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from boltzkit.models.base import EnergyModel
+from boltzkit.samplers.operators import StepInfo, TransitionOperator, make_operator
+from boltzkit.state import ChainState
+
+Observer = Callable[[int, ChainState, StepInfo], None]
+
+
+@torch.no_grad()
+def run_chains(
+    model: EnergyModel,
+    operator: TransitionOperator | str,
+    state: ChainState,
+    n_steps: int,
+    *,
+    generator: torch.Generator,
+    beta: float | Tensor = 1.0,
+    clamped: tuple[int, ...] = (),
+    observers: Sequence[Observer] = (),
+    progress: bool = False,
+    desc: str = "sampling",
+) -> ChainState:
+    """Apply ``n_steps`` sweeps of ``operator`` to ``state``.
+
+    Parameters
+    ----------
+    model, operator
+        Target and kernel; ``operator`` may be a spec such as ``"flip"``.
+    state
+        Initial state of all chains, shape ``(n_chains, n_units)`` per layer.
+    n_steps
+        Number of sweeps.
+    generator
+        Source of randomness (same seed, same chains).
+    beta, clamped
+        Passed to :meth:`TransitionOperator.step`.
+    observers
+        Called as ``observer(step, state, info)`` after every sweep (``step`` counts from 1);
+        when any is given, flip rates are tracked in ``info``.
+    progress
+        Show a tqdm bar on stderr.
+
+    Returns
+    -------
+    ChainState
+        The state after the last sweep.
+    """
+    operator = make_operator(operator)
+    track = bool(observers)
+    for step in tqdm(range(1, n_steps + 1), desc=desc, disable=not progress, leave=False):
+        state, info = operator.step(
+            model, state, beta=beta, generator=generator, clamped=clamped, track=track
+        )
+        for observe in observers:
+            observe(step, state, info)
+    return state
+
+
+@torch.no_grad()
+def sample(
+    model: EnergyModel,
+    operator: TransitionOperator | str = "gibbs",
+    *,
+    n_chains: int,
+    n_steps: int,
+    generator: torch.Generator,
+    init: ChainState | None = None,
+    beta: float | Tensor = 1.0,
+    progress: bool = False,
+) -> ChainState:
+    """Run ``n_chains`` chains from ``init`` (uniform random states when omitted)."""
+    state = model.random_state(n_chains, generator) if init is None else init
+    return run_chains(model, operator, state, n_steps, generator=generator, beta=beta, progress=progress)

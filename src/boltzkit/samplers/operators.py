@@ -1,0 +1,220 @@
+"""Transition operators that leave a model's distribution at inverse temperature beta invariant.
+
+An operator holds only its configuration. :meth:`TransitionOperator.step` takes the model, the
+state, ``beta``, the clamped layers and a ``torch.Generator`` and returns the new state and a
+:class:`StepInfo`. The model is passed to every step because AIS, PT and PCD change the target
+between steps. Any operator works with any :class:`~boltzkit.models.EnergyModel`: it needs only
+the model's blocks and the logits of a block given the rest.
+
+All operators here are *per-unit* rules applied to a block of conditionally independent units.
+For a unit in state ``x`` with logit ``a`` (so ``p(x=1|rest) = sigma(a)``) and ``s = 2x - 1``:
+
+* Gibbs moves to the other state with probability ``sigma(-s a)``.
+* Flip-the-state (Brügge, Fischer & Igel 2013, Definition 1) always proposes the other state and
+  accepts with ``min(1, p(other)/p(current)) = exp(-max(s a, 0))``: from the less probable state it
+  moves with probability 1, from the more probable with ``p(other)/p(current)``, and at a tie
+  (``a = 0``) with probability 1/2. Written with ``exp(-relu(s a))`` it cannot overflow.
+* The blend ``alpha T + (1 - alpha) G`` (Brügge et al. 2013, Sec. 3) moves with
+  ``alpha P_flip + (1 - alpha) P_gibbs``, with a separate ``alpha`` per layer.
+
+Each per-unit kernel leaves the unit's conditional invariant, so any sweep over the blocks leaves
+the joint distribution invariant.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from boltzkit._numerics import bernoulli
+from boltzkit.errors import BoltzkitError
+from boltzkit.models.base import EnergyModel
+from boltzkit.state import ChainState
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What one step did.
+
+    Attributes
+    ----------
+    flip_rate
+        Per layer, the fraction of units that changed state in this step (``None`` unless the
+        step was asked to track it).
+    """
+
+    flip_rate: tuple[float, ...] | None = None
+
+
+def move_probability(logits: Tensor, current: Tensor, alpha: float) -> Tensor:
+    """Probability that each unit leaves its current state under ``alpha T + (1 - alpha) G``.
+
+    Parameters
+    ----------
+    logits
+        ``a``, shape ``(n_chains, n_units)``.
+    current
+        Current {0, 1} states, same shape.
+    alpha
+        Weight of flip-the-state; 0 is Gibbs, 1 is pure flip-the-state.
+
+    Returns
+    -------
+    Tensor
+        ``alpha * P_flip + (1 - alpha) * sigma(-s a)`` with ``s = 2 x - 1`` and
+        ``P_flip = exp(-relu(s a))`` except at ties ``a = 0``, where it is 1/2.
+    """
+    signed = (2.0 * current - 1.0) * logits
+    p_gibbs = torch.sigmoid(-signed)
+    if alpha == 0.0:
+        return p_gibbs
+    p_flip = torch.exp(-torch.relu(signed))
+    p_flip = torch.where(signed == 0, torch.full_like(p_flip, 0.5), p_flip)
+    if alpha == 1.0:
+        return p_flip
+    return alpha * p_flip + (1.0 - alpha) * p_gibbs
+
+
+class TransitionOperator(ABC):
+    """A Markov kernel applied one sweep over a model's blocks at a time."""
+
+    name: str = "operator"
+
+    @abstractmethod
+    def update_units(self, logits: Tensor, current: Tensor, layer: int, generator: torch.Generator) -> Tensor:
+        """New {0, 1} values for one block given its logits and current values."""
+
+    def step(
+        self,
+        model: EnergyModel,
+        state: ChainState,
+        *,
+        beta: float | Tensor = 1.0,
+        generator: torch.Generator,
+        clamped: tuple[int, ...] = (),
+        fresh_layers: tuple[int, ...] = (),
+        track: bool = False,
+    ) -> tuple[ChainState, StepInfo]:
+        """One sweep: update every unclamped block in ``model.blocks()`` order.
+
+        Parameters
+        ----------
+        model
+            The target; ``model.block_logits`` gives the conditionals at ``beta``.
+        state
+            Current state of all chains.
+        beta
+            Inverse temperature, a float or a ``(n_chains,)`` tensor.
+        generator
+            Source of all random numbers.
+        clamped
+            Layers that are held fixed (e.g. ``(0,)`` to clamp the data).
+        fresh_layers
+            Layers whose current values are not a valid chain state (summed-out units carried
+            over from another target, as in AIS): their first update in this sweep is an exact
+            Gibbs draw, which needs no current value. Other operators than Gibbs depend on the
+            current value, so this keeps them exact.
+        track
+            Record per-layer flip rates in the returned :class:`StepInfo`.
+        """
+        before = state if track else None
+        for block in model.blocks():
+            if block.layer in clamped:
+                continue
+            logits = model.block_logits(state, block, beta)
+            current = state.block_values(block)
+            if block.layer in fresh_layers:
+                new = bernoulli(torch.sigmoid(logits), generator)
+            else:
+                new = self.update_units(logits, current, block.layer, generator)
+            state = state.with_block(block, new)
+        info = StepInfo()
+        if before is not None:
+            info = StepInfo(
+                flip_rate=tuple(
+                    float((a != b).to(torch.float32).mean())
+                    for a, b in zip(before.layers, state.layers, strict=True)
+                )
+            )
+        return state, info
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class Gibbs(TransitionOperator):
+    """Block Gibbs sampling: each block drawn from its exact conditional."""
+
+    name = "gibbs"
+
+    def update_units(self, logits, current, layer, generator):
+        return bernoulli(torch.sigmoid(logits), generator)
+
+
+class Blend(TransitionOperator):
+    """``alpha T + (1 - alpha) G`` per unit, with ``alpha`` chosen per layer.
+
+    Parameters
+    ----------
+    alpha_visible, alpha_hidden
+        Weight of flip-the-state in the visible layer and in every hidden layer.
+    """
+
+    def __init__(self, alpha_visible: float, alpha_hidden: float | None = None) -> None:
+        alpha_hidden = alpha_visible if alpha_hidden is None else alpha_hidden
+        for a in (alpha_visible, alpha_hidden):
+            if not 0.0 <= float(a) <= 1.0:
+                raise BoltzkitError(
+                    "blend weight alpha must lie in [0, 1]",
+                    got=a,
+                    hint="use e.g. 'blend:0.5' or 'blend:0.3,0.7' (visible, hidden).",
+                )
+        self.alpha_visible = float(alpha_visible)
+        self.alpha_hidden = float(alpha_hidden)
+        if self.alpha_visible == self.alpha_hidden:
+            self.name = f"blend:{self.alpha_visible:g}"
+        else:
+            self.name = f"blend:{self.alpha_visible:g},{self.alpha_hidden:g}"
+
+    def alpha(self, layer: int) -> float:
+        return self.alpha_visible if layer == 0 else self.alpha_hidden
+
+    def update_units(self, logits, current, layer, generator):
+        p_move = move_probability(logits, current, self.alpha(layer))
+        u = torch.rand(p_move.shape, generator=generator, device=p_move.device, dtype=p_move.dtype)
+        return torch.where(u < p_move, 1.0 - current, current)
+
+
+class FlipTheState(Blend):
+    """Flip-the-state operator of Brügge, Fischer & Igel (2013), Definition 1."""
+
+    def __init__(self) -> None:
+        super().__init__(1.0, 1.0)
+        self.name = "flip"
+
+
+def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
+    """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"`` or ``"blend:ALPHA_V,ALPHA_H"``."""
+    if isinstance(spec, TransitionOperator):
+        return spec
+    text = str(spec).strip().lower()
+    if text == "gibbs":
+        return Gibbs()
+    if text in ("flip", "fts", "flip-the-state"):
+        return FlipTheState()
+    if text.startswith("blend:"):
+        try:
+            alphas = [float(a) for a in text[len("blend:") :].split(",")]
+        except ValueError:
+            alphas = []
+        if len(alphas) in (1, 2):
+            return Blend(*alphas)
+    raise BoltzkitError(
+        "unknown sampler",
+        got=spec,
+        expected="'gibbs', 'flip', 'blend:ALPHA' or 'blend:ALPHA_VISIBLE,ALPHA_HIDDEN'",
+        hint="for example --sampler blend:0.5",
+    )
