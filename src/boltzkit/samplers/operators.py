@@ -84,8 +84,18 @@ class TransitionOperator(ABC):
     name: str = "operator"
 
     @abstractmethod
+    def move_prob(self, logits: Tensor, current: Tensor, layer: int) -> Tensor:
+        """Probability that each unit of a block leaves its current state (the exact kernel).
+
+        Units of a block move independently, so these numbers define the block's full transition
+        matrix (used by :mod:`boltzkit.diagnostics`).
+        """
+
     def update_units(self, logits: Tensor, current: Tensor, layer: int, generator: torch.Generator) -> Tensor:
         """New {0, 1} values for one block given its logits and current values."""
+        p_move = self.move_prob(logits, current, layer)
+        u = torch.rand(p_move.shape, generator=generator, device=p_move.device, dtype=p_move.dtype)
+        return torch.where(u < p_move, 1.0 - current, current)
 
     def step(
         self,
@@ -150,7 +160,11 @@ class Gibbs(TransitionOperator):
 
     name = "gibbs"
 
+    def move_prob(self, logits, current, layer):
+        return move_probability(logits, current, 0.0)
+
     def update_units(self, logits, current, layer, generator):
+        # The new value does not depend on the current one: draw it directly.
         return bernoulli(torch.sigmoid(logits), generator)
 
 
@@ -182,10 +196,8 @@ class Blend(TransitionOperator):
     def alpha(self, layer: int) -> float:
         return self.alpha_visible if layer == 0 else self.alpha_hidden
 
-    def update_units(self, logits, current, layer, generator):
-        p_move = move_probability(logits, current, self.alpha(layer))
-        u = torch.rand(p_move.shape, generator=generator, device=p_move.device, dtype=p_move.dtype)
-        return torch.where(u < p_move, 1.0 - current, current)
+    def move_prob(self, logits, current, layer):
+        return move_probability(logits, current, self.alpha(layer))
 
 
 class FlipTheState(Blend):
