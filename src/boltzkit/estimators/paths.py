@@ -1,0 +1,270 @@
+"""Annealing paths for AIS and reverse AIS.
+
+A path is a family of unnormalized distributions ``p*_beta``, ``beta in [0, 1]``, with exact samples
+at ``beta = 0`` (and, where available, at ``beta = 1``), together with transitions that leave each
+``p_beta`` invariant. The AIS engine (:mod:`boltzkit.estimators.ais`) anneals any path without
+knowing which model it belongs to; new model families (SRBM, BM) add a path class.
+
+The path implemented here joins two RBMs with possibly different numbers of hidden units
+(Salakhutdinov & Murray 2008, Sec. 3.2, Eqs. 13-17)::
+
+    E_beta(v, h_A, h_B) = (1 - beta) E(v, h_A; theta_A) + beta E(v, h_B; theta_B)
+
+    log p*_beta(v) = (1 - beta) b_A^T v + beta b_B^T v
+                     + sum_j softplus((1 - beta)(c_A + W_A^T v)_j) + sum_j softplus(beta (c_B + W_B^T v)_j)
+
+Base-rate -> RBM (S&M 2008, Sec. 3.3) is the special case where A has no hidden units. The hidden
+layers of A and B are stored side by side as one hidden layer with a per-unit scale
+``s(beta) = [(1 - beta) 1_{M_A}, beta 1_{M_B}]``, so the intermediate is itself an RBM with
+weights ``[W_A | W_B] diag(s)`` and each step costs one product with each of ``W_cat`` and
+``W_cat^T``.
+
+End points: ``p*_0 = p*_A 2^{M_B}`` and ``p*_1 = p*_B 2^{M_A}``, hence
+``log Z_B - log Z_A = log E[w] + (M_B - M_A) log 2``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor
+
+from boltzkit._numerics import LOG2, bernoulli, softplus
+from boltzkit.estimators.base_rate import base_rate_log_z
+from boltzkit.estimators.exact import exact_log_z, exact_sample
+from boltzkit.models.rbm import RBM
+from boltzkit.samplers.operators import Gibbs, TransitionOperator
+from boltzkit.state import Block, ChainState
+
+_HIDDEN = Block(layer=1)
+_VISIBLE = Block(layer=0)
+
+
+class AnnealingPath(ABC):
+    """A sequence of distributions ``p_beta`` for AIS; see the module docstring.
+
+    Attributes
+    ----------
+    log_z_zero
+        ``log`` of the normalizer of ``exp(log_f(., 0))`` when known, else ``None``.
+    log_f_one_offset
+        Constant ``c`` with ``log_f(x, 1) = log p*_target(x) + c``.
+    exact_start
+        Whether :meth:`sample_start` draws exact samples of ``p_0`` (unbiased AIS).
+    """
+
+    log_z_zero: float | None
+    log_f_one_offset: float
+    exact_start: bool
+
+    @abstractmethod
+    def log_f(self, state: ChainState, beta: float) -> Tensor:
+        """``log p*_beta`` of each chain's state, float64, shape ``(n_chains,)``."""
+
+    @abstractmethod
+    def transition(
+        self,
+        state: ChainState,
+        beta: float,
+        operator: TransitionOperator,
+        generator: torch.Generator,
+        *,
+        sweeps: int = 1,
+    ) -> ChainState:
+        """``sweeps`` sweeps of a kernel that leaves ``p_beta`` invariant."""
+
+    @abstractmethod
+    def sample_start(self, n_chains: int, generator: torch.Generator) -> ChainState:
+        """Samples of ``p_0`` (exact when :attr:`exact_start`)."""
+
+    def sample_end(self, n_chains: int, generator: torch.Generator) -> ChainState | None:
+        """Exact samples of ``p_1`` when available (reverse AIS), else ``None``."""
+        return None
+
+    def d_log_f(self, state: ChainState, beta: float) -> Tensor:
+        """``d log p*_beta / d beta`` per chain (central finite difference by default)."""
+        eps = 1e-4
+        lo, hi = max(beta - eps, 0.0), min(beta + eps, 1.0)
+        return (self.log_f(state, hi) - self.log_f(state, lo)) / (hi - lo)
+
+    def step(
+        self,
+        state: ChainState,
+        beta_from: float,
+        beta_to: float,
+        operator: TransitionOperator,
+        generator: torch.Generator,
+        *,
+        sweeps: int = 1,
+        move: bool = True,
+    ) -> tuple[Tensor, ChainState]:
+        """One AIS step: the log-weight increment ``log p*_to(x) - log p*_from(x)`` at the current
+        state, then (if ``move``) a transition that leaves ``p_to`` invariant."""
+        delta = self.log_f(state, beta_to) - self.log_f(state, beta_from)
+        if move:
+            state = self.transition(state, beta_to, operator, generator, sweeps=sweeps)
+        return delta, state
+
+
+class RBMPath(AnnealingPath):
+    """Path from RBM ``a`` to RBM ``b`` over the same visible units (S&M 2008, Eqs. 13-17).
+
+    Parameters
+    ----------
+    rbm_a
+        Start of the path; an RBM with zero hidden units is a base-rate model (exact samples).
+    rbm_b
+        The target.
+    start_chain_steps
+        When ``rbm_a`` has hidden units and its smaller layer cannot be enumerated, start samples
+        come from Gibbs chains of this many sweeps (the estimate is then not exactly unbiased, and a
+        warning says so).
+    max_bits
+        Enumeration limit for exact samples and exact ``log Z_A``.
+    """
+
+    def __init__(
+        self, rbm_a: RBM, rbm_b: RBM, *, start_chain_steps: int = 10_000, max_bits: int = 22
+    ) -> None:
+        if rbm_a.n_visible != rbm_b.n_visible:
+            from boltzkit.errors import BoltzkitError
+
+            raise BoltzkitError(
+                "the two RBMs of an AIS path must share their visible units",
+                got=f"{rbm_a.n_visible} and {rbm_b.n_visible} visible units",
+            )
+        self.rbm_a, self.rbm_b = rbm_a, rbm_b
+        self.max_bits = max_bits
+        self.start_chain_steps = start_chain_steps
+        dtype, device = rbm_b.dtype, rbm_b.device
+        self.dtype, self.device = dtype, device
+        self.n_visible = rbm_b.n_visible
+        self.m_a, self.m_b = rbm_a.n_hidden, rbm_b.n_hidden
+        kw = {"dtype": dtype, "device": device}
+        self.W = torch.cat([rbm_a.W.detach().to(**kw), rbm_b.W.detach().to(**kw)], dim=1)
+        self.c = torch.cat([rbm_a.hbias.detach().to(**kw), rbm_b.hbias.detach().to(**kw)])
+        self.b_a = rbm_a.vbias.detach().to(**kw)
+        self.b_b = rbm_b.vbias.detach().to(**kw)
+        self.b_a64 = self.b_a.to(torch.float64)
+        self.b_b64 = self.b_b.to(torch.float64)
+        self.exact_start = self.m_a == 0 or min(self.m_a, self.n_visible) <= max_bits
+        if self.m_a == 0:
+            log_z_a: float | None = base_rate_log_z(self.b_a)
+        elif self.exact_start:
+            log_z_a = float(exact_log_z(rbm_a, max_bits=max_bits).log_z)
+        else:
+            log_z_a = None
+        self.log_z_a = log_z_a
+        self.log_z_zero = None if log_z_a is None else log_z_a + self.m_b * LOG2
+        self.log_f_one_offset = self.m_a * LOG2
+
+    # -------------------------------------------------------------------------- helpers
+    @property
+    def log_ratio_offset(self) -> float:
+        """``log Z_B - log Z_A = log mean w + (M_B - M_A) log 2``."""
+        return (self.m_b - self.m_a) * LOG2
+
+    def scale(self, beta: float) -> Tensor:
+        """Per-hidden-unit inverse temperatures ``[(1 - beta) 1_{M_A}, beta 1_{M_B}]``."""
+        s = torch.empty(self.m_a + self.m_b, dtype=self.dtype, device=self.device)
+        s[: self.m_a] = 1.0 - beta
+        s[self.m_a :] = beta
+        return s
+
+    def _pre(self, v: Tensor) -> Tensor:
+        return torch.addmm(self.c, v, self.W)
+
+    def _log_f_from_pre(self, v64_b_a: Tensor, v64_b_b: Tensor, pre64: Tensor, beta: float) -> Tensor:
+        s = self.scale(beta).to(torch.float64)
+        lin = (1.0 - beta) * v64_b_a + beta * v64_b_b
+        return lin + softplus(pre64 * s).sum(1)
+
+    # ------------------------------------------------- model-like interface for operators
+    def blocks(self) -> tuple[Block, ...]:
+        return (_HIDDEN, _VISIBLE)
+
+    def block_logits(self, state: ChainState, block: Block, beta: float | Tensor = 1.0) -> Tensor:
+        beta = float(beta)
+        s = self.scale(beta)
+        if block.layer == 1:
+            return self._pre(state.visible) * s
+        vb = (1.0 - beta) * self.b_a + beta * self.b_b
+        return torch.addmm(vb, state.hidden * s, self.W.t())
+
+    # ------------------------------------------------------------------ AnnealingPath API
+    def log_f(self, state: ChainState, beta: float) -> Tensor:
+        v = state.visible
+        v64 = v.to(torch.float64)
+        pre64 = self._pre(v).to(torch.float64)
+        return self._log_f_from_pre(v64 @ self.b_a64, v64 @ self.b_b64, pre64, beta)
+
+    def d_log_f(self, state: ChainState, beta: float) -> Tensor:
+        """``(b_B - b_A)^T v + sum_j sigma(s_j pre_j) pre_j ds_j/dbeta``, ``ds/dbeta = [-1, +1]``."""
+        v = state.visible
+        v64 = v.to(torch.float64)
+        pre64 = self._pre(v).to(torch.float64)
+        s = self.scale(beta).to(torch.float64)
+        ds = torch.ones_like(s)
+        ds[: self.m_a] = -1.0
+        return v64 @ (self.b_b64 - self.b_a64) + (torch.sigmoid(pre64 * s) * pre64 * ds).sum(1)
+
+    def transition(self, state, beta, operator, generator, *, sweeps=1):
+        # The hidden units are summed out of log_f, so their carried values are not a valid chain
+        # state at this beta: the first hidden update of a transition is an exact Gibbs draw.
+        for sweep in range(sweeps):
+            state, _ = operator.step(
+                self, state, beta=beta, generator=generator, fresh_layers=(1,) if sweep == 0 else ()
+            )
+        return state
+
+    def step(self, state, beta_from, beta_to, operator, generator, *, sweeps=1, move=True):
+        """Fused step: one product ``v W`` serves both log-weights and the hidden update."""
+        v = state.visible
+        v64 = v.to(torch.float64)
+        pre = self._pre(v)
+        pre64 = pre.to(torch.float64)
+        va, vb = v64 @ self.b_a64, v64 @ self.b_b64
+        delta = self._log_f_from_pre(va, vb, pre64, beta_to) - self._log_f_from_pre(va, vb, pre64, beta_from)
+        if not move:
+            return delta, state
+        s = self.scale(beta_to)
+        h = bernoulli(torch.sigmoid(pre * s), generator)
+        state = state.with_layer(1, h)
+        v_logits = self.block_logits(state, _VISIBLE, beta_to)
+        if isinstance(operator, Gibbs):
+            v_new = bernoulli(torch.sigmoid(v_logits), generator)
+        else:
+            v_new = operator.update_units(v_logits, v, 0, generator)
+        state = state.with_layer(0, v_new)
+        for _ in range(sweeps - 1):
+            state, _ = operator.step(self, state, beta=beta_to, generator=generator)
+        return delta, state
+
+    def _empty_hidden(self, v: Tensor) -> ChainState:
+        return ChainState((v, v.new_zeros(v.shape[0], self.m_a + self.m_b)))
+
+    def sample_start(self, n_chains, generator):
+        if self.m_a == 0:
+            p = torch.sigmoid(self.b_a).expand(n_chains, -1)
+            return self._empty_hidden(bernoulli(p, generator))
+        if self.exact_start:
+            v = exact_sample(self.rbm_a, n_chains, generator=generator, max_bits=self.max_bits).visible
+            return self._empty_hidden(v.to(self.dtype))
+        warnings.warn(
+            f"start samples of the first RBM come from {self.start_chain_steps} Gibbs sweeps, not "
+            "exact sampling: the AIS estimate is then not exactly unbiased",
+            stacklevel=2,
+        )
+        from boltzkit.samplers.driver import run_chains
+
+        init = self.rbm_a.random_state(n_chains, generator)
+        end = run_chains(self.rbm_a, Gibbs(), init, self.start_chain_steps, generator=generator)
+        return self._empty_hidden(end.visible.to(self.dtype))
+
+    def sample_end(self, n_chains, generator):
+        if min(self.m_b, self.n_visible) > self.max_bits:
+            return None
+        v = exact_sample(self.rbm_b, n_chains, generator=generator, max_bits=self.max_bits).visible
+        return self._empty_hidden(v.to(self.dtype))
