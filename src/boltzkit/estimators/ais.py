@@ -273,7 +273,7 @@ def ais_log_ratio(
     sweeps: int = 1,
     sampler: TransitionOperator | str = "gibbs",
     start_chain_steps: int = 10_000,
-    max_bits: int = 22,
+    max_bits: int = 26,
     seed: int | torch.Generator | None = 0,
     device: str | torch.device | None = None,
     progress: bool = False,

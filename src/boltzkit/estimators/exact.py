@@ -14,6 +14,7 @@ log-sum-exp in float64 and merged, so memory stays bounded and nothing overflows
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -56,9 +57,13 @@ def _smaller_layer(rbm: RBM) -> str:
     return "hidden" if rbm.n_hidden <= rbm.n_visible else "visible"
 
 
-@torch.no_grad()
-def _layer_log_f_chunks(rbm: RBM, layer: str, chunk_size: int, dtype: torch.dtype, device) -> list[Tensor]:
-    """Per-chunk logsumexp of ``log p*(x)`` over all states of ``layer`` (summed-out other)."""
+def _layer_log_f_chunks(
+    rbm: RBM, layer: str, chunk_size: int, dtype: torch.dtype, device
+) -> Iterator[Tensor]:
+    """``log p*(x)`` of every state of ``layer`` (other layer summed out), chunk by chunk, float64.
+
+    States are numbered so that bit ``j`` of the index is unit ``j``.
+    """
     W = rbm.W.detach().to(device=device, dtype=dtype)
     if layer == "hidden":
         own_bias, other_bias, W_other = rbm.hbias, rbm.vbias, W.t()
@@ -68,13 +73,11 @@ def _layer_log_f_chunks(rbm: RBM, layer: str, chunk_size: int, dtype: torch.dtyp
     other_bias = other_bias.detach().to(device=device, dtype=dtype)
     n_bits = own_bias.numel()
     total = 1 << n_bits
-    out = []
     for start in range(0, total, chunk_size):
         x = bit_states(start, min(start + chunk_size, total), n_bits, device=device, dtype=dtype)
         pre = torch.addmm(other_bias, x, W_other)
-        log_f = x @ own_bias + torch.nn.functional.softplus(pre).sum(1, dtype=torch.float64)
-        out.append(torch.logsumexp(log_f.to(torch.float64), 0))
-    return out
+        log_f = (x @ own_bias).to(torch.float64) + torch.nn.functional.softplus(pre).sum(1).to(torch.float64)
+        yield log_f
 
 
 @torch.no_grad()
@@ -111,7 +114,7 @@ def exact_log_z(
     n_bits = min(rbm.n_hidden, rbm.n_visible)
     _check_tractable(n_bits, max_bits, f"summing over the {n_bits} {layer} units")
     device = rbm.device if device is None else torch.device(device)
-    parts = _layer_log_f_chunks(rbm, layer, chunk_size, dtype, device)
+    parts = [torch.logsumexp(c, 0) for c in _layer_log_f_chunks(rbm, layer, chunk_size, dtype, device)]
     log_z = float(torch.logsumexp(torch.stack(parts), 0))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -157,19 +160,26 @@ def exact_sample(
     n_samples: int,
     *,
     generator: torch.Generator | int | None,
-    max_bits: int = 24,
+    max_bits: int = 26,
+    chunk_size: int = DEFAULT_CHUNK,
 ) -> ChainState:
     """Independent exact samples ``(v, h) ~ p(v, h)``.
 
-    The smaller layer is drawn from its enumerated marginal (a categorical over 2^k states), the
-    other from its conditional. Exact samples start reverse AIS and unbiased RBM-to-RBM AIS.
+    The smaller layer (``k`` units) is drawn from its enumerated marginal: the ``2^k`` unnormalized
+    log-probabilities are computed chunk by chunk (float64, ``8 * 2^k`` bytes), and states are
+    drawn by inverting the cumulative distribution at sorted uniforms. The other layer is drawn
+    from its conditional. Exact samples start reverse AIS and unbiased RBM-to-RBM AIS.
     """
     gen = make_generator(generator, rbm.device)
     layer = _smaller_layer(rbm)
-    states, log_p = layer_log_probs(rbm, layer, max_bits=max_bits)
-    # Gumbel-free categorical draw: multinomial on float64 probabilities
-    idx = torch.multinomial(torch.exp(log_p), n_samples, replacement=True, generator=gen)
-    x = states[idx].to(rbm.dtype)
+    n_bits = min(rbm.n_hidden, rbm.n_visible)
+    _check_tractable(n_bits, max_bits, f"exact sampling of the {n_bits} {layer} units")
+    log_f = torch.cat(list(_layer_log_f_chunks(rbm, layer, chunk_size, torch.float64, rbm.device)))
+    cdf = torch.cumsum(torch.exp(log_f - log_f.max()), 0)
+    u = torch.rand(n_samples, generator=gen, device=cdf.device, dtype=torch.float64) * cdf[-1]
+    idx = torch.searchsorted(cdf, u).clamp_max(cdf.numel() - 1)
+    shifts = torch.arange(n_bits, device=idx.device, dtype=torch.int64)
+    x = ((idx.unsqueeze(1) >> shifts) & 1).to(rbm.dtype)
     if layer == "hidden":
         v = rbm.sample_v_given_h(x, gen)
         return ChainState((v, x))

@@ -126,7 +126,7 @@ class RBMPath(AnnealingPath):
     """
 
     def __init__(
-        self, rbm_a: RBM, rbm_b: RBM, *, start_chain_steps: int = 10_000, max_bits: int = 22
+        self, rbm_a: RBM, rbm_b: RBM, *, start_chain_steps: int = 10_000, max_bits: int = 26
     ) -> None:
         if rbm_a.n_visible != rbm_b.n_visible:
             from boltzkit.errors import BoltzkitError
