@@ -1,0 +1,34 @@
+"""Names of the reproducible experiments and their runners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from boltzkit.errors import BoltzkitError
+
+
+def _table1(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.sm2008_table1 import run_table1
+
+    return run_table1(**kwargs)
+
+
+EXPERIMENTS: dict[str, tuple[str, Callable[..., dict[str, Any]]]] = {
+    "salakhutdinov-murray-2008-table1": (
+        "AIS estimates of log Z and log-probabilities of MNIST RBMs (S&M 2008, Table 1, Fig. 3)",
+        _table1,
+    ),
+}
+
+
+def run_experiment(name: str, *, out_dir: str | Path, quick: bool = False, **kwargs: Any) -> dict[str, Any]:
+    """Run the named experiment, writing its report into ``out_dir``; returns a JSON-ready summary."""
+    if name not in EXPERIMENTS:
+        raise BoltzkitError(
+            "unknown experiment",
+            got=name,
+            expected=" or ".join(sorted(EXPERIMENTS)),
+        )
+    return EXPERIMENTS[name][1](out_dir=Path(out_dir), quick=quick, **kwargs)
