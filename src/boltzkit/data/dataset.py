@@ -1,0 +1,169 @@
+"""The :class:`Dataset` record and the validation shared by every loader.
+
+Every loader in :mod:`boltzkit.data` ends here: the raw array is checked once (2-D, non-empty,
+values in {0, 1}, optionally a required width) and turned into a float32 torch tensor of shape
+``(n_samples, n_visible)``. The checks report the offending value and its row, so that a bad user
+file is fixed in one go (DESIGN.md, "Errors").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from boltzkit.errors import DataError
+
+__all__ = ["Dataset", "check_binary", "to_tensor"]
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A binary data set: one sample a row.
+
+    Attributes
+    ----------
+    name
+        Canonical name; passing it back to :func:`boltzkit.data.load_dataset` (with the same
+        ``split`` and ``seed``) gives the same data. A file path for user files.
+    x
+        The samples, float32 tensor of shape ``(n_samples, n_visible)`` with values 0 and 1, on CPU.
+    image_shape
+        ``(height, width)`` when the rows are row-major images (``(28, 28)`` for MNIST,
+        ``(4, 4)`` for the toy sets), else ``None``.
+    split
+        ``"train"``, ``"valid"`` or ``"test"``.
+    """
+
+    name: str
+    x: Tensor
+    image_shape: tuple[int, int] | None
+    split: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.x, Tensor) or self.x.dim() != 2:
+            raise DataError(
+                "Dataset.x must be a 2-D tensor (n_samples, n_visible)",
+                got=_describe(self.x),
+                expected="a 2-D torch.Tensor",
+            )
+        if self.image_shape is not None:
+            h, w = self.image_shape
+            if h * w != self.x.shape[1]:
+                raise DataError(
+                    "image_shape does not match the number of columns of x",
+                    got=f"image_shape={self.image_shape} ({h * w} pixels) for {self.x.shape[1]} columns",
+                    expected=f"height * width == {self.x.shape[1]}",
+                )
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows of :attr:`x`."""
+        return int(self.x.shape[0])
+
+    @property
+    def n_visible(self) -> int:
+        """Number of columns of :attr:`x` (the visible layer size a model needs)."""
+        return int(self.x.shape[1])
+
+    def __len__(self) -> int:
+        return self.n_samples
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset(name={self.name!r}, split={self.split!r}, n_samples={self.n_samples}, "
+            f"n_visible={self.n_visible}, image_shape={self.image_shape})"
+        )
+
+
+def _describe(a: object) -> str:
+    shape = getattr(a, "shape", None)
+    dtype = getattr(a, "dtype", None)
+    if shape is None:
+        return type(a).__name__
+    return f"{type(a).__name__} of shape {tuple(shape)} and dtype {dtype}"
+
+
+def check_binary(
+    array: np.ndarray | Tensor,
+    *,
+    source: str = "data",
+    n_visible: int | None = None,
+) -> np.ndarray:
+    """Validate a 0/1 matrix and return it as a C-contiguous ``uint8`` numpy array.
+
+    Parameters
+    ----------
+    array
+        Array-like of shape ``(n_samples, n_visible)``: bool, integer or float entries, each 0 or 1.
+    source
+        What the array is (a file name, a data set name), used in error messages.
+    n_visible
+        When given, the required number of columns.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8`` array of shape ``(n_samples, n_visible)``.
+
+    Raises
+    ------
+    DataError
+        When the array is not numeric, not 2-D, empty, holds a value other than 0 or 1 (the
+        first such value is reported with its row and column, counted from 0), or has the wrong
+        number of columns.
+    """
+    if isinstance(array, Tensor):
+        array = array.detach().cpu().numpy()
+    a = np.asarray(array)
+    if a.dtype.kind not in "biuf":
+        raise DataError(
+            f"{source}: values must be numbers 0 and 1",
+            got=f"an array of dtype {a.dtype}",
+            expected="a bool, integer or float array",
+        )
+    if a.ndim != 2:
+        raise DataError(
+            f"{source}: data must be a 2-D array, one sample a row",
+            got=f"shape {a.shape}",
+            expected="shape (n_samples, n_visible)",
+            hint="flatten images row-major, e.g. x.reshape(len(x), -1).",
+        )
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise DataError(
+            f"{source}: data set is empty",
+            got=f"shape {a.shape}",
+            expected="at least one row and one column",
+        )
+    if a.dtype.kind == "b":
+        ok = True
+    elif a.dtype.kind == "u":
+        ok = bool(a.max() <= 1)
+    else:
+        ok = bool(((a == 0) | (a == 1)).all())
+    if not ok:
+        bad = np.argwhere((a != 0) & (a != 1))[0]
+        row, col = int(bad[0]), int(bad[1])
+        value = a[row, col].item()
+        raise DataError(
+            f"{source}: data must be binary (0/1)",
+            got=f"value {value!r} at row {row}, column {col} (counted from 0)",
+            expected="only 0 and 1",
+            hint="binarize grayscale images first, e.g. with boltzkit.data.binarize (stochastic) "
+            "or (x > 0.5).",
+        )
+    if n_visible is not None and a.shape[1] != n_visible:
+        raise DataError(
+            f"{source}: wrong number of columns (visible units)",
+            got=a.shape[1],
+            expected=n_visible,
+            hint="use data whose width matches the model's n_visible.",
+        )
+    return np.ascontiguousarray(a, dtype=np.uint8)
+
+
+def to_tensor(a: np.ndarray) -> Tensor:
+    """A validated 0/1 ``uint8`` array as a float32 CPU tensor of the same shape."""
+    return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))

@@ -1,0 +1,274 @@
+"""Reading binary data matrices from files.
+
+Supported formats, one sample a row:
+
+=========== ==============================================================================
+extension   contents
+=========== ==============================================================================
+``.npy``    one 2-D array (``numpy.save``; pickled object arrays are refused)
+``.npz``    one array, or several of which one is named (``file.npz:NAME``)
+``.mat``    MATLAB file read by :func:`scipy.io.loadmat`; the variable ``X`` unless named
+``.amat``   text, whitespace-separated values (the binarized MNIST distribution format)
+``.txt``    text, whitespace-separated values; lines starting with ``#`` are comments
+``.csv``    text, comma-separated values; lines starting with ``#`` are comments
+=========== ==============================================================================
+
+Text files of single-character 0/1 tokens separated by exactly one separator (the layout of
+the canonical ``binarized_mnist_*.amat`` files) are parsed by a vectorized fast path: about
+0.3 s for the 78 MB training file, against 0.55 s for ``numpy.loadtxt(dtype=uint8)`` and
+5.5 s for ``numpy.loadtxt`` with floats (numpy 2.4, one core). Any other layout falls back to
+:func:`numpy.loadtxt`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from boltzkit.data.dataset import check_binary
+from boltzkit.errors import DataError
+
+__all__ = [
+    "FILE_EXTENSIONS",
+    "content_sha256",
+    "load_binary_file",
+    "read_matrix",
+    "read_text_matrix",
+    "split_path_and_key",
+]
+
+#: File extensions :func:`load_binary_file` understands.
+FILE_EXTENSIONS = (".npy", ".npz", ".mat", ".amat", ".txt", ".csv")
+
+_TEXT_SEPARATORS = {".amat": " ", ".txt": " ", ".csv": ","}
+
+
+def content_sha256(x: np.ndarray) -> str:
+    """Format-independent checksum of a 0/1 matrix.
+
+    Parameters
+    ----------
+    x
+        0/1 array of shape ``(n, d)`` (any integer, bool or float dtype).
+
+    Returns
+    -------
+    str
+        Hex sha256 of ``numpy.packbits(x.astype(uint8), axis=1).tobytes()``, the content checksum
+        listed for binarized MNIST in ``data/README.md``.
+    """
+    packed = np.packbits(np.asarray(x).astype(np.uint8, copy=False), axis=1)
+    return hashlib.sha256(packed.tobytes()).hexdigest()
+
+
+def split_path_and_key(spec: str | os.PathLike[str]) -> tuple[Path, str | None]:
+    """Split ``"file.npz:NAME"`` / ``"file.mat:NAME"`` into the path and the array name.
+
+    A path that exists as given is never split (so Windows drive letters and file names holding
+    a colon still work).
+
+    Returns
+    -------
+    (Path, str or None)
+        The file and the array name, ``None`` when no name was given.
+    """
+    text = os.fspath(spec)
+    path = Path(text)
+    if path.exists() or ":" not in text:
+        return path, None
+    head, _, key = text.rpartition(":")
+    if Path(head).suffix.lower() in (".npz", ".mat") and key:
+        return Path(head), key
+    return path, None
+
+
+def _parse_01_fixed(raw: bytes, sep: str) -> np.ndarray | None:
+    """Vectorized parse of ``"d<sep>d<sep>...d\\n"`` lines, each ``d`` a single 0 or 1.
+
+    Returns ``None`` (caller falls back to a general parser) when the bytes are laid out in any
+    other way: other tokens, several separators, ragged lines, ``\\r\\n`` line ends.
+    """
+    if not raw.endswith(b"\n"):
+        raw = raw + b"\n"
+    line_len = raw.find(b"\n") + 1
+    if line_len < 2 or line_len % 2 != 0 or len(raw) % line_len != 0:
+        return None
+    grid = np.frombuffer(raw, dtype=np.uint8).reshape(-1, line_len)
+    digits = grid[:, 0::2]
+    # '0' is 48 and '1' is 49; only those two bytes satisfy (b | 1) == 49.
+    if not bool(((digits | 1) == 49).all()):
+        return None
+    if not bool((grid[:, 1 : line_len - 1 : 2] == ord(sep)).all()):
+        return None
+    if not bool((grid[:, -1] == ord("\n")).all()):
+        return None
+    return digits - np.uint8(48)
+
+
+def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndarray:
+    """Read a text matrix (``.amat``, ``.txt``, ``.csv``), one row a line.
+
+    Parameters
+    ----------
+    path
+        The file.
+    sep
+        ``" "`` for whitespace-separated values (any run of spaces or tabs), ``","`` for CSV.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n_rows, n_columns)``; ``uint8`` when every value is a small non-negative integer,
+        else float64. Not yet checked to be binary (see :func:`~boltzkit.data.dataset.check_binary`).
+
+    Raises
+    ------
+    DataError
+        Empty file, unparsable token (with its row and column), rows of different lengths.
+    """
+    path = Path(path)
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(f"{path}: file is empty", expected="one sample a line")
+    fast = _parse_01_fixed(raw, sep)
+    if fast is not None:
+        return fast
+    delimiter = None if sep == " " else sep
+    try:
+        with warnings.catch_warnings():
+            # A file of comments only: loadtxt warns and returns an empty array; check_binary
+            # reports it as empty.
+            warnings.simplefilter("ignore", UserWarning)
+            try:
+                return np.loadtxt(path, dtype=np.uint8, delimiter=delimiter, ndmin=2)
+            except ValueError:
+                return np.loadtxt(path, dtype=np.float64, delimiter=delimiter, ndmin=2)
+    except ValueError as err:
+        raise DataError(
+            f"{path}: could not parse the text file",
+            got=str(err).split(";")[0],
+            expected=f"numbers separated by {'whitespace' if delimiter is None else repr(delimiter)}, "
+            "the same count on every line",
+            hint="remove header lines or start them with '#'; rows count from 0.",
+        ) from err
+
+
+def _pick_named(
+    arrays: dict[str, np.ndarray], key: str | None, path: Path, default: str | None
+) -> np.ndarray:
+    names = sorted(arrays)
+    if key is not None:
+        if key not in arrays:
+            raise DataError(f"{path}: no array named {key!r}", got=key, expected=f"one of {names}")
+        return arrays[key]
+    if default is not None and default in arrays:
+        return arrays[default]
+    if len(names) == 1:
+        return arrays[names[0]]
+    raise DataError(
+        f"{path}: the file holds several arrays and none was named",
+        got=names if names else "no arrays",
+        expected="exactly one array, or a name",
+        hint=f"name the array after a colon, e.g. '{path}:{names[0] if names else 'X'}'.",
+    )
+
+
+def read_matrix(path: str | os.PathLike[str], *, key: str | None = None) -> np.ndarray:
+    """Read the raw array stored in a data file (no binary check).
+
+    Parameters
+    ----------
+    path
+        A file with one of the extensions in :data:`FILE_EXTENSIONS`.
+    key
+        Name of the array in an ``.npz`` or ``.mat`` file; needed when it holds several
+        (``.mat`` files default to ``X``, as in the binarized MNIST copies).
+
+    Returns
+    -------
+    numpy.ndarray
+        The stored array, as stored (any shape and dtype).
+
+    Raises
+    ------
+    DataError
+        Missing file, unsupported extension, unreadable content, ambiguous or missing array name.
+    """
+    path = Path(path)
+    ext = path.suffix.lower()
+    if ext not in FILE_EXTENSIONS:
+        raise DataError(
+            f"{path}: unsupported data file type",
+            got=ext or "no extension",
+            expected=", ".join(FILE_EXTENSIONS),
+        )
+    if not path.is_file():
+        raise DataError(
+            "data file not found",
+            got=str(path),
+            expected="an existing file",
+            hint="check the path (relative paths are taken from the current directory).",
+        )
+    if key is not None and ext not in (".npz", ".mat"):
+        raise DataError(f"{path}: only .npz and .mat files hold named arrays", got=f"array name {key!r}")
+    if ext in _TEXT_SEPARATORS:
+        return read_text_matrix(path, sep=_TEXT_SEPARATORS[ext])
+    try:
+        if ext == ".npy":
+            return np.load(path, allow_pickle=False)
+        if ext == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                arrays = {name: archive[name] for name in archive.files}
+            return _pick_named(arrays, key, path, default=None)
+        import scipy.io
+
+        mat = scipy.io.loadmat(path)
+        arrays = {name: value for name, value in mat.items() if not name.startswith("__")}
+        return _pick_named(arrays, key, path, default="X")
+    except DataError:
+        raise
+    except Exception as err:  # numpy / scipy raise many types for corrupt files
+        raise DataError(
+            f"{path}: could not read the {ext} file",
+            got=f"{type(err).__name__}: {err}",
+            hint="check that the file is complete and of the type its extension says.",
+        ) from err
+
+
+def load_binary_file(
+    path: str | os.PathLike[str],
+    *,
+    key: str | None = None,
+    n_visible: int | None = None,
+) -> np.ndarray:
+    """Read and validate a user data file of 0/1 rows.
+
+    Parameters
+    ----------
+    path
+        ``.npy``, ``.npz``, ``.mat``, ``.amat``, ``.txt`` or ``.csv`` file; ``"file.npz:NAME"``
+        names an array inside an archive.
+    key
+        Array name inside an ``.npz`` / ``.mat`` (overrides a name given in ``path``).
+    n_visible
+        When given, the required number of columns.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8`` array of shape ``(n_samples, n_visible)`` with values 0 and 1.
+
+    Raises
+    ------
+    DataError
+        See :func:`read_matrix` and :func:`~boltzkit.data.dataset.check_binary`.
+    """
+    file, named = split_path_and_key(path)
+    key = key if key is not None else named
+    array = read_matrix(file, key=key)
+    source = str(file) if key is None else f"{file}:{key}"
+    return check_binary(array, source=source, n_visible=n_visible)

@@ -1,0 +1,519 @@
+"""Tests of the data layer: file readers, validation, MNIST lookup / checksums / download,
+synthetic sets, transforms and the ``load_dataset`` entry point.
+
+Everything runs on small files written to ``tmp_path``; nothing touches the network (downloads
+are disabled by an autouse fixture, and the download tests replace ``urlopen``). The tests on the
+real binarized MNIST are marked ``mnist`` and run only when ``BOLTZKIT_DATA_DIR`` is set.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import urllib.error
+from dataclasses import FrozenInstanceError
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import torch
+
+import boltzkit.data.mnist as mnist_module
+from boltzkit.data import (
+    DATASET_NAMES,
+    Dataset,
+    artificial_modes,
+    artificial_modes_prototypes,
+    artificial_modes_with_labels,
+    bars_and_stripes,
+    binarize,
+    check_binary,
+    content_sha256,
+    default_cache_dir,
+    derive_seed,
+    extract_patches,
+    load_binary_file,
+    load_dataset,
+    load_mnist,
+    mnist_available,
+    parse_spec,
+)
+from boltzkit.errors import BoltzkitError, DataError
+
+# Read before the autouse fixture below clears the variable for the other tests.
+REAL_MNIST_DIR = os.environ.get("BOLTZKIT_DATA_DIR")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No real cache, no BOLTZKIT_DATA_DIR, no downloads, unless a test sets them."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.delenv("BOLTZKIT_DATA_DIR", raising=False)
+    monkeypatch.setenv("BOLTZKIT_OFFLINE", "1")
+
+
+def _random_binary(rows: int, cols: int, seed: int) -> np.ndarray:
+    return (np.random.default_rng(seed).random((rows, cols)) < 0.3).astype(np.uint8)
+
+
+def _write_amat(path: Path, x: np.ndarray) -> None:
+    """The canonical layout: single-character tokens, one space between, '\\n' line ends."""
+    path.write_text("".join(" ".join(str(int(v)) for v in row) + "\n" for row in x))
+
+
+# --------------------------------------------------------------------------- file readers
+
+
+def test_amat_fast_path_and_fallback_agree(tmp_path: Path) -> None:
+    x = _random_binary(13, 7, seed=1)
+    canonical = tmp_path / "a.amat"
+    _write_amat(canonical, x)
+    loose = tmp_path / "b.amat"  # extra spaces, tabs, CRLF and no final newline: general parser
+    loose.write_text("\r\n".join("  " + "\t".join(str(v) for v in row) + " " for row in x))
+    for path in (canonical, loose):
+        got = load_binary_file(path)
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, x)
+
+
+def test_mat_file_default_key_and_named_key(tmp_path: Path) -> None:
+    x = _random_binary(11, 5, seed=2)
+    scipy.io.savemat(tmp_path / "d.mat", {"X": x, "other": np.zeros((2, 2))})
+    np.testing.assert_array_equal(load_binary_file(tmp_path / "d.mat"), x)  # "X" by default
+    scipy.io.savemat(tmp_path / "e.mat", {"a": x, "b": 1 - x})
+    np.testing.assert_array_equal(load_binary_file(f"{tmp_path / 'e.mat'}:b"), 1 - x)
+    with pytest.raises(DataError, match="several arrays"):
+        load_binary_file(tmp_path / "e.mat")
+
+
+def test_npy_npz_txt_csv(tmp_path: Path) -> None:
+    x = _random_binary(7, 3, seed=3)
+    np.save(tmp_path / "x.npy", x.astype(np.float32))
+    np.savez(tmp_path / "one.npz", data=x.astype(bool))
+    np.savez(tmp_path / "two.npz", first=x, second=1 - x)
+    np.savetxt(tmp_path / "x.txt", x, fmt="%d")
+    (tmp_path / "x.csv").write_text(
+        "# a comment line\n" + "\n".join(",".join(f"{v}.0" for v in r) for r in x)
+    )
+    for name in ("x.npy", "one.npz", "two.npz:first", "x.txt", "x.csv"):
+        np.testing.assert_array_equal(load_binary_file(tmp_path / name), x, err_msg=name)
+    np.testing.assert_array_equal(load_binary_file(tmp_path / "two.npz", key="second"), 1 - x)
+    with pytest.raises(DataError, match="several arrays") as info:
+        load_binary_file(tmp_path / "two.npz")
+    assert "first" in str(info.value) and "second" in str(info.value)
+    with pytest.raises(DataError, match="no array named 'third'"):
+        load_binary_file(f"{tmp_path / 'two.npz'}:third")
+
+
+def test_non_binary_value_reports_value_and_row(tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_text("0 1 1\n1 0 2\n0 0 0\n")
+    with pytest.raises(DataError, match="binary") as info:
+        load_binary_file(tmp_path / "bad.txt")
+    assert info.value.got == "value 2 at row 1, column 2 (counted from 0)"
+    x = np.zeros((4, 3))
+    x[3, 0] = 0.5
+    np.save(tmp_path / "half.npy", x)
+    with pytest.raises(DataError, match=r"value 0\.5 at row 3, column 0"):
+        load_binary_file(tmp_path / "half.npy")
+    x[3, 0] = np.nan
+    with pytest.raises(DataError, match=r"nan at row 3"):
+        check_binary(x)
+    with pytest.raises(DataError, match=r"-1\.0 at row 0"):
+        check_binary(np.array([[-1, 0]], dtype=np.float64))
+
+
+def test_wrong_width_reports_got_and_expected(tmp_path: Path) -> None:
+    np.save(tmp_path / "w.npy", np.zeros((3, 5), dtype=np.uint8))
+    with pytest.raises(DataError, match="columns") as info:
+        load_binary_file(tmp_path / "w.npy", n_visible=7)
+    assert (info.value.got, info.value.expected) == (5, 7)
+    with pytest.raises(DataError, match="columns") as info:
+        load_dataset(str(tmp_path / "w.npy"), n_visible=7)
+    assert (info.value.got, info.value.expected) == (5, 7)
+
+
+def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
+    (tmp_path / "empty.txt").write_text("\n\n")
+    (tmp_path / "comments.csv").write_text("# nothing but a comment\n")
+    np.save(tmp_path / "norows.npy", np.zeros((0, 5)))
+    np.save(tmp_path / "flat.npy", np.zeros(5))
+    (tmp_path / "ragged.txt").write_text("0 1 1\n1 0\n")
+    (tmp_path / "header.csv").write_text("a,b\n0,1\n")
+    np.save(tmp_path / "objects.npy", np.array([[0, 1]], dtype=object), allow_pickle=True)
+    (tmp_path / "x.json").write_text("[[0, 1]]")
+    cases = {
+        "empty.txt": "empty",
+        "comments.csv": "empty",
+        "norows.npy": "empty",
+        "flat.npy": "2-D",
+        "ragged.txt": "could not parse",
+        "header.csv": "could not parse",
+        "objects.npy": "could not read",
+        "x.json": "unsupported",
+        "missing.npy": "not found",
+    }
+    for name, message in cases.items():
+        with pytest.raises(DataError, match=message):
+            load_binary_file(tmp_path / name)
+
+
+def test_check_binary_accepts_tensors_and_bools() -> None:
+    t = torch.tensor([[0.0, 1.0], [1.0, 1.0]])
+    np.testing.assert_array_equal(check_binary(t), [[0, 1], [1, 1]])
+    assert check_binary(np.ones((2, 3), dtype=bool)).dtype == np.uint8
+    with pytest.raises(DataError, match="numbers"):
+        check_binary(np.array([["0", "1"]]))
+
+
+def test_content_checksum_is_format_independent() -> None:
+    x = _random_binary(5, 784, seed=4)
+    assert content_sha256(x) == content_sha256(x.astype(np.float32)) == content_sha256(np.asfortranarray(x))
+    y = x.copy()
+    y[2, 100] ^= 1
+    assert content_sha256(y) != content_sha256(x)
+
+
+# --------------------------------------------------------------------------- MNIST lookup
+
+
+@pytest.fixture()
+def fake_mnist(monkeypatch: pytest.MonkeyPatch) -> dict[str, np.ndarray]:
+    """Tiny stand-ins for the three splits; the expected sizes and checksums are patched to match."""
+    data = {
+        "train": _random_binary(7, 784, 10),
+        "valid": _random_binary(3, 784, 11),
+        "test": _random_binary(5, 784, 12),
+    }
+    monkeypatch.setattr(mnist_module, "MNIST_SIZES", {k: len(v) for k, v in data.items()})
+    monkeypatch.setattr(mnist_module, "MNIST_CONTENT_SHA256", {k: content_sha256(v) for k, v in data.items()})
+    return data
+
+
+def _write_fake_mnist(directory: Path, data: dict[str, np.ndarray], fmt: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, x in data.items():
+        if fmt == "amat":
+            _write_amat(directory / f"binarized_mnist_{split}.amat", x)
+        else:
+            scipy.io.savemat(directory / f"binarized_mnist_{split}.mat", {"X": x}, do_compression=True)
+
+
+@pytest.mark.parametrize("fmt", ["amat", "mat"])
+def test_mnist_loads_canonical_files_from_explicit_dir(
+    tmp_path: Path, fake_mnist: dict[str, np.ndarray], fmt: str
+) -> None:
+    _write_fake_mnist(tmp_path / "d", fake_mnist, fmt)
+    assert mnist_available(tmp_path / "d")
+    for split, x in fake_mnist.items():
+        ds = load_dataset("mnist", split=split, data_dir=tmp_path / "d", n_visible=784)
+        assert (ds.name, ds.split, ds.image_shape) == ("mnist", split, (28, 28))
+        assert ds.x.dtype == torch.float32 and ds.x.shape == x.shape
+        np.testing.assert_array_equal(ds.x.numpy(), x)
+
+
+def test_mnist_search_order(tmp_path: Path, fake_mnist: dict[str, np.ndarray], monkeypatch) -> None:
+    assert default_cache_dir() == tmp_path / "xdg-cache" / "boltzkit"
+    assert not mnist_available()
+    _write_fake_mnist(tmp_path / "env", fake_mnist, "mat")
+    monkeypatch.setenv("BOLTZKIT_DATA_DIR", str(tmp_path / "env"))
+    assert mnist_available()
+    np.testing.assert_array_equal(load_mnist("test"), fake_mnist["test"])
+    # An explicit directory wins over the environment; the cache is searched after it.
+    swapped = {"train": fake_mnist["train"], "valid": fake_mnist["valid"], "test": 1 - fake_mnist["test"]}
+    _write_fake_mnist(tmp_path / "explicit", {"test": swapped["test"]}, "amat")
+    with pytest.raises(DataError, match="checksum mismatch"):
+        load_mnist("test", tmp_path / "explicit")
+    np.testing.assert_array_equal(load_mnist("test", tmp_path / "explicit", verify=False), swapped["test"])
+    _write_fake_mnist(default_cache_dir(), {"train": fake_mnist["train"]}, "amat")
+    np.testing.assert_array_equal(load_mnist("train", tmp_path / "explicit"), fake_mnist["train"])
+
+
+def test_mnist_checksum_and_shape_mismatch(tmp_path: Path, fake_mnist: dict[str, np.ndarray]) -> None:
+    tampered = fake_mnist["valid"].copy()
+    tampered[0, 0] ^= 1
+    scipy.io.savemat(tmp_path / "binarized_mnist_valid.mat", {"X": tampered})
+    with pytest.raises(DataError, match="checksum mismatch") as info:
+        load_mnist("valid", tmp_path)
+    assert info.value.expected == content_sha256(fake_mnist["valid"])
+    _write_amat(tmp_path / "binarized_mnist_test.amat", fake_mnist["test"][:-1])
+    with pytest.raises(DataError, match="wrong shape") as info:
+        load_mnist("test", tmp_path)
+    assert info.value.got == (4, 784) and info.value.expected == (5, 784)
+
+
+def test_mnist_missing_says_where_to_put_files(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="not found") as info:
+        load_dataset("mnist", split="test", data_dir=tmp_path / "nowhere")
+    message = str(info.value)
+    assert "binarized_mnist_test.amat" in message and "BOLTZKIT_DATA_DIR" in message
+    assert str(tmp_path / "nowhere") in message and "downloads are disabled" in message
+    with pytest.raises(DataError, match="unknown binarized MNIST split"):
+        load_mnist("validation")
+
+
+class _FakeResponse(io.BytesIO):
+    def __enter__(self) -> _FakeResponse:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.close()
+
+
+def test_mnist_download_into_cache(tmp_path: Path, fake_mnist: dict[str, np.ndarray], monkeypatch) -> None:
+    monkeypatch.setenv("BOLTZKIT_OFFLINE", "0")
+    requested: list[str] = []
+
+    def fake_urlopen(url: str, timeout: float) -> _FakeResponse:
+        requested.append(url)
+        split = url.rsplit("_", 1)[1].removesuffix(".amat")
+        rows = "".join(" ".join(map(str, r)) + "\n" for r in fake_mnist[split])
+        return _FakeResponse(rows.encode())
+
+    monkeypatch.setattr(mnist_module.urllib.request, "urlopen", fake_urlopen)
+    x = load_mnist("valid", tmp_path / "empty")
+    np.testing.assert_array_equal(x, fake_mnist["valid"])
+    assert requested == [mnist_module.MNIST_URL.format(split="valid")]
+    cached = default_cache_dir() / "binarized_mnist_valid.amat"
+    assert cached.is_file() and sorted(p.name for p in default_cache_dir().iterdir()) == [cached.name]
+    np.testing.assert_array_equal(load_mnist("valid", tmp_path / "empty"), x)  # from the cache now
+    assert len(requested) == 1
+
+
+def test_mnist_download_failures_leave_nothing(tmp_path: Path, fake_mnist, monkeypatch) -> None:
+    monkeypatch.setenv("BOLTZKIT_OFFLINE", "0")
+
+    def unreachable(url: str, timeout: float) -> _FakeResponse:
+        raise urllib.error.URLError("no route to host")
+
+    monkeypatch.setattr(mnist_module.urllib.request, "urlopen", unreachable)
+    with pytest.raises(DataError, match="download failed") as info:
+        load_mnist("test", tmp_path)
+    assert "no route to host" in str(info.value) and "BOLTZKIT_DATA_DIR" in str(info.value)
+
+    wrong = "".join(" ".join(map(str, r)) + "\n" for r in 1 - fake_mnist["test"]).encode()
+    monkeypatch.setattr(mnist_module.urllib.request, "urlopen", lambda url, timeout: _FakeResponse(wrong))
+    with pytest.raises(DataError, match="checksum mismatch"):
+        load_mnist("test", tmp_path)
+    assert list(default_cache_dir().iterdir()) == []
+
+
+def test_mnist_patches_from_train_plus_valid(tmp_path: Path, fake_mnist: dict[str, np.ndarray]) -> None:
+    _write_fake_mnist(tmp_path, fake_mnist, "mat")
+    train = load_dataset("mnist-patches", data_dir=tmp_path, seed=5)
+    assert train.x.shape == (7 + 3, 16) and train.image_shape == (4, 4) and train.name == "mnist-patches"
+    images = np.concatenate([fake_mnist["train"], fake_mnist["valid"]]).reshape(-1, 28, 28)
+    for patch, image in zip(train.x.numpy().reshape(-1, 4, 4), images, strict=True):
+        windows = np.lib.stride_tricks.sliding_window_view(image, (4, 4))
+        assert (windows == patch).all(axis=(2, 3)).any()
+    again = load_dataset("mnist-patches", data_dir=tmp_path, seed=5)
+    assert torch.equal(again.x, train.x)
+    test = load_dataset("mnist-patches:size=5", split="test", data_dir=tmp_path, seed=5)
+    assert test.x.shape == (5, 25) and test.image_shape == (5, 5) and test.name == "mnist-patches:size=5"
+    with pytest.raises(DataError, match="'train' or 'test'"):
+        load_dataset("mnist-patches", split="valid", data_dir=tmp_path)
+
+
+# --------------------------------------------------------------------------- real MNIST
+
+_needs_mnist = pytest.mark.skipif(
+    not REAL_MNIST_DIR,
+    reason="binarized MNIST not configured: set BOLTZKIT_DATA_DIR to the folder holding "
+    "binarized_mnist_{train,valid,test}.amat or .mat (e.g. /work/shared/data)",
+)
+
+
+@pytest.mark.mnist
+@_needs_mnist
+@pytest.mark.parametrize(("split", "n"), [("train", 50_000), ("valid", 10_000), ("test", 10_000)])
+def test_real_mnist_shapes_and_checksums(split: str, n: int) -> None:
+    assert mnist_available(REAL_MNIST_DIR)
+    ds = load_dataset("mnist", split=split, data_dir=REAL_MNIST_DIR, n_visible=784)
+    assert ds.x.shape == (n, 784) and ds.x.dtype == torch.float32 and ds.image_shape == (28, 28)
+    x = ds.x.numpy().astype(np.uint8)
+    assert content_sha256(x) == mnist_module.MNIST_CONTENT_SHA256[split]
+    assert 0.05 < float(ds.x.mean()) < 0.25  # digits: mostly background
+
+
+@pytest.mark.mnist
+@_needs_mnist
+def test_real_mnist_amat_copy_and_patches(tmp_path: Path) -> None:
+    x = load_mnist("test", REAL_MNIST_DIR)
+    text = np.full((x.shape[0], 2 * x.shape[1]), ord(" "), dtype=np.uint8)
+    text[:, 0::2] = x + ord("0")
+    text[:, -1] = ord("\n")
+    (tmp_path / "binarized_mnist_test.amat").write_bytes(text.tobytes())
+    np.testing.assert_array_equal(load_mnist("test", tmp_path), x)  # checksum verified on load
+    patches = load_dataset("mnist-patches", data_dir=REAL_MNIST_DIR, seed=0)
+    assert patches.x.shape == (60_000, 16)
+
+
+# --------------------------------------------------------------------------- synthetic sets
+
+
+def test_bars_and_stripes_counts_and_structure() -> None:
+    full = bars_and_stripes()
+    distinct = bars_and_stripes(distinct=True)
+    assert full.shape == (32, 16) and distinct.shape == (30, 16)
+    assert torch.unique(full, dim=0).shape[0] == 30
+    assert torch.unique(distinct, dim=0).shape[0] == 30
+    assert {tuple(r) for r in full.tolist()} == {tuple(r) for r in distinct.tolist()}
+    images = full.reshape(-1, 4, 4)
+    rows_equal = (images == images[:, :1, :]).all(dim=(1, 2))  # stripes: every row the same
+    cols_equal = (images == images[:, :, :1]).all(dim=(1, 2))  # bars: every column the same
+    assert bool(rows_equal[:16].all()) and bool(cols_equal[16:].all())
+    # Best average log-likelihood of the 32-pattern list (duplicates weighted 2/32): -3.3791.
+    _, counts = torch.unique(full, dim=0, return_counts=True)
+    probs = counts.double() / 32
+    assert math.isclose(float((counts * probs.log()).sum()), -108.131, abs_tol=1e-3)
+    assert bars_and_stripes(3).shape == (16, 9) and bars_and_stripes(3, distinct=True).shape == (14, 9)
+    with pytest.raises(DataError):
+        bars_and_stripes(0)
+
+
+def test_bars_and_stripes_via_load_dataset_any_split() -> None:
+    a = load_dataset("bars-and-stripes", split="train", seed=1)
+    b = load_dataset("bars-and-stripes", split="test", seed=2)
+    assert torch.equal(a.x, b.x) and a.image_shape == (4, 4)
+    d = load_dataset("bars-and-stripes:distinct")
+    assert d.x.shape == (30, 16) and d.name == "bars-and-stripes:patterns=distinct"
+
+
+def test_artificial_modes_prototypes() -> None:
+    protos = artificial_modes_prototypes().reshape(4, 4, 4)
+    assert protos[0].sum() == 0 and protos[1].sum() == 16
+    assert bool((protos[2][:, :2] == 0).all()) and bool((protos[2][:, 2:] == 1).all())
+    assert torch.equal(protos[3], 1 - protos[2])
+
+
+@pytest.mark.parametrize("p_mut", [0.01, 0.1])
+def test_artificial_modes_flip_rate_within_5_standard_errors(p_mut: float) -> None:
+    x, modes = artificial_modes_with_labels(10_000, p_mut, seed=17)
+    assert x.shape == (10_000, 16) and x.dtype == torch.float32
+    assert torch.bincount(modes, minlength=4).tolist() == [2500] * 4
+    flipped = (x != artificial_modes_prototypes()[modes]).double()
+    n = flipped.numel()
+    se = math.sqrt(p_mut * (1 - p_mut) / n)
+    assert abs(float(flipped.mean()) - p_mut) < 5 * se
+
+
+def test_artificial_modes_seeds_splits_and_edges() -> None:
+    assert torch.equal(artificial_modes(50, 0.1, seed=3), artificial_modes(50, 0.1, seed=3))
+    assert not torch.equal(artificial_modes(50, 0.1, seed=3), artificial_modes(50, 0.1, seed=4))
+    x, modes = artificial_modes_with_labels(10, 0.0, seed=0, shuffle=False)
+    assert modes.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]
+    assert torch.equal(x, artificial_modes_prototypes()[modes])
+    y, modes = artificial_modes_with_labels(8, 1.0, seed=0)
+    assert torch.equal(y, 1 - artificial_modes_prototypes()[modes])
+    train = load_dataset("artificial-modes", split="train", seed=0)
+    test = load_dataset("artificial-modes", split="test", seed=0)
+    assert train.x.shape == test.x.shape == (10_000, 16) and not torch.equal(train.x, test.x)
+    assert torch.equal(train.x, load_dataset("artificial-modes:0.01", seed=0).x)
+    for bad in ({"n": 0}, {"p_mut": 1.5}):
+        with pytest.raises(DataError):
+            artificial_modes(**bad)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- transforms
+
+
+def test_binarize_seeded_and_unbiased() -> None:
+    images = torch.full((200, 500), 0.3, dtype=torch.float64)
+    a = binarize(images, seed=7)
+    assert a.shape == images.shape and a.dtype == torch.float32
+    assert set(torch.unique(a).tolist()) <= {0.0, 1.0}
+    assert torch.equal(a, binarize(images.numpy(), seed=7))
+    assert not torch.equal(a, binarize(images, seed=8))
+    se = math.sqrt(0.3 * 0.7 / images.numel())
+    assert abs(float(a.double().mean()) - 0.3) < 5 * se
+    edges = np.array([[0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    assert torch.equal(binarize(edges, seed=1), torch.tensor(edges, dtype=torch.float32))
+    for bad in (np.array([[0.2, 1.5]]), np.array([[np.nan]]), np.array([[-0.1]])):
+        with pytest.raises(DataError, match=r"\[0, 1\]"):
+            binarize(bad, seed=0)
+
+
+def test_extract_patches_positions_and_reproducibility() -> None:
+    h, w, size, n = 7, 11, 3, 2000
+    index_image = torch.arange(h * w, dtype=torch.float32)
+    images = index_image.expand(n, -1)
+    patches = extract_patches(images, (h, w), size=size, seed=9)
+    assert patches.shape == (n, size * size)
+    top, left = patches[:, 0] // w, patches[:, 0] % w
+    offsets = torch.tensor([r * w + c for r in range(size) for c in range(size)], dtype=torch.float32)
+    assert torch.equal(patches, patches[:, :1] + offsets)
+    assert set(top.long().tolist()) == set(range(h - size + 1))
+    assert set(left.long().tolist()) == set(range(w - size + 1))
+    assert torch.equal(patches, extract_patches(images, (h, w), size=size, seed=9))
+    assert not torch.equal(patches, extract_patches(images, (h, w), size=size, seed=10))
+    with pytest.raises(DataError):
+        extract_patches(images, (h, w), size=8)
+    with pytest.raises(DataError):
+        extract_patches(images[:, :10], (h, w))
+
+
+# --------------------------------------------------------------------------- load_dataset
+
+
+def test_load_dataset_user_file(tmp_path: Path) -> None:
+    x = _random_binary(5, 3, seed=20)
+    np.savez(tmp_path / "pair.npz", a=x, b=1 - x)
+    ds = load_dataset(f"{tmp_path / 'pair.npz'}:b", split="test")
+    assert ds.name == f"{tmp_path / 'pair.npz'}:b" and ds.split == "test" and ds.image_shape is None
+    assert ds.x.dtype == torch.float32
+    np.testing.assert_array_equal(ds.x.numpy(), 1 - x)
+    with pytest.raises(DataError, match="unknown split") as info:
+        load_dataset(str(tmp_path / "pair.npz:a"), split="dev")
+    assert "'train' or 'valid' or 'test'" in str(info.value)
+
+
+def test_load_dataset_spec_errors() -> None:
+    with pytest.raises(DataError, match="did you mean 'bars-and-stripes'"):
+        load_dataset("bars-and-stripe")
+    with pytest.raises(DataError, match="data file not found"):  # a path, not a misspelt name
+        load_dataset("mnist.npy")
+    with pytest.raises(DataError, match="unknown split") as info:
+        load_dataset("artificial-modes", split="validation")
+    assert "'train' or 'valid' or 'test'" in str(info.value)
+    with pytest.raises(DataError, match="takes no parameters"):
+        load_dataset("mnist:3")
+    with pytest.raises(DataError, match="bad value for 'p'"):
+        load_dataset("artificial-modes:often")
+    with pytest.raises(DataError, match="unknown parameter 'q'"):
+        load_dataset("artificial-modes:q=1")
+    with pytest.raises(DataError, match="without 'key='"):
+        load_dataset("artificial-modes:0.1,500")
+    with pytest.raises(DataError, match="columns") as info:
+        load_dataset("bars-and-stripes", n_visible=17)
+    assert isinstance(info.value, BoltzkitError) and info.value.got == 16
+
+
+def test_parse_spec_and_canonical_names_round_trip() -> None:
+    assert parse_spec("artificial-modes") == ("artificial-modes", {"p": 0.01, "n": 10_000})
+    assert parse_spec("Artificial_Modes:p_mut=0.1,n=40") == ("artificial-modes", {"p": 0.1, "n": 40})
+    assert parse_spec("bars-and-stripes:distinct,size=3")[1] == {"patterns": "distinct", "size": 3}
+    ds = load_dataset("artificial-modes:n=40,p=0.1", split="valid", seed=4)
+    assert ds.name == "artificial-modes:p=0.1,n=40"
+    assert torch.equal(load_dataset(ds.name, split="valid", seed=4).x, ds.x)
+    assert set(DATASET_NAMES) == {"mnist", "mnist-patches", "bars-and-stripes", "artificial-modes"}
+
+
+def test_derive_seed_is_stable() -> None:
+    assert derive_seed(0, "artificial-modes", "train") == derive_seed(0, "artificial-modes", "train")
+    assert derive_seed(0, "artificial-modes", "train") != derive_seed(0, "artificial-modes", "test")
+    assert derive_seed(1, "x") != derive_seed(2, "x")
+    assert 0 <= derive_seed(123, "x") < 2**63
+    assert derive_seed(0, "a") == 8342909361095637454  # pinned: seeds must not change between releases
+
+
+def test_dataset_record() -> None:
+    ds = load_dataset("bars-and-stripes")
+    assert (len(ds), ds.n_samples, ds.n_visible) == (32, 32, 16)
+    assert "bars-and-stripes" in repr(ds)
+    with pytest.raises(FrozenInstanceError):
+        ds.split = "test"  # type: ignore[misc]
+    with pytest.raises(DataError, match="image_shape"):
+        Dataset(name="x", x=torch.zeros(2, 6), image_shape=(2, 2), split="train")
+    with pytest.raises(DataError, match="2-D"):
+        Dataset(name="x", x=torch.zeros(6), image_shape=None, split="train")
