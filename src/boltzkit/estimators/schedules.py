@@ -126,7 +126,15 @@ def parse_schedule(spec: str | int | Tensor) -> tuple[Tensor | None, str]:
     text = str(spec).strip()
     if text == "paper":
         return paper_betas(), "paper (500/4,000/10,000)"
-    if text.startswith("adaptive"):
+    if text == "adaptive" or text.startswith("adaptive:"):
+        tail = text.partition(":")[2].strip()
+        if text != "adaptive" and not (tail.isdigit() and int(tail) >= 1):
+            raise BoltzkitError(
+                "an adaptive beta schedule needs a positive whole number of steps",
+                got=spec,
+                expected="'adaptive' (14,500 steps) or 'adaptive:N' with N >= 1",
+                hint="for example --betas adaptive:10000",
+            )
         return None, text
     if text.isdigit():
         return linear_betas(int(text)), f"linear ({text} points)"
