@@ -1,0 +1,242 @@
+"""Trainer callbacks: monitoring, progress, history files and checkpoints.
+
+A callback is told when training begins and ends and when each epoch begins and ends. At the end
+of an epoch the trainer has already appended the epoch's record (a ``dict``) to its history, and
+calls the callbacks in ascending :attr:`Callback.order`: metric callbacks (order 0) add keys to the
+record, then writers (50), the progress bar (60) and the checkpointer (100) see the complete
+record. Callbacks that draw random numbers must use their own generator: the trainer's generator
+belongs to training, and touching it would break exact resumption.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tqdm.auto import tqdm
+
+from boltzkit.estimators.exact import exact_log_prob, exact_log_z
+from boltzkit.learning.history import history_paths
+
+if TYPE_CHECKING:
+    from boltzkit.learning.trainer import Trainer
+
+
+class Callback:
+    """Base class; override the hooks you need.
+
+    Attributes
+    ----------
+    order
+        Callbacks run in ascending order at each hook (stable for ties).
+    """
+
+    order: int = 0
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        """Before the first epoch of this call to :meth:`Trainer.fit` (also after a resume)."""
+
+    def on_epoch_begin(self, trainer: Trainer, epoch: int) -> None:
+        """Before epoch ``epoch`` (1-based)."""
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        """After an epoch; ``record`` is ``trainer.history[-1]`` and may be extended in place."""
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        """After the last epoch (or after a stop)."""
+
+
+class ExactLogLikelihood(Callback):
+    """Exact mean log-likelihood of the training (and validation) data, when tractable.
+
+    ``log p(v) = -F(v) - log Z`` with ``log Z`` summed exactly over the smaller layer
+    (:func:`boltzkit.estimators.exact.exact_log_z`), all in float64. Records ``log_z``,
+    ``train_log_lik`` and ``valid_log_lik`` (nats per example). Does nothing when
+    ``min(n_visible, n_hidden) > max_bits``.
+
+    Parameters
+    ----------
+    max_bits
+        Largest smaller-layer size that is enumerated (``2^max_bits`` states per evaluation).
+    every
+        Evaluate every ``every`` epochs (and always at the last one).
+    train_x, valid_x
+        Data to evaluate; default the trainer's training and validation data.
+    chunk_rows
+        Rows of data per batch of free energies.
+    """
+
+    order = 0
+
+    def __init__(
+        self,
+        max_bits: int = 20,
+        *,
+        every: int = 1,
+        train_x: torch.Tensor | None = None,
+        valid_x: torch.Tensor | None = None,
+        chunk_rows: int = 8192,
+    ) -> None:
+        self.max_bits = int(max_bits)
+        self.every = max(1, int(every))
+        self.train_x = train_x
+        self.valid_x = valid_x
+        self.chunk_rows = int(chunk_rows)
+
+    def tractable(self, trainer: Trainer) -> bool:
+        return min(trainer.model.n_visible, trainer.model.n_hidden) <= self.max_bits
+
+    @torch.no_grad()
+    def mean_log_lik(self, rbm64: Any, x: torch.Tensor, log_z: float) -> float:
+        total = 0.0
+        for start in range(0, x.shape[0], self.chunk_rows):
+            chunk = x[start : start + self.chunk_rows].to(device=rbm64.device, dtype=torch.float64)
+            total += float(exact_log_prob(rbm64, chunk, log_z).sum())
+        return total / max(1, x.shape[0])
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        epoch = record["epoch"]
+        if not self.tractable(trainer) or (epoch % self.every and epoch != trainer.epochs):
+            return
+        rbm64 = trainer.model.as_float64()
+        log_z = float(exact_log_z(rbm64, max_bits=self.max_bits).log_z)
+        record["log_z"] = log_z
+        train_x = self.train_x if self.train_x is not None else trainer.train_x
+        record["train_log_lik"] = self.mean_log_lik(rbm64, train_x, log_z)
+        valid_x = self.valid_x if self.valid_x is not None else trainer.valid_x
+        if valid_x is not None:
+            record["valid_log_lik"] = self.mean_log_lik(rbm64, valid_x, log_z)
+
+
+class HistoryWriter(Callback):
+    """Rewrite the history as CSV and JSON (atomically) after every epoch.
+
+    Parameters
+    ----------
+    path
+        Base path; see :func:`boltzkit.learning.history.history_paths`.
+    """
+
+    order = 50
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.csv_path, self.json_path = history_paths(path)
+
+    def _write(self, trainer: Trainer) -> None:
+        trainer.history.to_csv(self.csv_path)
+        trainer.history.to_json(self.json_path)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        self._write(trainer)
+
+
+class ProgressBar(Callback):
+    """A tqdm bar over epochs on stderr, showing the latest record's main numbers."""
+
+    order = 60
+    KEYS = ("recon_error", "train_log_lik", "valid_log_lik", "k", "lr")
+
+    def __init__(self, *, desc: str | None = None, file: Any = None, leave: bool = True) -> None:
+        self.desc = desc
+        self.file = file
+        self.leave = leave
+        self._bar: Any = None
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        self._bar = tqdm(
+            total=trainer.epochs,
+            initial=trainer.epoch,
+            desc=self.desc or f"training {trainer.learner.describe()}",
+            unit="epoch",
+            file=self.file if self.file is not None else sys.stderr,
+            leave=self.leave,
+            dynamic_ncols=True,
+        )
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        if self._bar is None:
+            return
+        post = {}
+        for key in self.KEYS:
+            value = record.get(key)
+            if value is not None:
+                post[key] = f"{value:.4g}" if isinstance(value, float) else value
+        self._bar.set_postfix(post, refresh=False)
+        self._bar.update(1)
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+class Checkpointer(Callback):
+    """Save a checkpoint every ``every`` epochs and after the last epoch.
+
+    Parameters
+    ----------
+    path
+        Checkpoint file (written atomically, see :mod:`boltzkit.learning.checkpoint`).
+    every
+        Interval in epochs; ``0`` saves only after the last epoch.
+    """
+
+    order = 100
+
+    def __init__(self, path: str | os.PathLike, every: int = 1) -> None:
+        self.path = path
+        self.every = int(every)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        epoch = record["epoch"]
+        if epoch == trainer.epochs or (self.every > 0 and epoch % self.every == 0):
+            trainer.save_checkpoint(self.path)
+
+
+class LambdaCallback(Callback):
+    """A callback from plain functions, e.g. ``LambdaCallback(on_epoch_end=lambda t, r: ...)``."""
+
+    def __init__(
+        self,
+        *,
+        on_train_begin: Any = None,
+        on_epoch_begin: Any = None,
+        on_epoch_end: Any = None,
+        on_train_end: Any = None,
+        order: int = 0,
+    ) -> None:
+        self.order = order
+        self._hooks = {
+            "on_train_begin": on_train_begin,
+            "on_epoch_begin": on_epoch_begin,
+            "on_epoch_end": on_epoch_end,
+            "on_train_end": on_train_end,
+        }
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        if self._hooks["on_train_begin"]:
+            self._hooks["on_train_begin"](trainer)
+
+    def on_epoch_begin(self, trainer: Trainer, epoch: int) -> None:
+        if self._hooks["on_epoch_begin"]:
+            self._hooks["on_epoch_begin"](trainer, epoch)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        if self._hooks["on_epoch_end"]:
+            self._hooks["on_epoch_end"](trainer, record)
+
+    def on_train_end(self, trainer: Trainer) -> None:
+        if self._hooks["on_train_end"]:
+            self._hooks["on_train_end"](trainer)
+
+
+__all__ = [
+    "Callback",
+    "Checkpointer",
+    "ExactLogLikelihood",
+    "HistoryWriter",
+    "LambdaCallback",
+    "ProgressBar",
+]

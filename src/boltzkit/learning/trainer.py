@@ -1,0 +1,358 @@
+"""The training loop: minibatches, learner, optimizer, scheduler, callbacks, checkpoints.
+
+Each epoch shuffles the training rows with the trainer's generator and walks through them in
+minibatches (the last one may be smaller). For every minibatch the learner writes the gradient of
+the negative log-likelihood estimate into ``param.grad`` and the optimizer takes a step, followed
+by the learning-rate scheduler when it steps per update. Nothing else happens per minibatch: no
+checks, no host synchronisation, no extra products.
+
+:meth:`Trainer.state_dict` captures everything the remaining epochs depend on (parameters,
+optimizer and scheduler state, the generator's state, the learner's state such as PCD chains, the
+epoch counter and the history), so a run killed after a checkpoint and resumed with
+:meth:`Trainer.load_checkpoint` ends with exactly the parameters of an uninterrupted run (same
+device, seed and torch version).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from boltzkit.errors import BoltzkitError, DataError
+from boltzkit.learning.callbacks import Callback
+from boltzkit.learning.checkpoint import (
+    generator_state,
+    load_checkpoint,
+    restore_generator,
+    save_checkpoint,
+)
+from boltzkit.learning.gradients import Learner
+from boltzkit.learning.history import History
+from boltzkit.learning.schedules import ConstantK, KSchedule, parse_k_schedule
+from boltzkit.models.rbm import RBM
+
+
+# --------------------------------------------------------------------------------- validation
+def check_binary_data(x: object, name: str, n_visible: int | None = None) -> Tensor:
+    """Check that ``x`` is a 2-D tensor (or array) of zeros and ones with ``n_visible`` columns.
+
+    Returns it as a tensor (not copied when it already is one).
+
+    Raises
+    ------
+    DataError
+        With what was wrong: type, dimensionality, emptiness, width or non-binary values.
+    """
+    if not isinstance(x, Tensor):
+        try:
+            x = torch.as_tensor(x)
+        except Exception as exc:
+            raise DataError(
+                f"{name} must be a tensor or array", got=type(x).__name__, expected="a 2-D tensor"
+            ) from exc
+    if x.dim() != 2:
+        raise DataError(
+            f"{name} must be 2-D (examples x visible units)",
+            got=f"shape {tuple(x.shape)}",
+            expected="shape (n_examples, n_visible)",
+            hint="flatten images first, e.g. x.reshape(len(x), -1).",
+        )
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise DataError(f"{name} is empty", got=f"shape {tuple(x.shape)}")
+    if n_visible is not None and x.shape[1] != n_visible:
+        raise DataError(
+            f"{name} has the wrong number of columns",
+            got=x.shape[1],
+            expected=f"{n_visible} (the model's visible units)",
+        )
+    if x.is_complex():
+        raise DataError(f"{name} must be real-valued binary data", got=str(x.dtype))
+    if x.dtype != torch.bool:
+        bad = ~((x == 0) | (x == 1))
+        if bool(bad.any()):
+            first = bad.nonzero()[0].tolist()
+            raise DataError(
+                f"{name} must be binary (0/1)",
+                got=f"value {x[first[0], first[1]].item()!r} at row {first[0]}, column {first[1]}",
+                expected="only 0 and 1",
+                hint="binarize first, e.g. (x > 0.5) or stochastically with torch.bernoulli.",
+            )
+    return x
+
+
+def data_fingerprint(x: Tensor) -> str:
+    """Cheap identity of a data matrix: shape, number of ones and a position-weighted sum."""
+    n, d = x.shape
+    xf = x.to(torch.float32)
+    row_w = (torch.arange(n, device=x.device) % 97 + 1).to(torch.float32)
+    col_w = (torch.arange(d, device=x.device) % 89 + 1).to(torch.float64)
+    weighted = float((row_w @ xf).to(torch.float64) @ col_w)
+    return f"{n}x{d}:{int(xf.sum().item())}:{weighted:.0f}"
+
+
+def _check_positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BoltzkitError(f"{name} must be a positive integer", got=repr(value), expected="an integer >= 1")
+    return value
+
+
+# ------------------------------------------------------------------------------------- trainer
+class Trainer:
+    """Minibatch training of an RBM with a learner and any ``torch.optim`` optimizer.
+
+    Parameters
+    ----------
+    model
+        The RBM; its parameters must be the ones ``optimizer`` holds.
+    learner
+        CD-k or PCD-k (:mod:`boltzkit.learning.gradients`).
+    optimizer
+        Any ``torch.optim.Optimizer`` over the model's parameters.
+    train_x
+        Training data, shape ``(n_examples, n_visible)``, values in {0, 1}; copied once to the
+        model's device and dtype.
+    epochs
+        Total number of epochs of the run (a resumed run counts the ones already done).
+    batch_size
+        Rows per minibatch.
+    generator
+        ``torch.Generator`` on the model's device (or a seed): shuffling, chains and samples.
+    scheduler
+        Optional ``torch.optim.lr_scheduler`` instance over ``optimizer``.
+    scheduler_interval
+        ``"batch"`` (step after every update) or ``"epoch"``.
+    k_schedule
+        Sweeps per update by epoch: a :class:`KSchedule` or spec (``"1:25"``); default the
+        learner's fixed ``k``.
+    valid_x
+        Optional validation data (used by callbacks).
+    callbacks
+        :class:`~boltzkit.learning.callbacks.Callback` instances.
+    settings
+        JSON-able description of the run, stored in checkpoints; a checkpoint whose settings
+        differ is refused on resume.
+
+    Attributes
+    ----------
+    epoch
+        Number of completed epochs.
+    history
+        Per-epoch records.
+    """
+
+    def __init__(
+        self,
+        model: RBM,
+        learner: Learner,
+        optimizer: torch.optim.Optimizer,
+        train_x: Tensor,
+        *,
+        epochs: int,
+        batch_size: int = 100,
+        generator: torch.Generator | int = 0,
+        scheduler: Any = None,
+        scheduler_interval: str = "batch",
+        k_schedule: KSchedule | str | int | None = None,
+        valid_x: Tensor | None = None,
+        callbacks: Sequence[Callback] = (),
+        settings: dict[str, Any] | None = None,
+        check_data: bool = True,
+    ) -> None:
+        self.model = model
+        self.learner = learner
+        self.optimizer = optimizer
+        self.epochs = _check_positive_int(epochs, "epochs")
+        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        if scheduler_interval not in ("batch", "epoch"):
+            raise BoltzkitError("scheduler_interval must be 'batch' or 'epoch'", got=repr(scheduler_interval))
+        self.scheduler = scheduler
+        self.scheduler_interval = scheduler_interval
+        self.k_schedule = ConstantK(learner.k) if k_schedule is None else parse_k_schedule(k_schedule)
+        n_visible = model.n_visible
+        kw = {"device": model.device, "dtype": model.dtype}
+        if check_data:
+            train_x = check_binary_data(train_x, "training data", n_visible)
+            if valid_x is not None:
+                valid_x = check_binary_data(valid_x, "validation data", n_visible)
+        self.train_x = train_x.to(**kw).contiguous()
+        self.valid_x = None if valid_x is None else valid_x.to(**kw)
+        if isinstance(generator, torch.Generator):
+            self.generator = generator
+        else:
+            self.generator = torch.Generator(device=model.device)
+            self.generator.manual_seed(int(generator))
+        if self.generator.device.type != model.device.type:
+            raise BoltzkitError(
+                "the generator must live on the model's device",
+                got=str(self.generator.device),
+                expected=str(model.device),
+            )
+        self.callbacks = sorted(callbacks, key=lambda cb: getattr(cb, "order", 0))
+        self.settings = dict(settings or {})
+        self.epoch = 0
+        self.elapsed = 0.0
+        self.history = History()
+        self._stop = False
+
+    # --------------------------------------------------------------------------------- loop
+    def stop(self) -> None:
+        """Ask the trainer to stop after the current epoch (callable from a callback)."""
+        self._stop = True
+
+    def fit(self) -> History:
+        """Train from :attr:`epoch` up to :attr:`epochs`; returns the history."""
+        self._stop = False
+        self.learner.setup(self.model, self.train_x, self.generator)
+        for cb in self.callbacks:
+            cb.on_train_begin(self)
+        try:
+            while self.epoch < self.epochs and not self._stop:
+                self._one_epoch()
+        finally:
+            for cb in self.callbacks:
+                cb.on_train_end(self)
+        return self.history
+
+    def _one_epoch(self) -> None:
+        index = self.epoch  # 0-based index of this epoch
+        k = self.k_schedule(index, self.epochs)
+        self.learner.k = k
+        lr = float(self.optimizer.param_groups[0]["lr"])
+        for cb in self.callbacks:
+            cb.on_epoch_begin(self, index + 1)
+        t0 = time.perf_counter()
+        recon = self.run_epoch()
+        if self.train_x.device.type == "cuda":
+            torch.cuda.synchronize(self.train_x.device)
+        seconds = time.perf_counter() - t0
+        if self.scheduler is not None and self.scheduler_interval == "epoch":
+            self.scheduler.step()
+        self.epoch = index + 1
+        self.elapsed += seconds
+        record: dict[str, Any] = {
+            "epoch": self.epoch,
+            "seconds": seconds,
+            "elapsed": self.elapsed,
+            "recon_error": recon,
+            "lr": lr,
+            "k": k,
+        }
+        self.history.append(record)
+        for cb in self.callbacks:
+            cb.on_epoch_end(self, record)
+
+    @torch.no_grad()
+    def run_epoch(self) -> float | None:
+        """One pass over the shuffled training data; returns the mean reconstruction error.
+
+        This is the hot loop: index a minibatch into a reused buffer, let the learner write the
+        gradients, step the optimizer (and a per-update scheduler).
+        """
+        x = self.train_x
+        n = x.shape[0]
+        bs = min(self.batch_size, n)
+        g = self.generator
+        model = self.model
+        perm = torch.randperm(n, generator=g, device=x.device)
+        full = torch.empty((bs, x.shape[1]), dtype=x.dtype, device=x.device)
+        set_gradients = self.learner.set_gradients
+        opt_step = self.optimizer.step
+        sched_step = (
+            self.scheduler.step if self.scheduler is not None and self.scheduler_interval == "batch" else None
+        )
+        recon_sum = torch.zeros((), dtype=x.dtype, device=x.device)
+        tracked = False
+        for start in range(0, n, bs):
+            idx = perm[start : start + bs]
+            batch = torch.index_select(x, 0, idx, out=full) if idx.shape[0] == bs else x.index_select(0, idx)
+            r = set_gradients(model, batch, g)
+            opt_step()
+            if sched_step is not None:
+                sched_step()
+            if r is not None:
+                recon_sum += r
+                tracked = True
+        return float(recon_sum) / n if tracked else None
+
+    # ---------------------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """All state the remaining epochs depend on (tensors and JSON-able values)."""
+        return {
+            "epoch": self.epoch,
+            "epochs": self.epochs,
+            "elapsed": self.elapsed,
+            "model": {k: v.detach() for k, v in self.model.state_dict().items()},
+            "model_shape": list(self.model.layer_sizes),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+            "generator": generator_state(self.generator),
+            "learner": self.learner.state_dict(),
+            "learner_method": self.learner.method,
+            "history": [dict(r) for r in self.history.records],
+            "settings": self.settings,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict` output; refuses a checkpoint of a different run."""
+        if list(state["model_shape"]) != list(self.model.layer_sizes):
+            raise BoltzkitError(
+                "the checkpoint holds a model of a different shape",
+                got=f"{tuple(state['model_shape'])}",
+                expected=f"{tuple(self.model.layer_sizes)} (n_visible, n_hidden)",
+                hint="resume with the settings of the interrupted run, or start a new run.",
+            )
+        if state["learner_method"] != self.learner.method:
+            raise BoltzkitError(
+                "the checkpoint was written by a different learning method",
+                got=state["learner_method"],
+                expected=self.learner.method,
+            )
+        saved = state.get("settings") or {}
+        if saved and self.settings:
+            keys = sorted(set(saved) | set(self.settings))
+            diff = [k for k in keys if saved.get(k) != self.settings.get(k)]
+            if diff:
+                shown = ", ".join(f"{k}: {saved.get(k)!r} -> {self.settings.get(k)!r}" for k in diff)
+                raise BoltzkitError(
+                    "the checkpoint belongs to a run with different settings",
+                    got=shown,
+                    expected="the settings of the interrupted run",
+                    hint="resume with the same arguments, or delete the checkpoint to start over.",
+                )
+        if int(state["epochs"]) != self.epochs:
+            raise BoltzkitError(
+                "the checkpoint belongs to a run with a different number of epochs",
+                got=self.epochs,
+                expected=int(state["epochs"]),
+                hint="the learning-rate and k schedules depend on the total; resume with the same epochs.",
+            )
+        device = self.model.device
+        self.model.load_state_dict({k: v.to(device) for k, v in state["model"].items()})
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None and state["scheduler"] is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        learner_state = {
+            k: (v.to(device=device, dtype=self.model.dtype) if isinstance(v, Tensor) else v)
+            for k, v in state["learner"].items()
+        }
+        self.learner.load_state_dict(learner_state)
+        restore_generator(self.generator, state["generator"])
+        self.epoch = int(state["epoch"])
+        self.elapsed = float(state.get("elapsed", 0.0))
+        self.history = History.from_list(state["history"])
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None:
+        """Write :meth:`state_dict` atomically to ``path`` (safetensors + JSON header)."""
+        save_checkpoint(path, self.state_dict())
+
+    def load_checkpoint(self, path: str | os.PathLike) -> None:
+        """Restore a checkpoint written by :meth:`save_checkpoint`."""
+        self.load_state_dict(load_checkpoint(path))
+
+
+__all__ = ["Trainer", "check_binary_data", "data_fingerprint"]

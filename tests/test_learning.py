@@ -1,0 +1,554 @@
+"""Tests of boltzkit.learning: CD-k / PCD learners, k schedules, the trainer, checkpoints, train_rbm."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from boltzkit.errors import BoltzkitError, DataError, ModelFileError
+from boltzkit.estimators.exact import exact_log_prob, exact_log_z, layer_log_probs
+from boltzkit.learning import (
+    Callback,
+    CDLearner,
+    ExactLogLikelihood,
+    GeometricK,
+    History,
+    LinearK,
+    PCDLearner,
+    Statistics,
+    Trainer,
+    history_paths,
+    init_rbm,
+    load_checkpoint,
+    parse_k_schedule,
+    save_checkpoint,
+    train_rbm,
+    visible_bias_from_data,
+)
+from boltzkit.learning.checkpoint import decode_state, encode_state
+from boltzkit.models import RBM
+
+SAMPLERS = ["gibbs", "flip", "blend:0.5"]
+
+
+# ----------------------------------------------------------------------------------- fixtures
+def bars_and_stripes() -> torch.Tensor:
+    """The 32 patterns of 4x4 bars and stripes (all-off and all-on appear twice), shape (32, 16)."""
+    patterns = []
+    for code in range(16):
+        bits = torch.tensor([(code >> i) & 1 for i in range(4)], dtype=torch.float32)
+        patterns.append(bits[:, None].expand(4, 4).reshape(-1))  # horizontal bars
+        patterns.append(bits[None, :].expand(4, 4).reshape(-1))  # vertical stripes
+    return torch.stack(patterns)
+
+
+def tiny_rbm(
+    n_visible: int = 5, n_hidden: int = 3, scale: float = 1.0, seed: int = 0, dtype=torch.float64
+) -> RBM:
+    g = torch.Generator().manual_seed(seed)
+    return RBM(
+        n_visible,
+        n_hidden,
+        weights=scale * torch.randn(n_visible, n_hidden, generator=g, dtype=dtype),
+        vbias=0.5 * torch.randn(n_visible, generator=g, dtype=dtype),
+        hbias=0.5 * torch.randn(n_hidden, generator=g, dtype=dtype),
+        dtype=dtype,
+    )
+
+
+def tiny_data(n: int = 11, n_visible: int = 5, seed: int = 1, dtype=torch.float64) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, n_visible, generator=g) < 0.4).to(dtype)
+
+
+def exact_mean_log_lik(rbm: RBM, x: torch.Tensor) -> float:
+    r64 = rbm.as_float64()
+    return float(exact_log_prob(r64, x.to(torch.float64), exact_log_z(r64)).mean())
+
+
+def exact_nll_gradient(rbm: RBM, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """d(-mean log p(x))/d theta by autograd through an enumeration over all visible states."""
+    params = {
+        name: getattr(rbm, name).detach().to(torch.float64).clone().requires_grad_(True)
+        for name in ("W", "vbias", "hbias")
+    }
+    n_visible = rbm.n_visible
+    states = ((torch.arange(1 << n_visible)[:, None] >> torch.arange(n_visible)) & 1).to(torch.float64)
+
+    def log_f(v: torch.Tensor) -> torch.Tensor:  # log p*(v) = b^T v + sum_j softplus(c_j + (W^T v)_j)
+        return v @ params["vbias"] + torch.nn.functional.softplus(v @ params["W"] + params["hbias"]).sum(1)
+
+    nll = -(log_f(x.to(torch.float64)).mean() - torch.logsumexp(log_f(states), 0))
+    nll.backward()
+    return {name: p.grad for name, p in params.items()}
+
+
+def exact_model_statistics(rbm: RBM) -> dict[str, torch.Tensor]:
+    """E_model[v h^T], E_model[v], E_model[h] by enumerating the visible layer (float64)."""
+    states, log_p = layer_log_probs(rbm, "visible")
+    p = torch.exp(log_p)
+    hp = rbm.as_float64().prob_h_given_v(states).detach()
+    return {"vh": states.t() @ (p[:, None] * hp), "v": p @ states, "h": p @ hp}
+
+
+# ------------------------------------------------------------------------------ k schedules
+def test_k_schedule_values():
+    assert parse_k_schedule("1:25").values(25) == list(range(1, 26))
+    assert parse_k_schedule("linear:1:25").values(5) == [1, 7, 13, 19, 25]
+    assert parse_k_schedule("1:3").values(5) == [1, 2, 2, 3, 3]  # 1.5 and 2.5 round half up
+    assert parse_k_schedule("5:1").values(3) == [5, 3, 1]
+    assert parse_k_schedule("1:25").values(1) == [1]
+    assert parse_k_schedule("geometric:1:16").values(5) == [1, 2, 4, 8, 16]
+    assert parse_k_schedule("3").values(4) == [3, 3, 3, 3]
+    assert parse_k_schedule("constant:2").values(2) == [2, 2]
+    assert parse_k_schedule(7).values(2) == [7, 7]
+    assert isinstance(parse_k_schedule(" Linear : 2 : 4 "), LinearK)
+    assert isinstance(parse_k_schedule("geometric:1:4"), GeometricK)
+    for sched in ("1:25", "geometric:2:9", "4"):
+        s = parse_k_schedule(sched)
+        assert parse_k_schedule(s.spec) == s
+        assert parse_k_schedule(s) is s
+
+
+@pytest.mark.parametrize(
+    "spec", ["", "a:b", "0:5", "1:0", "linear:1", "1:2:3", "constant:0", "-1", 0, 1.5, True]
+)
+def test_k_schedule_rejects_bad_specs(spec):
+    with pytest.raises(BoltzkitError):
+        parse_k_schedule(spec)
+
+
+# --------------------------------------------------------------------------- learner chains
+def test_cd1_gibbs_is_v0_h0_v1_then_p_h_given_v1():
+    """Replay CD-1 by hand from the same generator: v0 -> h0 ~ p(h|v0) -> v1 ~ p(v|h0) -> p(h|v1)."""
+    rbm = tiny_rbm(7, 3, dtype=torch.float32)
+    v0 = tiny_data(11, 7, dtype=torch.float32)
+    g = torch.Generator().manual_seed(5)
+    h0p = torch.sigmoid(v0 @ rbm.W.detach() + rbm.hbias.detach())
+    h0 = (torch.rand(h0p.shape, generator=g) < h0p).float()
+    v1p = torch.sigmoid(h0 @ rbm.W.detach().t() + rbm.vbias.detach())
+    v1 = (torch.rand(v1p.shape, generator=g) < v1p).float()
+    h1p = torch.sigmoid(v1 @ rbm.W.detach() + rbm.hbias.detach())
+    for fast in (True, False):
+        ph = CDLearner(1, fast=fast).phases(rbm, v0, torch.Generator().manual_seed(5))
+        assert torch.equal(ph.v_data, v0)
+        torch.testing.assert_close(ph.h_data, h0p)
+        assert torch.equal(ph.v_model, v1)
+        torch.testing.assert_close(ph.h_model, h1p)
+        torch.testing.assert_close(ph.reconstruction, ((v0 - v1p) ** 2).sum())
+
+
+def test_cd_first_visible_update_of_flip_starts_from_the_data():
+    """With flip-the-state, v1 is the flip move from v0 given h0 (not a fresh Gibbs draw)."""
+    rbm = tiny_rbm(7, 3, dtype=torch.float32)
+    v0 = tiny_data(13, 7, dtype=torch.float32)
+    g = torch.Generator().manual_seed(9)
+    h0p = rbm.prob_h_given_v(v0).detach()
+    h0 = (torch.rand(h0p.shape, generator=g) < h0p).float()
+    a = rbm.visible_logits(h0).detach()
+    s = (2 * v0 - 1) * a
+    p_move = torch.where(s == 0, torch.full_like(s, 0.5), torch.exp(-torch.relu(s)))
+    v1 = torch.where(torch.rand(v0.shape, generator=g) < p_move, 1 - v0, v0)
+    ph = CDLearner(1, "flip").phases(rbm, v0, torch.Generator().manual_seed(9))
+    assert torch.equal(ph.v_model, v1)
+
+
+@pytest.mark.parametrize("method", ["cd", "pcd"])
+def test_fast_gibbs_path_equals_generic_operator_path(method):
+    rbm = tiny_rbm(7, 5, dtype=torch.float32)
+    x = tiny_data(13, 7, dtype=torch.float32)
+
+    def run(fast):
+        learner = CDLearner(3, fast=fast) if method == "cd" else PCDLearner(11, 2, fast=fast)
+        assert learner.fast is fast
+        g = torch.Generator().manual_seed(3)
+        out = []
+        for _ in range(3):
+            learner.set_gradients(rbm, x, g)
+            ph = learner.phases(rbm, x, g)
+            out += [rbm.W.grad.clone(), rbm.vbias.grad.clone(), rbm.hbias.grad.clone()]
+            out += [ph.v_model.clone(), ph.h_model.clone(), ph.reconstruction.clone()]
+        return out
+
+    for a, b in zip(run(True), run(False), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_set_gradients_is_minus_the_statistics_difference():
+    rbm = tiny_rbm(7, 5, dtype=torch.float64)
+    x = tiny_data(13, 7)
+    learner = PCDLearner(17, 1, "blend:0.5")
+    g = torch.Generator().manual_seed(2)
+    learner.init_chains(rbm, g, x)
+    state = g.get_state()
+    stats = learner.statistics(rbm, x, g)
+    learner.init_chains(rbm, torch.Generator().manual_seed(2), x)  # same chains again
+    g.set_state(state)
+    learner.set_gradients(rbm, x, g)
+    grads = stats.gradients()
+    torch.testing.assert_close(rbm.W.grad, grads["W"])
+    torch.testing.assert_close(rbm.vbias.grad, grads["vbias"])
+    torch.testing.assert_close(rbm.hbias.grad, grads["hbias"])
+    assert isinstance(stats, Statistics) and stats.vh_model.shape == (7, 5)
+
+
+# ---------------------------------------------------------------- gradients vs exact ones
+def test_positive_phase_is_the_exact_data_term():
+    """The data term with p(h|v) equals d log p*(v)/d theta by autograd, for every learner."""
+    rbm = tiny_rbm(5, 3)
+    x = tiny_data(11, 5)
+    params = [p.detach().clone().requires_grad_(True) for p in (rbm.W, rbm.vbias, rbm.hbias)]
+    W, b, c = params
+    log_f = (x @ b + torch.nn.functional.softplus(x @ W + c).sum(1)).mean()
+    gW, gb, gc = torch.autograd.grad(log_f, params)
+    for learner in (CDLearner(2), PCDLearner(7, 1), CDLearner(1, "flip", fast=False)):
+        s = learner.statistics(rbm, x, torch.Generator().manual_seed(0))
+        torch.testing.assert_close(s.vh_data, gW, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(s.v_data, gb, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(s.h_data, gc, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_pcd_negative_statistics_match_the_model_within_5_se(sampler):
+    """After burn-in, PCD chains' Rao-Blackwellised statistics estimate E_model without bias."""
+    rbm = tiny_rbm(5, 3, scale=1.0, seed=4)
+    n_chains = 20000
+    learner = PCDLearner(n_chains, k=1, sampler=sampler)
+    g = torch.Generator().manual_seed(11)
+    learner.init_chains(rbm, g)  # uniform random start
+    x = tiny_data(11, 5)
+    for _ in range(60):  # burn-in: 60 sweeps at fixed parameters
+        learner.phases(rbm, x, g)
+    ph = learner.phases(rbm, x, g)
+    v, h = ph.v_model, ph.h_model
+    exact = exact_model_statistics(rbm)
+    for per_chain, target in (
+        ((v[:, :, None] * h[:, None, :]).reshape(n_chains, -1), exact["vh"].reshape(-1)),
+        (v, exact["v"]),
+        (h, exact["h"]),
+    ):
+        mean = per_chain.mean(0)
+        se = per_chain.std(0) / math.sqrt(n_chains)
+        z = (mean - target).abs() / se
+        assert bool((z < 5).all()), f"max z = {float(z.max()):.2f}"
+
+
+def test_pcd_gradient_matches_the_exact_log_likelihood_gradient():
+    rbm = tiny_rbm(5, 3, scale=1.0, seed=6)
+    x = tiny_data(11, 5, seed=2)
+    n_chains = 20000
+    learner = PCDLearner(n_chains, k=1)
+    g = torch.Generator().manual_seed(12)
+    learner.init_chains(rbm, g, x)
+    for _ in range(60):
+        learner.phases(rbm, x, g)
+    learner.set_gradients(rbm, x, g)
+    exact = exact_nll_gradient(rbm, x)
+    # standard errors from the chains' per-sample statistics (the data term is exact)
+    v, h = learner.chains.visible, rbm.prob_h_given_v(learner.chains.visible).detach()
+    se = {
+        "W": (v[:, :, None] * h[:, None, :]).std(0) / math.sqrt(n_chains),
+        "vbias": v.std(0) / math.sqrt(n_chains),
+        "hbias": h.std(0) / math.sqrt(n_chains),
+    }
+    for name in ("W", "vbias", "hbias"):
+        z = (getattr(rbm, name).grad - exact[name]).abs() / se[name]
+        assert bool((z < 5).all()), f"{name}: max z = {float(z.max()):.2f}"
+
+
+def test_cd_with_many_sweeps_approaches_the_exact_gradient():
+    """CD-k chains started at the data converge to the model as k grows: CD-50 on a small-weight
+    model is unbiased within 5 standard errors."""
+    rbm = tiny_rbm(5, 3, scale=0.5, seed=8)
+    x = tiny_data(11, 5, seed=3).repeat(1500, 1)  # 16,500 chains started at the data
+    learner = CDLearner(50)
+    learner.set_gradients(rbm, x, torch.Generator().manual_seed(4))
+    exact = exact_nll_gradient(rbm, x)
+    ph = learner.phases(rbm, x, torch.Generator().manual_seed(4))  # same chains again
+    v, h = ph.v_model, ph.h_model
+    n = x.shape[0]
+    se = {
+        "W": (v[:, :, None] * h[:, None, :]).std(0) / math.sqrt(n),
+        "vbias": v.std(0) / math.sqrt(n),
+        "hbias": h.std(0) / math.sqrt(n),
+    }
+    for name in ("W", "vbias", "hbias"):
+        z = (getattr(rbm, name).grad - exact[name]).abs() / se[name]
+        assert bool((z < 5).all()), f"{name}: max z = {float(z.max()):.2f}"
+
+
+# ---------------------------------------------------------------------------- training
+def test_training_on_bars_and_stripes_raises_the_exact_log_likelihood():
+    x = bars_and_stripes()
+    assert x.shape == (32, 16) and torch.unique(x, dim=0).shape[0] == 30
+    init = init_rbm(16, 7, generator=torch.Generator().manual_seed(0), data=x)
+    ll0 = exact_mean_log_lik(init, x)
+    rbm, hist = train_rbm(
+        x, n_hidden=7, method="pcd", n_chains=32, epochs=150, lr=0.5, batch_size=8,
+        momentum=0.5, seed=0, progress=False, exact_ll_max_bits=0,
+    )  # fmt: skip
+    ll = exact_mean_log_lik(rbm, x)
+    assert ll0 < -10.5  # about 16 log(1/2) at the start
+    assert ll > ll0 + 4.0, (ll0, ll)
+    assert len(hist) == 150 and "train_log_lik" not in hist[0]
+
+
+@pytest.mark.parametrize("method", ["cd", "pcd"])
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_every_sampler_trains_with_cd_and_pcd(method, sampler):
+    x = bars_and_stripes()
+    rbm, hist = train_rbm(
+        x, n_hidden=7, method=method, sampler=sampler, k=2, n_chains=16, epochs=100, lr=0.5,
+        batch_size=8, momentum=0.5, seed=1, progress=False, exact_ll_max_bits=0,
+    )  # fmt: skip
+    init = init_rbm(16, 7, generator=torch.Generator().manual_seed(1), data=x)
+    ll0, ll = exact_mean_log_lik(init, x), exact_mean_log_lik(rbm, x)
+    assert math.isfinite(ll) and ll > ll0 + 1.5, (ll0, ll)
+    assert all(math.isfinite(r["recon_error"]) for r in hist)
+    assert hist[-1]["recon_error"] < hist[0]["recon_error"]
+
+
+def test_exact_log_likelihood_is_recorded_when_tractable():
+    x = bars_and_stripes()
+    _, hist = train_rbm(x[:24], n_hidden=5, epochs=3, valid_x=x[24:], progress=False, batch_size=8)
+    for rec in hist:
+        assert {"epoch", "seconds", "elapsed", "recon_error", "lr", "k", "log_z"} <= set(rec)
+        assert rec["train_log_lik"] < 0 and rec["valid_log_lik"] < 0
+    _, hist = train_rbm(x, n_hidden=5, epochs=1, progress=False, exact_ll_max_bits=4)
+    assert "train_log_lik" not in hist[0]
+
+
+def test_k_schedule_drives_the_learner():
+    x = bars_and_stripes()
+    seen = []
+    cb = Callback()
+    cb.on_epoch_begin = lambda trainer, epoch: seen.append(trainer.learner.k)
+    _, hist = train_rbm(x, n_hidden=3, epochs=5, k_schedule="1:9", callbacks=[cb], progress=False)
+    assert seen == [1, 3, 5, 7, 9] == hist.column("k")
+
+
+def test_pcd_learning_rate_decays_linearly_to_zero():
+    x = bars_and_stripes()
+    _, hist = train_rbm(x, n_hidden=3, method="pcd", epochs=4, lr=0.2, batch_size=8, progress=False)
+    assert hist.column("lr") == pytest.approx([0.2, 0.15, 0.1, 0.05])
+    _, hist = train_rbm(x, n_hidden=3, method="cd", epochs=3, lr=0.2, progress=False)
+    assert hist.column("lr") == [0.2, 0.2, 0.2]
+
+
+def test_initialisation_follows_the_practical_guide():
+    x = bars_and_stripes()[:5]  # some units are always 0 or always 1 here
+    rbm = init_rbm(16, 50, generator=torch.Generator().manual_seed(0), data=x)
+    p = x.mean(0).clamp(1e-3, 1 - 1e-3)
+    torch.testing.assert_close(rbm.vbias.detach(), torch.log(p / (1 - p)))
+    torch.testing.assert_close(visible_bias_from_data(x).float(), torch.log(p / (1 - p)))
+    assert torch.all(rbm.hbias == 0)
+    assert 0.008 < float(rbm.W.detach().std()) < 0.012
+
+
+def test_same_seed_same_parameters_and_other_seed_differs():
+    x = bars_and_stripes()
+    kw = {"n_hidden": 5, "epochs": 2, "batch_size": 8, "progress": False, "method": "pcd", "sampler": "flip"}
+    a, _ = train_rbm(x, seed=3, **kw)
+    b, _ = train_rbm(x, seed=3, **kw)
+    c, _ = train_rbm(x, seed=4, **kw)
+    assert torch.equal(a.W, b.W) and torch.equal(a.vbias, b.vbias) and torch.equal(a.hbias, b.hbias)
+    assert not torch.equal(a.W, c.W)
+
+
+def test_trainer_works_with_any_optimizer_and_scheduler():
+    x = bars_and_stripes()
+    g = torch.Generator().manual_seed(0)
+    rbm = init_rbm(16, 7, generator=g, data=x)
+    opt = torch.optim.Adam(rbm.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=20, gamma=0.5)
+    ll0 = exact_mean_log_lik(rbm, x)
+    trainer = Trainer(
+        rbm, CDLearner(3), opt, x, epochs=40, batch_size=8, generator=g, scheduler=sched,
+        scheduler_interval="epoch", callbacks=[ExactLogLikelihood(every=20)],
+    )  # fmt: skip
+    hist = trainer.fit()
+    assert hist[-1]["lr"] == pytest.approx(0.05) and hist[0]["lr"] == pytest.approx(0.1)
+    assert "train_log_lik" in hist[19] and "train_log_lik" not in hist[18]
+    assert hist[-1]["train_log_lik"] > ll0 + 1.0
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    train_rbm(bars_and_stripes(), n_hidden=3, epochs=2, progress=True)
+    captured = capsys.readouterr()
+    assert "epoch" in captured.err and captured.out == ""
+
+
+# ------------------------------------------------------------------ history and checkpoints
+def test_history_is_written_as_csv_and_json(tmp_path):
+    x = bars_and_stripes()
+    base = tmp_path / "run" / "history"
+    _, hist = train_rbm(x, n_hidden=5, epochs=3, batch_size=8, history_path=base, progress=False)
+    csv_path, json_path = history_paths(base)
+    assert csv_path.name == "history.csv" and json_path.name == "history.json"
+    records = json.loads(json_path.read_text())
+    assert records == hist.to_list() and [r["epoch"] for r in records] == [1, 2, 3]
+    lines = csv_path.read_text().splitlines()
+    header = lines[0].split(",")
+    assert header[:6] == ["epoch", "seconds", "elapsed", "recon_error", "lr", "k"]
+    assert "train_log_lik" in header and len(lines) == 4
+    assert History.read_json(json_path).column("epoch") == [1, 2, 3]
+    assert history_paths(tmp_path / "h.csv") == (tmp_path / "h.csv", tmp_path / "h.json")
+
+
+class _Killed(RuntimeError):
+    pass
+
+
+class _KillAfter(Callback):
+    order = 1000  # after the checkpointer
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_epoch_end(self, trainer, record):
+        if record["epoch"] == self.epoch:
+            raise _Killed
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"method": "cd", "k_schedule": "1:4", "momentum": 0.9, "weight_decay": 1e-3, "sampler": "blend:0.5"},
+        {"method": "pcd", "k": 2, "n_chains": 13, "sampler": "flip", "momentum": 0.5},
+    ],
+)
+def test_resume_reaches_the_parameters_of_an_uninterrupted_run(tmp_path, kw):
+    x = bars_and_stripes()
+    common = dict(n_hidden=7, epochs=4, lr=0.1, batch_size=7, seed=5, progress=False, **kw)
+    full, full_hist = train_rbm(x, **common)
+    ckpt = tmp_path / "ckpt.safetensors"
+    with pytest.raises(_Killed):
+        train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[_KillAfter(2)], **common)
+    assert load_checkpoint(ckpt)["epoch"] == 2
+    resumed, hist = train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
+    for name in ("W", "vbias", "hbias"):
+        assert torch.equal(getattr(full, name), getattr(resumed, name)), name
+    assert len(hist) == 4
+    for a, b in zip(full_hist, hist, strict=True):
+        for key in ("epoch", "recon_error", "lr", "k", "train_log_lik", "log_z"):
+            assert a[key] == b[key], key
+    state = load_checkpoint(ckpt)
+    assert state["epoch"] == 4
+    again, _ = train_rbm(x, checkpoint_path=ckpt, resume=True, **common)  # finished: nothing to do
+    assert torch.equal(again.W, full.W)
+
+
+def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
+    x = bars_and_stripes()
+    ckpt = tmp_path / "c.safetensors"
+    train_rbm(x, n_hidden=5, epochs=2, checkpoint_path=ckpt, progress=False)
+    with pytest.raises(BoltzkitError, match="different settings"):
+        train_rbm(x, n_hidden=5, epochs=2, lr=0.01, checkpoint_path=ckpt, resume=True, progress=False)
+    with pytest.raises(BoltzkitError, match="different shape"):
+        train_rbm(x, n_hidden=6, epochs=2, checkpoint_path=ckpt, resume=True, progress=False)
+    with pytest.raises(BoltzkitError, match="different settings"):
+        train_rbm(1 - x, n_hidden=5, epochs=2, checkpoint_path=ckpt, resume=True, progress=False)
+
+
+def test_resume_without_a_checkpoint_starts_afresh(tmp_path):
+    x = bars_and_stripes()
+    ckpt = tmp_path / "missing.safetensors"
+    with pytest.warns(UserWarning, match="no checkpoint"):
+        a, _ = train_rbm(x, n_hidden=3, epochs=1, checkpoint_path=ckpt, resume=True, progress=False)
+    b, _ = train_rbm(x, n_hidden=3, epochs=1, progress=False)
+    assert torch.equal(a.W, b.W) and ckpt.exists()
+
+
+def test_checkpoint_state_round_trip_keeps_types_and_tensors():
+    state = {
+        "ints": {0: torch.arange(3), 7: {"step": torch.tensor(2.0)}},
+        "tuple": (0.9, 0.999),
+        "nan": math.nan,
+        "inf": -math.inf,
+        "list": [1, "a", None, True, [torch.ones(2, 3, dtype=torch.float64)]],
+        "gen": torch.Generator().manual_seed(3).get_state(),
+        "__weird": 1,
+    }
+    back = decode_state(encode_state(state))
+    assert set(back["ints"]) == {0, 7} and torch.equal(back["ints"][0], torch.arange(3))
+    assert back["ints"][7]["step"].item() == 2.0 and back["tuple"] == (0.9, 0.999)
+    assert math.isnan(back["nan"]) and back["inf"] == -math.inf and back["__weird"] == 1
+    assert back["list"][:4] == [1, "a", None, True] and back["list"][4][0].dtype == torch.float64
+    assert torch.equal(back["gen"], state["gen"])
+    # an Adam state survives and loads into a fresh optimizer
+    p = torch.nn.Parameter(torch.randn(3, 2))
+    opt = torch.optim.Adam([p], lr=0.1)
+    p.grad = torch.ones_like(p)
+    opt.step()
+    opt2 = torch.optim.Adam([torch.nn.Parameter(p.detach().clone())], lr=0.1)
+    opt2.load_state_dict(decode_state(encode_state({"o": opt.state_dict()}))["o"])
+    torch.testing.assert_close(
+        opt2.state_dict()["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"]
+    )
+    with pytest.raises(TypeError):
+        encode_state({"bad": object()})
+
+
+def test_damaged_checkpoints_raise_model_file_errors(tmp_path):
+    path = tmp_path / "c.safetensors"
+    save_checkpoint(path, {"a": torch.ones(3)})
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(ModelFileError, match="cannot read"):
+        load_checkpoint(path)
+    with pytest.raises(ModelFileError, match="cannot open"):
+        load_checkpoint(tmp_path / "nope.safetensors")
+
+
+# ----------------------------------------------------------------------------- bad inputs
+_X = bars_and_stripes()
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        ((_X[0],), {}, DataError, "2-D"),
+        ((_X * 0.5,), {}, DataError, "binary"),
+        ((_X[:0],), {}, DataError, "empty"),
+        ((_X,), {"valid_x": _X[:, :9]}, DataError, "columns"),
+        ((_X,), {"valid_x": _X + 1}, DataError, "binary"),
+        ((_X,), {"batch_size": 0}, BoltzkitError, "batch_size"),
+        ((_X,), {"lr": 0.0}, BoltzkitError, "learning rate"),
+        ((_X,), {"lr": -1.0}, BoltzkitError, "learning rate"),
+        ((_X,), {"lr": math.nan}, BoltzkitError, "learning rate"),
+        ((_X,), {"k": 0}, BoltzkitError, "k must be"),
+        ((_X,), {"epochs": 0}, BoltzkitError, "epochs"),
+        ((_X,), {"n_hidden": 0}, BoltzkitError, "n_hidden"),
+        ((_X,), {"n_chains": 0}, BoltzkitError, "n_chains"),
+        ((_X,), {"method": "sgd"}, BoltzkitError, "learning method"),
+        ((_X,), {"sampler": "metropolis"}, BoltzkitError, "sampler"),
+        ((_X,), {"k_schedule": "1-25"}, BoltzkitError, "k schedule"),
+        ((_X,), {"momentum": 1.0}, BoltzkitError, "momentum"),
+        ((_X,), {"weight_decay": -0.1}, BoltzkitError, "weight_decay"),
+        ((_X,), {"resume": True}, BoltzkitError, "checkpoint path"),
+        ((_X,), {"dtype": torch.int64}, BoltzkitError, "dtype"),
+        ((_X,), {"checkpoint_every": -1}, BoltzkitError, "checkpoint_every"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(args, kwargs, error, match):
+    kwargs = {"n_hidden": 3, "progress": False, **kwargs}
+    with pytest.raises(error, match=match) as info:
+        train_rbm(*args, **kwargs)
+    assert "Got:" in str(info.value) or "Hint:" in str(info.value) or "Expected:" in str(info.value)
+
+
+def test_trainer_checks_its_inputs():
+    rbm = init_rbm(16, 3, generator=torch.Generator().manual_seed(0))
+    opt = torch.optim.SGD(rbm.parameters(), lr=0.1)
+    with pytest.raises(DataError, match="columns"):
+        Trainer(rbm, CDLearner(), opt, _X[:, :15], epochs=1)
+    with pytest.raises(BoltzkitError, match="batch_size"):
+        Trainer(rbm, CDLearner(), opt, _X, epochs=1, batch_size=0)
+    with pytest.raises(BoltzkitError, match="scheduler_interval"):
+        Trainer(rbm, CDLearner(), opt, _X, epochs=1, scheduler_interval="step")
+    with pytest.raises(BoltzkitError, match="k must be"):
+        CDLearner(0)
+    with pytest.raises(BoltzkitError, match="n_chains"):
+        PCDLearner(0)
