@@ -1,0 +1,301 @@
+"""What every ``boltzkit`` subcommand shares: error handling, JSON output, devices, options.
+
+Errors
+    :class:`BoltzkitCommand` runs a subcommand and turns any exception into one line
+    ``error: ...`` on stderr and exit status 1, without a traceback (``boltzkit --debug ...`` or
+    ``BOLTZKIT_DEBUG=1`` re-raises it). Usage errors (unknown option, value out of range) are
+    typer's own and exit 2.
+Output
+    Progress bars go to stderr. With ``--json`` the last line on stdout is one JSON object with
+    non-finite numbers written as ``null`` (:func:`emit`).
+Options
+    Options used by more than one subcommand (log Z estimation, device, data) are declared once
+    here as ``Annotated`` types, and :class:`LogZOptions` carries the log Z settings to
+    :func:`estimate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import torch
+import typer
+from typer.core import TyperCommand
+
+from boltzkit._numerics import resolve_device
+from boltzkit.data import load_dataset
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
+from boltzkit.models.rbm import RBM
+
+# ------------------------------------------------------------------------------------- errors
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line, human-readable account of ``exc`` for the command line."""
+    if isinstance(exc, BoltzkitError):
+        return " ".join(str(exc).split())
+    if isinstance(exc, FileNotFoundError):
+        return f"file not found: {exc.filename or exc}"
+    if isinstance(exc, IsADirectoryError):
+        return f"expected a file but got a directory: {exc.filename or exc}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return f"{reason}: {exc.filename}" if exc.filename else reason
+    if isinstance(exc, MemoryError):
+        return "out of memory; try fewer chains, a smaller batch or a smaller model"
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "out of GPU memory; try fewer chains, a smaller batch, or --device cpu"
+    text = " ".join(str(exc).split()) or "(no message)"
+    return f"unexpected {type(exc).__name__}: {text} (rerun with --debug for the traceback)"
+
+
+def debug_enabled(ctx: typer.Context | None = None) -> bool:
+    """Whether ``--debug`` was given to ``boltzkit`` or ``BOLTZKIT_DEBUG`` is set."""
+    if os.environ.get("BOLTZKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    return bool(ctx is not None and ctx.find_root().params.get("debug"))
+
+
+class BoltzkitCommand(TyperCommand):
+    """A typer command whose errors end in one line on stderr and exit status 1."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        """Run the command; report an exception as ``error: ...`` and exit 1 (unless debugging)."""
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:
+            if debug_enabled(ctx):
+                raise
+            typer.echo(f"error: {describe_error(exc)}", err=True)
+            raise typer.Exit(1) from None
+
+
+# ------------------------------------------------------------------------------------- output
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types; NaN and infinities become ``None``."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (np.generic, np.ndarray, torch.Tensor)):
+        return jsonable(value.tolist())
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Enum):
+        return jsonable(value.value)
+    if isinstance(value, (Path, torch.device, torch.dtype)):
+        return str(value)
+    return str(value)
+
+
+def json_line(record: Mapping[str, Any]) -> str:
+    """One line of strict JSON (``allow_nan=False``) for ``record``."""
+    return json.dumps(jsonable(record), allow_nan=False)
+
+
+def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) -> None:
+    """Print ``record`` as one JSON line (``--json``) or the human summary ``human()``."""
+    if as_json:
+        typer.echo(json_line(record))
+    else:
+        typer.echo(human())
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    """A number for the human summaries (``n/a`` for ``None``/non-finite)."""
+    if value is None or not math.isfinite(float(value)):
+        return "n/a"
+    return f"{float(value):.{digits}f}"
+
+
+def show_progress(flag: bool | None) -> bool:
+    """``--progress/--no-progress``; by default, progress bars only when stderr is a terminal."""
+    if flag is not None:
+        return flag
+    return sys.stderr.isatty() and os.environ.get("CI", "").lower() not in ("1", "true")
+
+
+# ------------------------------------------------------------------------------- shared options
+
+
+def _positive_float(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value} is not a positive number")
+    return value
+
+
+def _non_negative_float(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise typer.BadParameter(f"{value} is not a non-negative number")
+    return value
+
+
+def positive_float_option(*names: str, help: str) -> Any:
+    """A float option that must be finite and > 0."""
+    return typer.Option(*names, help=help, callback=_positive_float)
+
+
+def non_negative_float_option(*names: str, help: str) -> Any:
+    """A float option that must be finite and >= 0."""
+    return typer.Option(*names, help=help, callback=_non_negative_float)
+
+
+#: Estimators of ``log Z`` (``--method`` of ``logz``, ``--logz`` of ``evaluate``), as the library names them.
+LogZMethod = Enum("LogZMethod", {name: name for name in METHODS}, type=str)
+
+
+ModelArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="MODEL", help="Model file: boltzkit .safetensors, or .npz with arrays W, vbias, hbias."
+    ),
+]
+DataOpt = Annotated[
+    str,
+    typer.Option("--data", help="Data: mnist, mnist-patches, bars-and-stripes, artificial-modes or a file."),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last stdout line.")]
+ProgressFlag = Annotated[
+    bool | None,
+    typer.Option("--progress/--no-progress", help="Progress bars on stderr [default: when a terminal]."),
+]
+DeviceOpt = Annotated[
+    str, typer.Option("--device", help="'auto' (CUDA when available), 'cpu', 'cuda' or 'cuda:N'.")
+]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random number used.")]
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="Folder with the binarized MNIST files [default: $BOLTZKIT_DATA_DIR].",
+        file_okay=False,
+    ),
+]
+ChainsOpt = Annotated[
+    int, typer.Option("--chains", min=1, help="AIS chains (runs), or samples of SIS and bridge sampling.")
+]
+BetasOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--betas",
+        help="AIS schedule: 'paper' (14,500 steps), N (linear points), 'adaptive[:N]' or a file of betas "
+        "[default: paper; 10001 points with --relative-to].",
+    ),
+]
+SweepsOpt = Annotated[int, typer.Option("--sweeps", min=1, help="Sampler sweeps per intermediate beta.")]
+SamplerOpt = Annotated[str, typer.Option("--sampler", help="Transition operator: gibbs, flip, blend:A[,B].")]
+BaseRateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-rate-data",
+        help="Data (name or file) whose pixel means set the AIS base-rate model "
+        "[default: the model's own visible biases].",
+    ),
+]
+MaxBitsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-bits",
+        min=1,
+        max=62,
+        help="Exact log Z refuses beyond 2^N states; exact samples (reverse AIS, bridge) up to 2^min(N, 22) "
+        "[default: 30].",
+    ),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class LogZOptions:
+    """Settings of a log Z estimate as given on the command line."""
+
+    method: LogZMethod
+    chains: int
+    betas: str | None
+    sweeps: int
+    sampler: str
+    base_rate_data: str | None
+    seed: int
+    max_bits: int | None
+
+
+def device_from(spec: str) -> torch.device:
+    """Resolve ``--device`` (``auto`` means CUDA when available, else CPU)."""
+    try:
+        return resolve_device(spec)
+    except RuntimeError as exc:  # torch's own parse error, e.g. --device gpu
+        raise BoltzkitError(
+            "unknown device",
+            got=spec,
+            expected="'auto', 'cpu', 'cuda' or 'cuda:N'",
+        ) from exc
+
+
+# ------------------------------------------------------------------------------------- images
+
+
+def image_shape_of(metadata: Mapping[str, Any], n_visible: int) -> tuple[int, int] | None:
+    """Image shape from the model file's metadata, else a square ``sqrt(n_visible)``; or ``None``."""
+    shape = metadata.get("image_shape")
+    if isinstance(shape, (list, tuple)) and len(shape) == 2 and int(shape[0]) * int(shape[1]) == n_visible:
+        return int(shape[0]), int(shape[1])
+    side = math.isqrt(n_visible)
+    return (side, side) if side * side == n_visible else None
+
+
+# ------------------------------------------------------------------------------------ log Z
+
+
+def estimate(
+    rbm: RBM,
+    opts: LogZOptions,
+    *,
+    device: torch.device,
+    progress: bool,
+    data_dir: Path | None = None,
+    relative_to: RBM | None = None,
+) -> LogZResult:
+    """Run the ``log Z`` estimator of ``opts`` (``log Z_B - log Z_A`` with ``relative_to=A``)."""
+    kwargs: dict[str, Any] = {
+        "n_chains": opts.chains,
+        "sweeps": opts.sweeps,
+        "sampler": opts.sampler,
+        "seed": opts.seed,
+        "device": device,
+        "progress": progress,
+    }
+    # unset options keep the library's defaults, which differ between log Z and log-ratio estimates
+    if opts.betas is not None:
+        kwargs["betas"] = opts.betas
+    if opts.max_bits is not None:
+        kwargs["max_bits"] = opts.max_bits
+    if relative_to is not None:
+        if opts.base_rate_data is not None:
+            raise BoltzkitError(
+                "--base-rate-data does not apply to --relative-to",
+                hint="a log-ratio estimate anneals from the reference model, not from a base-rate model.",
+            )
+        return estimate_log_ratio(rbm, relative_to, opts.method.value, **kwargs)
+    base_rate = None
+    if opts.base_rate_data is not None:
+        base_rate = load_dataset(
+            opts.base_rate_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
+        ).x
+    return estimate_log_z(rbm, opts.method.value, base_rate_data=base_rate, **kwargs)

@@ -1,0 +1,123 @@
+"""``boltzkit evaluate MODEL --data DATA``: mean log-probability of a data set under a model.
+
+``log p(v) = -F(v) - log Z``: the free energies are exact, ``log Z`` comes from ``--logz`` (exact
+enumeration or an AIS-type estimate), and the ``log Z`` band carries over to the mean
+log-probability (see :mod:`boltzkit.estimators.likelihood`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from boltzkit.cli.common import (
+    BaseRateOpt,
+    BetasOpt,
+    ChainsOpt,
+    DataDirOpt,
+    DataOpt,
+    DeviceOpt,
+    JsonFlag,
+    LogZMethod,
+    LogZOptions,
+    MaxBitsOpt,
+    ModelArg,
+    ProgressFlag,
+    SamplerOpt,
+    SeedOpt,
+    SweepsOpt,
+    device_from,
+    emit,
+    estimate,
+    fmt,
+    show_progress,
+)
+from boltzkit.data import load_dataset
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.likelihood import dataset_log_prob
+from boltzkit.io import atomic_open, load_model
+
+PER_EXAMPLE_FORMATS = (".npy", ".txt", ".csv")
+
+
+def _write_per_example(path: Path, values: np.ndarray) -> None:
+    """``log p(v_n)`` to ``.npy`` (float64) or text (one value a line), atomically."""
+
+    if path.suffix.lower() == ".npy":
+        with atomic_open(path, "wb") as f:
+            np.save(f, values)
+    else:
+        with atomic_open(path, "w") as f:
+            np.savetxt(f, values, fmt="%.10g")
+
+
+def _summary(record: dict[str, Any]) -> str:
+    where = f"{record['data']} ({record['split']}, n={record['n']})"
+    line = f"mean log p(v) on {where}: {fmt(record['mean_log_prob'])}"
+    if record["log_z_method"] != "exact":
+        line += (
+            f"  [{fmt(record['mean_log_prob_minus_3sigma'])}, {fmt(record['mean_log_prob_plus_3sigma'])}] "
+            "(log Z ±3σ)"
+        )
+    return "\n".join(
+        [
+            line,
+            f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}",
+            f"time: {fmt(record['seconds'], 2)} s",
+        ]
+    )
+
+
+def command(
+    model: ModelArg,
+    data: DataOpt,
+    split: Annotated[str, typer.Option("--split", help="train, valid or test.")] = "test",
+    logz: Annotated[LogZMethod, typer.Option("--logz", help="How log Z is obtained.")] = LogZMethod["exact"],
+    chains: ChainsOpt = 100,
+    betas: BetasOpt = None,
+    sweeps: SweepsOpt = 1,
+    sampler: SamplerOpt = "gibbs",
+    base_rate_data: BaseRateOpt = None,
+    data_dir: DataDirOpt = None,
+    seed: SeedOpt = 0,
+    device: DeviceOpt = "auto",
+    max_bits: MaxBitsOpt = None,
+    per_example: Annotated[
+        Path | None,
+        typer.Option("--per-example", help="Write every log p(v) to FILE (.npy, .txt or .csv)."),
+    ] = None,
+    as_json: JsonFlag = False,
+    progress: ProgressFlag = None,
+) -> None:
+    """Mean log-probability of a data set under MODEL, with log Z exact or estimated."""
+
+    if per_example is not None and per_example.suffix.lower() not in PER_EXAMPLE_FORMATS:
+        raise BoltzkitError(
+            "unknown --per-example file type",
+            got=str(per_example),
+            expected="a file ending in " + ", ".join(PER_EXAMPLE_FORMATS),
+        )
+    t0 = time.perf_counter()
+    dev = device_from(device)
+    rbm, _ = load_model(model, device=dev)
+    dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
+    opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
+    log_z = estimate(rbm, opts, device=dev, progress=show_progress(progress), data_dir=data_dir)
+    result = dataset_log_prob(rbm, dataset.x, log_z, per_example=per_example is not None)
+    if per_example is not None:
+        _write_per_example(per_example, result.per_example.numpy())
+    record: dict[str, Any] = {
+        **result.to_dict(),
+        "model": str(model),
+        "data": dataset.name,
+        "split": dataset.split,
+        "seconds": time.perf_counter() - t0,
+        "logz": log_z.to_dict(),
+    }
+    if per_example is not None:
+        record["per_example_file"] = str(per_example)
+    emit(record, as_json=as_json, human=lambda: _summary(record))

@@ -1,0 +1,55 @@
+"""The ``boltzkit`` command: a typer app with one module per subcommand.
+
+Every subcommand runs in this process. Progress goes to stderr; ``--json`` makes the last stdout
+line one JSON object. Errors end in one line ``error: ...`` on stderr and a non-zero exit status
+(``--debug`` shows the traceback instead); see :mod:`boltzkit.cli.common`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from boltzkit import __version__
+from boltzkit.cli import evaluate, logz, sample, train
+from boltzkit.cli.common import BoltzkitCommand
+
+app = typer.Typer(
+    name="boltzkit",
+    help="Train Boltzmann machines and measure them: exact and AIS log Z, test log-likelihoods, samples.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"boltzkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")] = False,
+) -> None:
+    """Train Boltzmann machines and measure them: exact and AIS log Z, test log-likelihoods, samples."""
+
+
+for _name, _module in (("train", train), ("logz", logz), ("evaluate", evaluate), ("sample", sample)):
+    app.command(_name, cls=BoltzkitCommand)(_module.command)
+
+
+def main() -> None:
+    """Entry point of the ``boltzkit`` console script."""
+    app(prog_name="boltzkit")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,399 @@
+"""The ``boltzkit`` command line, run in-process with typer's CliRunner.
+
+Good paths (train, logz, evaluate, sample) are checked against the Python API; bad inputs must end
+with a non-zero exit status, one clear message on stderr, and no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from boltzkit import RBM
+from boltzkit.cli.common import json_line, jsonable
+from boltzkit.cli.main import app
+from boltzkit.data import load_dataset
+from boltzkit.errors import BoltzkitError, IntractableError
+from boltzkit.estimators import dataset_log_prob, exact_log_z
+from boltzkit.io import load_model, save_model
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    """Invoke ``boltzkit ARGS`` in-process (progress bars off)."""
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def last_json(result) -> dict:
+    """The JSON object on the last stdout line; NaN/Infinity would be rejected."""
+    assert result.exit_code == 0, result.output
+    line = result.stdout.strip().splitlines()[-1]
+
+    def reject(token: str):
+        raise AssertionError(f"non-strict JSON constant {token} in {line}")
+
+    return json.loads(line, parse_constant=reject)
+
+
+def assert_clean_failure(result, code: int | None = 1) -> str:
+    """Non-zero exit, no traceback, one 'error:' line on stderr (usage errors: typer's message)."""
+    assert result.exit_code != 0, result.output
+    if code is not None:
+        assert result.exit_code == code, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
+    err = result.stderr.strip()
+    if result.exit_code == 2:  # usage error from typer
+        assert "Error" in err
+    else:
+        lines = err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return err
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory) -> tuple[Path, RBM]:
+    """A random 7 x 5 RBM saved as a boltzkit file."""
+    gen = torch.Generator().manual_seed(11)
+    rbm = RBM.random(7, 5, scale=0.5, generator=gen)
+    with torch.no_grad():
+        rbm.vbias.copy_(torch.randn(7, generator=gen) * 0.3)
+        rbm.hbias.copy_(torch.randn(5, generator=gen) * 0.3)
+    path = tmp_path_factory.mktemp("models") / "rbm7x5.safetensors"
+    save_model(rbm, path)
+    return path, rbm
+
+
+@pytest.fixture(scope="module")
+def bas_model(tmp_path_factory) -> Path:
+    """An RBM trained on bars-and-stripes by the command line itself."""
+    path = tmp_path_factory.mktemp("bas") / "bas.safetensors"
+    args = ("--data", "bars-and-stripes", "--hidden", 5, "--epochs", 3, "--lr", 0.1)
+    result = run("train", *args, "--out", path)
+    assert result.exit_code == 0, result.output
+    return path
+
+
+# ----------------------------------------------------------------------------------- top level
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip().startswith("boltzkit ")
+
+
+def test_no_arguments_shows_help():
+    result = run()
+    assert "train" in result.output and "logz" in result.output
+
+
+# -------------------------------------------------------------------------------------- train
+def test_train_bars_and_stripes_json(tmp_path):
+    out = tmp_path / "model.safetensors"
+    record = last_json(
+        run(
+            "train", "--model", "rbm", "--data", "bars-and-stripes", "--hidden", 5, "--method", "cd",
+            "--k", 1, "--epochs", 3, "--lr", 0.1, "--batch-size", 8, "--sampler", "gibbs", "--seed", 0,
+            "--out", out, "--json",
+        )
+    )  # fmt: skip
+    assert out.is_file()
+    for key in ("seconds", "log_z", "train_log_lik", "recon_error", "settings", "history"):
+        assert key in record
+    assert record["seconds"] > 0
+    assert len(record["history"]) == 3
+    rbm, metadata = load_model(out)
+    assert (rbm.n_visible, rbm.n_hidden) == (16, 5)
+    assert metadata["data"] == "bars-and-stripes"
+    assert metadata["image_shape"] == [4, 4]
+    assert metadata["training"]["method"] == "cd" and metadata["training"]["epochs"] == 3
+    assert record["log_z"] == pytest.approx(exact_log_z(rbm).log_z, abs=1e-9)
+    x = load_dataset("bars-and-stripes").x
+    assert record["train_log_lik"] == pytest.approx(dataset_log_prob(rbm, x, record["log_z"]).mean_log_prob)
+    # Bars and Stripes has no separate test set: nothing is scored as "test"
+    assert record["test_log_lik"] is None
+
+
+def test_train_is_reproducible(tmp_path):
+    args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 2, "--seed", 5)
+    for name in ("a", "b"):
+        assert run(*args, "--out", tmp_path / f"{name}.safetensors").exit_code == 0
+    a, _ = load_model(tmp_path / "a.safetensors")
+    b, _ = load_model(tmp_path / "b.safetensors")
+    assert torch.equal(a.W, b.W)
+
+
+def test_train_user_npy_pcd_with_history_and_checkpoint(tmp_path):
+    rng = np.random.default_rng(3)
+    data = tmp_path / "data.npy"
+    np.save(data, (rng.random((37, 11)) < 0.3).astype(np.uint8))
+    out = tmp_path / "user.safetensors"
+    args = (
+        "train", "--data", data, "--hidden", 3, "--method", "pcd", "--chains", 7, "--k", 2,
+        "--sampler", "flip", "--momentum", 0.5, "--weight-decay", 1e-4, "--epochs", 2, "--lr", 0.05,
+        "--batch-size", 10, "--checkpoint-every", 1, "--history", tmp_path / "hist", "--out", out,
+    )  # fmt: skip
+    record = last_json(run(*args, "--json"))
+    assert record["settings"]["method"] == "pcd" and record["settings"]["chains"] == 7
+    assert (tmp_path / "hist.csv").is_file() and (tmp_path / "hist.json").is_file()
+    assert (tmp_path / "user.safetensors.ckpt").is_file()
+    rbm, metadata = load_model(out)
+    assert rbm.n_visible == 11 and metadata["data"] == str(data)
+    # resuming a finished run changes nothing
+    assert run(*args, "--resume").exit_code == 0
+    again, _ = load_model(out)
+    assert torch.equal(rbm.W, again.W)
+
+
+def test_train_human_summary(tmp_path):
+    result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
+    assert result.exit_code == 0, result.output
+    assert "log Z (exact)" in result.stdout and "reconstruction error" in result.stdout
+
+
+# --------------------------------------------------------------------------------------- logz
+def test_logz_exact_json_matches_api(small_model, tmp_path):
+    path, rbm = small_model
+    out = tmp_path / "result.json"
+    record = last_json(run("logz", path, "--method", "exact", "--json", "--out", out))
+    expected = exact_log_z(rbm).log_z
+    assert record["method"] == "exact"
+    assert record["log_z"] == pytest.approx(expected, abs=1e-9)
+    assert record["seconds"] >= 0
+    assert json.loads(out.read_text())["log_z"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_logz_reads_npz(small_model, tmp_path):
+    _, rbm = small_model
+    path = tmp_path / "plain.npz"
+    np.savez(path, **{k: getattr(rbm, k).detach().numpy() for k in ("W", "vbias", "hbias")})
+    record = last_json(run("logz", path, "--json"))
+    assert record["log_z"] == pytest.approx(exact_log_z(rbm).log_z, abs=1e-9)
+
+
+def test_logz_ais_json(small_model):
+    path, rbm = small_model
+    args = ("--method", "ais", "--chains", 30, "--betas", 60, "--sweeps", 1, "--seed", 1)
+    record = last_json(run("logz", path, *args, "--json"))
+    assert record["method"] == "ais" and record["n_chains"] == 30
+    # a loose sanity bound; the estimator's accuracy is tested with the estimators
+    assert abs(record["log_z"] - exact_log_z(rbm).log_z) < 0.5
+
+
+def test_logz_relative_to_exact(small_model, tmp_path):
+    path, rbm = small_model
+    other = RBM.random(7, 3, scale=0.5, generator=torch.Generator().manual_seed(2))
+    other_path = tmp_path / "a.safetensors"
+    save_model(other, other_path)
+    record = last_json(run("logz", path, "--relative-to", other_path, "--method", "exact", "--json"))
+    expected = exact_log_z(rbm).log_z - exact_log_z(other).log_z
+    assert record["log_ratio"] == pytest.approx(expected, abs=1e-9)
+
+
+def test_logz_human_output(small_model):
+    result = run("logz", small_model[0])
+    assert result.exit_code == 0 and "log Z (exact)" in result.stdout
+
+
+# ----------------------------------------------------------------------------------- evaluate
+def test_evaluate_exact_json_and_per_example(bas_model, tmp_path):
+    per_example = tmp_path / "logp.npy"
+    record = last_json(
+        run(
+            "evaluate", bas_model, "--data", "bars-and-stripes", "--split", "test", "--logz", "exact",
+            "--per-example", per_example, "--json",
+        )
+    )  # fmt: skip
+    rbm, _ = load_model(bas_model)
+    x = load_dataset("bars-and-stripes").x
+    log_z = exact_log_z(rbm).log_z
+    expected = float((rbm.log_unnormalized_visible(x).detach() - log_z).mean())
+    assert record["n"] == 32 and record["split"] == "test"
+    assert record["log_z"] == pytest.approx(log_z, abs=1e-9)
+    assert record["mean_log_prob"] == pytest.approx(expected, abs=1e-9)
+    values = np.load(per_example)
+    assert values.shape == (32,)
+    assert values.mean() == pytest.approx(expected, abs=1e-9)
+
+
+def test_evaluate_per_example_text(bas_model, tmp_path):
+    out = tmp_path / "logp.txt"
+    assert run("evaluate", bas_model, "--data", "bars-and-stripes", "--per-example", out).exit_code == 0
+    assert len(out.read_text().split()) == 32
+
+
+# ------------------------------------------------------------------------------------- sample
+def test_sample_npy_shape_and_seed(bas_model, tmp_path):
+    a, b = tmp_path / "a.npy", tmp_path / "b.npy"
+    common = ("sample", bas_model, "--sampler", "flip", "--chains", 13, "--steps", 20, "--seed", 4)
+    record = last_json(run(*common, "--out", a, "--json"))
+    assert record["n_chains"] == 13 and record["n_visible"] == 16
+    assert run(*common, "--out", b).exit_code == 0
+    x = np.load(a)
+    assert x.shape == (13, 16) and set(np.unique(x)) <= {0, 1}
+    assert np.array_equal(x, np.load(b))
+
+
+def test_sample_png(bas_model, tmp_path):
+    out = tmp_path / "grid.png"
+    result = run("sample", bas_model, "--chains", 9, "--steps", 5, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_sample_png_without_matplotlib(bas_model, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes "import matplotlib" fail
+    err = assert_clean_failure(run("sample", bas_model, "--steps", 1, "--out", tmp_path / "g.png"))
+    assert "matplotlib" in err and not (tmp_path / "g.png").exists()
+
+
+def test_sample_png_needs_an_image_shape(small_model, tmp_path):
+    err = assert_clean_failure(run("sample", small_model[0], "--steps", 1, "--out", tmp_path / "g.png"))
+    assert "image" in err
+
+
+# -------------------------------------------------------------------------------- bad inputs
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory, bas_model) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("bad")
+    z = np.zeros
+    files = {
+        "nan": ("nan.npz", {"W": np.full((5, 3), np.nan, np.float32), "vbias": z(5), "hbias": z(3)}),
+        "shapes": ("shapes.npz", {"W": z((5, 3)), "vbias": z(4), "hbias": z(3)}),
+        "missing": ("missing.npz", {"W": z((5, 3)), "vbias": z(5)}),
+        "big": ("big.npz", {"W": z((40, 40)), "vbias": z(40), "hbias": z(40)}),
+    }
+    out = {}
+    for key, (name, arrays) in files.items():
+        np.savez(d / name, **arrays)
+        out[key] = d / name
+    raw = bas_model.read_bytes()
+    (d / "truncated.safetensors").write_bytes(raw[: len(raw) // 2])
+    (d / "foreign.safetensors").write_text("this is not a model\n")
+    (d / "foreign.npz").write_bytes(b"\x00" * 64)
+    np.save(d / "nonbinary.npy", np.full((4, 16), 0.5))
+    np.save(d / "wide.npy", np.zeros((4, 17), np.uint8))
+    for name in ("truncated.safetensors", "foreign.safetensors", "foreign.npz", "nonbinary.npy", "wide.npy"):
+        out[name.split(".")[0] + ("_npz" if name == "foreign.npz" else "")] = d / name
+    out["absent"] = d / "absent.safetensors"
+    return out
+
+
+@pytest.mark.parametrize(
+    ("key", "needle"),
+    [
+        ("nan", "non-finite"),
+        ("shapes", "shape"),
+        ("missing", "hbias"),
+        ("truncated", "truncated"),
+        ("foreign", "not a boltzkit model file"),
+        ("foreign_npz", "npz"),
+        ("absent", "not found"),
+    ],
+)
+def test_bad_model_files(bad_files, key, needle):
+    err = assert_clean_failure(run("logz", bad_files[key]))
+    assert needle in err
+
+
+def test_intractable_exact_log_z(bad_files):
+    err = assert_clean_failure(run("logz", bad_files["big"], "--method", "exact", "--max-bits", 20))
+    assert "intractable" in err and "--method ais" in err
+
+
+@pytest.mark.parametrize(("key", "needle"), [("nonbinary", "binary"), ("wide", "columns")])
+def test_bad_data_for_evaluate(bas_model, bad_files, key, needle):
+    err = assert_clean_failure(run("evaluate", bas_model, "--data", bad_files[key]))
+    assert needle in err
+
+
+def test_bad_data_for_train(bad_files, tmp_path):
+    result = run("train", "--data", bad_files["nonbinary"], "--out", tmp_path / "m.safetensors")
+    err = assert_clean_failure(result)
+    assert "binary" in err
+
+
+def test_unknown_data_set(bas_model):
+    err = assert_clean_failure(run("evaluate", bas_model, "--data", "bars-and-stipes"))
+    assert "bars-and-stripes" in err  # suggests the closest name
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sample", "MODEL", "--chains", "-1", "--out", "x.npy"),
+        ("sample", "MODEL", "--steps", "-1", "--out", "x.npy"),
+        ("logz", "MODEL", "--method", "magic"),
+        ("logz", "MODEL", "--method", "ais", "--chains", "0"),
+        ("logz", "MODEL", "--method", "ais", "--sweeps", "0"),
+        ("train", "--data", "bars-and-stripes", "--lr", "0", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--lr", "-0.1", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--lr", "nan", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--epochs", "0", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--method", "sgd", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--hidden", "0", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--weight-decay", "-1", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes"),  # --out missing
+    ],
+)
+def test_invalid_option_values_are_usage_errors(bas_model, args):
+    assert_clean_failure(run(*(bas_model if a == "MODEL" else a for a in args)), code=2)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("sample", "MODEL", "--sampler", "metropolis", "--out", "x.npy"), "unknown sampler"),
+        (("sample", "MODEL", "--out", "x.jpg"), ".npy or .png"),
+        (("sample", "MODEL", "--out", "/no/such/dir/x.npy", "--steps", "1"), "directory"),
+        (("logz", "MODEL", "--device", "gpu"), "device"),
+        (("logz", "MODEL", "--method", "ais", "--betas", "sideways"), "beta schedule"),
+        (("train", "--data", "bars-and-stripes", "--momentum", "1", "--out", "m.safetensors"), "momentum"),
+        (("train", "--data", "bars-and-stripes", "--k-schedule", "x", "--out", "m.pt"), "k schedule"),
+        (("train", "--data", "bars-and-stripes", "--sampler", "hmc", "--out", "m.safetensors"), "sampler"),
+        (("evaluate", "MODEL", "--data", "bars-and-stripes", "--split", "holdout"), "split"),
+        (("evaluate", "MODEL", "--data", "bars-and-stripes", "--per-example", "x.json"), "per-example"),
+    ],
+)
+def test_invalid_values_checked_by_boltzkit(bas_model, tmp_path, monkeypatch, args, needle):
+    monkeypatch.chdir(tmp_path)
+    err = assert_clean_failure(run(*(bas_model if a == "MODEL" else a for a in args)))
+    assert needle in err
+
+
+def test_debug_flag_raises_the_original_error(bad_files):
+    result = run("--debug", "logz", bad_files["big"], "--max-bits", 20)
+    assert isinstance(result.exception, IntractableError)
+
+
+def test_console_script_error_has_no_traceback(bad_files):
+    """The real process: one line on stderr, exit status 1."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "boltzkit.cli.main", "logz", str(bad_files["absent"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().startswith("error: model file not found")
+
+
+# --------------------------------------------------------------------------------------- JSON
+def test_json_line_writes_non_finite_numbers_as_null():
+    record = {"a": math.nan, "b": [math.inf, 1.5], "c": np.float64(-math.inf), "d": torch.tensor([1.0])}
+    assert jsonable(record) == {"a": None, "b": [None, 1.5], "c": None, "d": [1.0]}
+    assert json.loads(json_line(record))["a"] is None
+
+
+def test_boltzkit_errors_are_value_errors():
+    # The CLI catches BoltzkitError; library users may catch ValueError.
+    assert issubclass(BoltzkitError, ValueError)
