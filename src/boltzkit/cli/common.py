@@ -271,8 +271,14 @@ def estimate(
     progress: bool,
     data_dir: Path | None = None,
     relative_to: RBM | None = None,
+    recorded_data: str | None = None,
 ) -> LogZResult:
-    """Run the ``log Z`` estimator of ``opts`` (``log Z_B - log Z_A`` with ``relative_to=A``)."""
+    """Run the ``log Z`` estimator of ``opts`` (``log Z_B - log Z_A`` with ``relative_to=A``).
+
+    The base-rate model of AIS-type estimators is fitted to ``--base-rate-data`` when given, else
+    to the model file's recorded training data (``recorded_data``) when it can still be loaded,
+    else it takes the model's own visible biases; the result's settings say which.
+    """
     kwargs: dict[str, Any] = {
         "n_chains": opts.chains,
         "sweeps": opts.sweeps,
@@ -294,8 +300,20 @@ def estimate(
             )
         return estimate_log_ratio(rbm, relative_to, opts.method.value, **kwargs)
     base_rate = None
-    if opts.base_rate_data is not None:
-        base_rate = load_dataset(
-            opts.base_rate_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
-        ).x
-    return estimate_log_z(rbm, opts.method.value, base_rate_data=base_rate, **kwargs)
+    base_source = None
+    if opts.method.value != "exact":
+        if opts.base_rate_data is not None:
+            base_source = opts.base_rate_data
+            base_rate = load_dataset(
+                base_source, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
+            ).x
+        elif recorded_data:
+            try:
+                base_rate = load_dataset(
+                    recorded_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
+                ).x
+                base_source = f"{recorded_data} (recorded in the model file)"
+            except BoltzkitError:
+                base_rate = None  # the recorded data is gone: fall back to the model's own biases
+    result = estimate_log_z(rbm, opts.method.value, base_rate_data=base_rate, **kwargs)
+    return result.with_settings(base_data=base_source) if base_source else result

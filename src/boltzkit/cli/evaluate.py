@@ -103,10 +103,17 @@ def command(
         )
     t0 = time.perf_counter()
     dev = device_from(device)
-    rbm, _ = load_model(model, device=dev)
+    rbm, metadata = load_model(model, device=dev)
     dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
-    log_z = estimate(rbm, opts, device=dev, progress=show_progress(progress), data_dir=data_dir)
+    log_z = estimate(
+        rbm,
+        opts,
+        device=dev,
+        progress=show_progress(progress),
+        data_dir=data_dir,
+        recorded_data=metadata.get("data"),
+    )
     result = dataset_log_prob(rbm, dataset.x, log_z, per_example=per_example is not None)
     if per_example is not None:
         _write_per_example(per_example, result.per_example.numpy())

@@ -84,11 +84,17 @@ def command(
 ) -> None:
     """Estimate log Z of MODEL (exactly, or with AIS and its relatives)."""
     dev = device_from(device)
-    rbm, _ = load_model(model, device=dev)
+    rbm, metadata = load_model(model, device=dev)
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None
     opts = LogZOptions(method, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
     result = estimate(
-        rbm, opts, device=dev, progress=show_progress(progress), data_dir=data_dir, relative_to=reference
+        rbm,
+        opts,
+        device=dev,
+        progress=show_progress(progress),
+        data_dir=data_dir,
+        relative_to=reference,
+        recorded_data=metadata.get("data"),
     )
     record: dict[str, Any] = {**result.to_dict(), "model": str(model)}
     if relative_to is not None:

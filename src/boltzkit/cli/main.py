@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from boltzkit import __version__
-from boltzkit.cli import evaluate, logz, sample, train
+from boltzkit.cli import evaluate, logz, reproduce, sample, train
 from boltzkit.cli.common import BoltzkitCommand
 
 app = typer.Typer(
@@ -42,7 +42,13 @@ def _root(
     """Train Boltzmann machines and measure them: exact and AIS log Z, test log-likelihoods, samples."""
 
 
-for _name, _module in (("train", train), ("logz", logz), ("evaluate", evaluate), ("sample", sample)):
+for _name, _module in (
+    ("train", train),
+    ("logz", logz),
+    ("evaluate", evaluate),
+    ("sample", sample),
+    ("reproduce", reproduce),
+):
     app.command(_name, cls=BoltzkitCommand)(_module.command)
 
 

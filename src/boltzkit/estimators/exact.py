@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import make_generator
+from boltzkit._numerics import make_generator, softplus
 from boltzkit.errors import IntractableError
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.base import EnergyModel
@@ -76,7 +76,7 @@ def _layer_log_f_chunks(
     for start in range(0, total, chunk_size):
         x = bit_states(start, min(start + chunk_size, total), n_bits, device=device, dtype=dtype)
         pre = torch.addmm(other_bias, x, W_other)
-        log_f = (x @ own_bias).to(torch.float64) + torch.nn.functional.softplus(pre).sum(1).to(torch.float64)
+        log_f = (x @ own_bias).to(torch.float64) + softplus(pre).to(torch.float64).sum(1)
         yield log_f
 
 
@@ -167,7 +167,7 @@ def exact_sample(
 
     The smaller layer (``k`` units) is drawn from its enumerated marginal: the ``2^k`` unnormalized
     log-probabilities are computed chunk by chunk (float64, ``8 * 2^k`` bytes), and states are
-    drawn by inverting the cumulative distribution at sorted uniforms. The other layer is drawn
+    drawn by inverting the cumulative distribution at uniform draws. The other layer is drawn
     from its conditional. Exact samples start reverse AIS and unbiased RBM-to-RBM AIS.
     """
     gen = make_generator(generator, rbm.device)
@@ -177,7 +177,7 @@ def exact_sample(
     log_f = torch.cat(list(_layer_log_f_chunks(rbm, layer, chunk_size, torch.float64, rbm.device)))
     cdf = torch.cumsum(torch.exp(log_f - log_f.max()), 0)
     u = torch.rand(n_samples, generator=gen, device=cdf.device, dtype=torch.float64) * cdf[-1]
-    idx = torch.searchsorted(cdf, u).clamp_max(cdf.numel() - 1)
+    idx = torch.searchsorted(cdf, u, right=True).clamp_max(cdf.numel() - 1)
     shifts = torch.arange(n_bits, device=idx.device, dtype=torch.int64)
     x = ((idx.unsqueeze(1) >> shifts) & 1).to(rbm.dtype)
     if layer == "hidden":

@@ -290,7 +290,7 @@ class LogZResult:
         out.update({k: _jsonable(v) for k, v in self.settings.items() if k not in out})
         if include_weights and self.log_weights is not None:
             out["log_weights"] = self.log_weights.tolist()
-        return out
+        return {k: _jsonable(v) for k, v in out.items()}
 
     def to_json(self, include_weights: bool = False) -> str:
         return json.dumps(self.to_dict(include_weights), allow_nan=False, default=str)

@@ -126,6 +126,7 @@ def _train(spec, settings, train_x, test_x, out_dir, seed, device, progress) -> 
         rbm, meta = load_model(model_path, device=device)
         return rbm, meta.get("training", {})
     t0 = time.perf_counter()
+    checkpoint = out_dir / "checkpoints" / f"{_slug(spec.name)}.ckpt"
     rbm, history = train_rbm(
         train_x,
         n_hidden=spec.n_hidden,
@@ -141,9 +142,9 @@ def _train(spec, settings, train_x, test_x, out_dir, seed, device, progress) -> 
         device=device,
         progress=progress,
         exact_ll_max_bits=0,
-        checkpoint_path=out_dir / "checkpoints" / f"{_slug(spec.name)}.ckpt",
+        checkpoint_path=checkpoint,
         checkpoint_every=1,
-        resume=True,
+        resume=checkpoint.is_file(),
     )
     training = {
         **asdict(settings),
