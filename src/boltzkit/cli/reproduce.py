@@ -55,7 +55,7 @@ def command(
     )
     summary["out"] = str(out)
     summary["seconds"] = time.perf_counter() - t0
-    report = out / "table1.md"
+    report = out / summary.get("report", "")
 
     def human() -> str:
         text = report.read_text() if report.is_file() else ""

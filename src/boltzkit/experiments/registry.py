@@ -15,10 +15,20 @@ def _table1(**kwargs: Any) -> dict[str, Any]:
     return run_table1(**kwargs)
 
 
+def _ais_operators(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.ais_operators import run_ais_operators
+
+    return run_ais_operators(**kwargs)
+
+
 EXPERIMENTS: dict[str, tuple[str, Callable[..., dict[str, Any]]]] = {
     "salakhutdinov-murray-2008-table1": (
         "AIS estimates of log Z and log-probabilities of MNIST RBMs (S&M 2008, Table 1, Fig. 3)",
         _table1,
+    ),
+    "ais-operators": (
+        "Gibbs vs flip-the-state vs blend inside AIS: spread of log Z estimates at equal cost",
+        _ais_operators,
     ),
 }
 

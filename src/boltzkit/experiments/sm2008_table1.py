@@ -496,4 +496,5 @@ def run_table1(
     _save_json(out_dir / "table1.json", summary)
     plotted = plot_runs([r for r in records], out_dir / "fig3_ais_runs.png")
     summary["files"] = ["table1.md", "table1.csv", "table1.json"] + (["fig3_ais_runs.png"] if plotted else [])
+    summary["report"] = "table1.md"
     return summary
