@@ -1,0 +1,76 @@
+"""The README's commands work as written.
+
+The README opens with the two set-up commands (install, run the tests), then the main job in one
+command. The ``boltzkit`` commands and the Python example are run here, in a temporary folder;
+the MNIST ones only when the data are available (``BOLTZKIT_DATA_DIR``, as in CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from boltzkit.cli.main import app
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+needs_mnist = pytest.mark.skipif(
+    not os.environ.get("BOLTZKIT_DATA_DIR"), reason="binarized MNIST not available (set BOLTZKIT_DATA_DIR)"
+)
+
+
+def code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def shell_commands() -> list[str]:
+    commands = []
+    for block in code_blocks("bash"):
+        for line in block.splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                commands.extend(part.strip() for part in line.split("&&"))
+    return commands
+
+
+def test_readme_opens_with_install_then_test_command():
+    commands = shell_commands()
+    assert commands[0].startswith("pip install -e"), commands[0]
+    assert commands[1] == "python -m pytest -q", commands[1]
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert 'pip install -e ".[test]"' in ci and "-m pytest -q" in ci  # CI runs the README's commands
+
+
+@needs_mnist
+@pytest.mark.mnist
+def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
+    """Every ``boltzkit ...`` line of the README, in order, in one folder (the later ones use the
+    model the main job saved)."""
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    commands = [c for c in shell_commands() if c.startswith("boltzkit ")]
+    assert commands and commands[0].startswith("boltzkit train"), commands
+    for command in commands:
+        args = shlex.split(command)[1:]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (command, result.output)
+        if "--json" in args:
+            json.loads(result.stdout.strip().splitlines()[-1])
+    main_job = runner.invoke(app, ["logz", "rbm.safetensors", "--method", "exact", "--json"])
+    assert json.loads(main_job.stdout.strip().splitlines()[-1])["log_z"] > 0
+
+
+def test_readme_python_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (example,) = code_blocks("python")
+    namespace: dict = {}
+    exec(compile(example, str(README), "exec"), namespace)  # noqa: S102 - the README's own example
+    assert namespace["ais"].log_z == pytest.approx(
+        namespace["exact"].log_z, abs=5 * namespace["ais"].log_z_stderr + 1e-9
+    )
+    assert (tmp_path / "bas.safetensors").is_file()
