@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -182,6 +183,79 @@ def make_base(
     return base_rate_rbm(rbm.vbias.detach(), like=rbm), "model visible biases (zero weights)"
 
 
+def on_device(rbm: RBM, device: str | torch.device | None) -> tuple[RBM, torch.device]:
+    """``rbm`` on ``device`` (a copy when it lives elsewhere; ``None`` keeps its own device)."""
+    dev = rbm.device if device is None else resolve_device(device)
+    if dev == rbm.device:
+        return rbm, dev
+    copy = RBM(
+        rbm.n_visible,
+        rbm.n_hidden,
+        weights=rbm.W.detach(),
+        vbias=rbm.vbias.detach(),
+        hbias=rbm.hbias.detach(),
+        dtype=rbm.dtype,
+        device=dev,
+    )
+    return copy, dev
+
+
+def seed_label(seed: int | torch.Generator | None) -> Any:
+    """How a seed is recorded in a result's settings."""
+    return "generator" if isinstance(seed, torch.Generator) else seed
+
+
+@dataclass
+class PathSetup:
+    """Everything a forward or reverse AIS run along one path needs."""
+
+    path: RBMPath
+    generator: torch.Generator
+    operator: TransitionOperator
+    device: torch.device
+    model: RBM
+    base_name: str | None
+    seed_label: Any
+
+
+def log_z_setup(
+    rbm: RBM,
+    *,
+    sampler: TransitionOperator | str,
+    base_rate_data: Tensor | None,
+    base_vbias: Tensor | None,
+    seed: int | torch.Generator | None,
+    device: str | torch.device | None,
+    max_bits: int = 26,
+) -> PathSetup:
+    """The base-rate -> ``rbm`` path (S&M 2008, Sec. 3.3) with its generator and operator."""
+    model, dev = on_device(rbm, device)
+    gen = make_generator(seed, dev)
+    op = make_operator(sampler)
+    base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
+    path = RBMPath(base, model, max_bits=max_bits)
+    return PathSetup(path, gen, op, dev, model, base_name, seed_label(seed))
+
+
+def ratio_setup(
+    rbm_b: RBM,
+    rbm_a: RBM,
+    *,
+    sampler: TransitionOperator | str,
+    start_chain_steps: int,
+    max_bits: int,
+    seed: int | torch.Generator | None,
+    device: str | torch.device | None,
+) -> PathSetup:
+    """The ``rbm_a -> rbm_b`` path (S&M 2008, Sec. 3.2) with its generator and operator."""
+    model_b, dev = on_device(rbm_b, device)
+    model_a, _ = on_device(rbm_a, dev)
+    gen = make_generator(seed, dev)
+    op = make_operator(sampler)
+    path = RBMPath(model_a, model_b, start_chain_steps=start_chain_steps, max_bits=max_bits)
+    return PathSetup(path, gen, op, dev, model_b, None, seed_label(seed))
+
+
 def ais_log_z(
     rbm: RBM,
     *,
@@ -225,42 +299,45 @@ def ais_log_z(
     """
     _check_common(n_chains, sweeps)
     t0 = time.perf_counter()
-    dev = rbm.device if device is None else resolve_device(device)
-    model = rbm if dev == rbm.device else _moved(rbm, dev)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
-    path = RBMPath(base, model)
-    schedule, schedule_name = _resolve_betas(
-        betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=gen, progress=progress
+    s = log_z_setup(
+        rbm, sampler=sampler, base_rate_data=base_rate_data, base_vbias=base_vbias, seed=seed, device=device
     )
-    run = anneal(
-        path,
-        schedule,
-        init=path.sample_start(n_chains, gen),
-        operator=op,
+    schedule, schedule_name = _resolve_betas(
+        betas,
+        s.path,
+        n_chains=n_chains,
+        operator=s.operator,
         sweeps=sweeps,
-        generator=gen,
+        generator=s.generator,
         progress=progress,
     )
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
+    run = anneal(
+        s.path,
+        schedule,
+        init=s.path.sample_start(n_chains, s.generator),
+        operator=s.operator,
+        sweeps=sweeps,
+        generator=s.generator,
+        progress=progress,
+    )
+    if s.device.type == "cuda":
+        torch.cuda.synchronize(s.device)
     n_steps = schedule.numel() - 1
     return LogZResult.from_log_weights(
         "ais",
         run.log_weights,
-        log_z_start=float(path.log_z_zero) - path.log_f_one_offset,
+        log_z_start=float(s.path.log_z_zero) - s.path.log_f_one_offset,
         n_betas=n_steps,
         seconds=time.perf_counter() - t0,
-        base=base_name,
-        log_z_base=path.log_z_a,
+        base=s.base_name,
+        log_z_base=s.path.log_z_a,
         schedule=schedule_name,
-        sampler=op.name,
+        sampler=s.operator.name,
         sweeps=int(sweeps),
         total_sweeps=n_steps * int(sweeps),
-        seed=seed if not isinstance(seed, torch.Generator) else "generator",
-        device=str(dev),
-        dtype=str(model.dtype).replace("torch.", ""),
+        seed=s.seed_label,
+        device=str(s.device),
+        dtype=str(s.model.dtype).replace("torch.", ""),
     )
 
 
@@ -292,30 +369,34 @@ def ais_log_ratio(
     """
     _check_common(n_chains, sweeps)
     t0 = time.perf_counter()
-    dev = rbm_b.device if device is None else resolve_device(device)
-    rbm_b = rbm_b if dev == rbm_b.device else _moved(rbm_b, dev)
-    rbm_a = rbm_a if dev == rbm_a.device else _moved(rbm_a, dev)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    path = RBMPath(rbm_a, rbm_b, start_chain_steps=start_chain_steps, max_bits=max_bits)
+    s = ratio_setup(
+        rbm_b,
+        rbm_a,
+        sampler=sampler,
+        start_chain_steps=start_chain_steps,
+        max_bits=max_bits,
+        seed=seed,
+        device=device,
+    )
+    path, op = s.path, s.operator
     schedule, schedule_name = _resolve_betas(
-        betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=gen, progress=progress
+        betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=s.generator, progress=progress
     )
     run = anneal(
         path,
         schedule,
-        init=path.sample_start(n_chains, gen),
+        init=path.sample_start(n_chains, s.generator),
         operator=op,
         sweeps=sweeps,
-        generator=gen,
+        generator=s.generator,
         progress=progress,
     )
     settings = {
         "schedule": schedule_name,
         "sampler": op.name,
         "sweeps": int(sweeps),
-        "seed": seed if not isinstance(seed, torch.Generator) else "generator",
-        "device": str(dev),
+        "seed": s.seed_label,
+        "device": str(s.device),
         "start": "exact samples of A" if path.exact_start else f"{start_chain_steps} Gibbs sweeps of A",
     }
     if not path.exact_start:
@@ -332,16 +413,16 @@ def ais_log_ratio(
     )
 
 
-def _moved(rbm: RBM, device: torch.device) -> RBM:
-    return RBM(
-        rbm.n_visible,
-        rbm.n_hidden,
-        weights=rbm.W.detach(),
-        vbias=rbm.vbias.detach(),
-        hbias=rbm.hbias.detach(),
-        dtype=rbm.dtype,
-        device=device,
-    )
-
-
-__all__ = ["AnnealRun", "adaptive_betas", "ais_log_ratio", "ais_log_z", "anneal", "make_base"]
+__all__ = [
+    "PathSetup",
+    "log_z_setup",
+    "on_device",
+    "ratio_setup",
+    "seed_label",
+    "AnnealRun",
+    "adaptive_betas",
+    "ais_log_ratio",
+    "ais_log_z",
+    "anneal",
+    "make_base",
+]

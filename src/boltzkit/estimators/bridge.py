@@ -42,9 +42,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import bernoulli, make_generator, resolve_device
+from boltzkit._numerics import bernoulli, make_generator
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import _moved, make_base
+from boltzkit.estimators.ais import make_base, on_device, seed_label
 from boltzkit.estimators.base_rate import base_rate_log_z
 from boltzkit.estimators.exact import exact_log_z, exact_sample
 from boltzkit.estimators.result import Band, LogZResult, effective_sample_size
@@ -290,10 +290,6 @@ def _record(
     )
 
 
-def _seed_label(seed: int | torch.Generator | None) -> object:
-    return "generator" if isinstance(seed, torch.Generator) else seed
-
-
 # ------------------------------------------------------------------------------ public API
 @torch.no_grad()
 def bridge_log_z(
@@ -344,8 +340,7 @@ def bridge_log_z(
     """
     _check(n_chains, chain_steps, bridge)
     t0 = time.perf_counter()
-    dev = rbm.device if device is None else resolve_device(device)
-    model = rbm if dev == rbm.device else _moved(rbm, dev)
+    model, dev = on_device(rbm, device)
     gen = make_generator(seed, dev)
     op = make_operator(sampler)
     base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
@@ -376,7 +371,7 @@ def bridge_log_z(
         "log_z_base": log_z_a,
         "samples_a": "exact samples of the base-rate model",
         "samples_b": label_b,
-        "seed": _seed_label(seed),
+        "seed": seed_label(seed),
         "device": str(dev),
         "dtype": str(model.dtype).replace("torch.", ""),
     }
@@ -430,9 +425,8 @@ def bridge_log_ratio(
             got=f"{rbm_a.n_visible} and {rbm_b.n_visible} visible units",
         )
     t0 = time.perf_counter()
-    dev = rbm_b.device if device is None else resolve_device(device)
-    rbm_b = rbm_b if dev == rbm_b.device else _moved(rbm_b, dev)
-    rbm_a = rbm_a if dev == rbm_a.device else _moved(rbm_a, dev)
+    rbm_b, dev = on_device(rbm_b, device)
+    rbm_a, _ = on_device(rbm_a, dev)
     gen = make_generator(seed, dev)
     op = make_operator(sampler)
     kw = {
@@ -458,7 +452,7 @@ def bridge_log_ratio(
         "bridge": bridge,
         "samples_a": label_a,
         "samples_b": label_b,
-        "seed": _seed_label(seed),
+        "seed": seed_label(seed),
         "device": str(dev),
     }
     if not (exact_a and exact_b):

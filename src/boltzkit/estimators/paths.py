@@ -149,6 +149,15 @@ class RBMPath(AnnealingPath):
         self.b_b = rbm_b.vbias.detach().to(**kw)
         self.b_a64 = self.b_a.to(torch.float64)
         self.b_b64 = self.b_b.to(torch.float64)
+        self.db64 = self.b_b64 - self.b_a64
+        # |c_j + (W^T v)_j| <= bound_j for every v in [0, 1]^n: bounds the log-weight factors
+        W64 = self.W.to(torch.float64)
+        bound = self.c.to(torch.float64).abs() + W64.abs().sum(0)
+        self._pre_bound_max = float(bound.max()) if bound.numel() else 0.0
+        self._pre_bound_sum = float(bound.sum())
+        self._coeff_cache: dict[float, tuple[Tensor, Tensor, Tensor]] = {}
+        self._scratch: dict[tuple[tuple[int, ...], torch.dtype], Tensor] = {}
+        self._one64 = torch.ones((), dtype=torch.float64, device=device)
         self.exact_start = self.m_a == 0 or min(self.m_a, self.n_visible) <= max_bits
         if self.m_a == 0:
             log_z_a: float | None = base_rate_log_z(self.b_a)
@@ -167,30 +176,84 @@ class RBMPath(AnnealingPath):
         return (self.m_b - self.m_a) * LOG2
 
     def scale(self, beta: float) -> Tensor:
-        """Per-hidden-unit inverse temperatures ``[(1 - beta) 1_{M_A}, beta 1_{M_B}]``."""
-        s = torch.empty(self.m_a + self.m_b, dtype=self.dtype, device=self.device)
-        s[: self.m_a] = 1.0 - beta
-        s[self.m_a :] = beta
-        return s
+        """Per-hidden-unit inverse temperatures ``[(1 - beta) 1_{M_A}, beta 1_{M_B}]`` (a new tensor)."""
+        return self._coeffs(float(beta))[0].clone()
+
+    def _coeffs(self, beta: float) -> tuple[Tensor, Tensor, Tensor]:
+        """Per-beta constants, cached (AIS asks for each beta twice, as ``beta_to`` and then as
+        ``beta_from``): the scale ``s`` in the model's dtype, the same values in float64, and the
+        visible bias ``(1 - beta) b_A + beta b_B``. Callers must not modify them."""
+        hit = self._coeff_cache.get(beta)
+        if hit is None:
+            s = torch.empty(self.m_a + self.m_b, dtype=self.dtype, device=self.device)
+            s[: self.m_a] = 1.0 - beta
+            s[self.m_a :] = beta
+            vb = (1.0 - beta) * self.b_a + beta * self.b_b
+            hit = (s, s.to(torch.float64), vb)
+            if len(self._coeff_cache) >= 8:
+                self._coeff_cache.pop(next(iter(self._coeff_cache)))
+            self._coeff_cache[beta] = hit
+        return hit
+
+    def _draw(self, p: Tensor, generator: torch.Generator) -> Tensor:
+        """``bernoulli(p, generator)`` (same numbers) with the uniforms in a reused buffer."""
+        key = (tuple(p.shape), p.dtype)
+        u = self._scratch.get(key)
+        if u is None or u.device != p.device:
+            if len(self._scratch) >= 8:
+                self._scratch.clear()
+            u = self._scratch[key] = torch.empty_like(p)
+        torch.rand(key[0], generator=generator, out=u)
+        return torch.lt(u, p, out=torch.empty_like(p))
 
     def _pre(self, v: Tensor) -> Tensor:
         return torch.addmm(self.c, v, self.W)
 
     def _log_f_from_pre(self, v64_b_a: Tensor, v64_b_b: Tensor, pre64: Tensor, beta: float) -> Tensor:
-        s = self.scale(beta).to(torch.float64)
+        s = self._coeffs(float(beta))[1]
         lin = (1.0 - beta) * v64_b_a + beta * v64_b_b
         return lin + softplus(pre64 * s).sum(1)
+
+    def _hidden_delta(
+        self,
+        pre64: Tensor,
+        beta_from: float,
+        beta_to: float,
+        a64: Tensor | None = None,
+        sigmoid_a64: Tensor | None = None,
+    ) -> Tensor:
+        """``sum_j softplus(a_j) - softplus(b_j)`` with ``a = s(beta_to) pre``, ``b = s(beta_from) pre``.
+
+        Written as ``-log prod_j r_j`` with ``r_j = (1 + e^b_j) / (1 + e^a_j) = 1 + sigma(a_j)
+        (e^(b_j - a_j) - 1)``: one sigmoid, one exponential and a product per unit instead of two
+        softplus, and no cancellation between two large sums. Used when ``|b_j - a_j| <= 1`` for
+        every unit and state (then ``r_j >= e^-1`` carries an absolute error of about one ulp of 1,
+        as good as ``expm1`` would give) and the product cannot leave float64's range; the bounds
+        come from the weights, so no data-dependent check (no device synchronisation) is needed.
+        Otherwise the two softplus sums are subtracted.
+        Returns float64, shape ``(n_chains,)``; ``a64`` and ``sigmoid_a64`` may pass ``a`` and
+        ``sigma(a)`` in float64 when the caller has them.
+        """
+        _, s64_to, _ = self._coeffs(beta_to)
+        _, s64_from, _ = self._coeffs(beta_from)
+        if a64 is None:
+            a64 = pre64 * s64_to
+        step = abs(beta_to - beta_from)
+        if step * self._pre_bound_max <= 1.0 and step * self._pre_bound_sum <= 600.0:
+            r = torch.mul(pre64, s64_from - s64_to).exp_().sub_(1.0)
+            sig = torch.sigmoid(a64) if sigmoid_a64 is None else sigmoid_a64
+            r = torch.addcmul(self._one64, sig, r, out=r)
+            return r.prod(1).log_().neg_()
+        return softplus(a64).sum(1) - softplus(pre64 * s64_from).sum(1)
 
     # ------------------------------------------------- model-like interface for operators
     def blocks(self) -> tuple[Block, ...]:
         return (_HIDDEN, _VISIBLE)
 
     def block_logits(self, state: ChainState, block: Block, beta: float | Tensor = 1.0) -> Tensor:
-        beta = float(beta)
-        s = self.scale(beta)
+        s, _, vb = self._coeffs(float(beta))
         if block.layer == 1:
             return self._pre(state.visible) * s
-        vb = (1.0 - beta) * self.b_a + beta * self.b_b
         return torch.addmm(vb, state.hidden * s, self.W.t())
 
     # ------------------------------------------------------------------ AnnealingPath API
@@ -205,7 +268,7 @@ class RBMPath(AnnealingPath):
         v = state.visible
         v64 = v.to(torch.float64)
         pre64 = self._pre(v).to(torch.float64)
-        s = self.scale(beta).to(torch.float64)
+        s = self._coeffs(float(beta))[1]
         ds = torch.ones_like(s)
         ds[: self.m_a] = -1.0
         return v64 @ (self.b_b64 - self.b_a64) + (torch.sigmoid(pre64 * s) * pre64 * ds).sum(1)
@@ -220,24 +283,30 @@ class RBMPath(AnnealingPath):
         return state
 
     def step(self, state, beta_from, beta_to, operator, generator, *, sweeps=1, move=True):
-        """Fused step: one product ``v W`` serves both log-weights and the hidden update."""
+        """Fused step: one product ``v W`` serves both log-weights and the hidden update.
+
+        The log-weight increment is ``(beta_to - beta_from) (b_B - b_A)^T v`` plus
+        :meth:`_hidden_delta`, in float64; the per-beta scale and visible bias are cached.
+        """
+        beta_from, beta_to = float(beta_from), float(beta_to)
+        s_to, s64_to, vb_to = self._coeffs(beta_to)
         v = state.visible
-        v64 = v.to(torch.float64)
         pre = self._pre(v)
-        pre64 = pre.to(torch.float64)
-        va, vb = v64 @ self.b_a64, v64 @ self.b_b64
-        delta = self._log_f_from_pre(va, vb, pre64, beta_to) - self._log_f_from_pre(va, vb, pre64, beta_from)
+        f64 = pre.dtype == torch.float64
+        pre64 = pre if f64 else pre.to(torch.float64)
+        a64 = pre64 * s64_to
+        sig64 = torch.sigmoid(a64) if f64 and move else None  # the hidden probabilities
+        delta = torch.mv(v.to(torch.float64), self.db64).mul_(beta_to - beta_from)
+        delta += self._hidden_delta(pre64, beta_from, beta_to, a64, sig64)
         if not move:
             return delta, state
-        s = self.scale(beta_to)
-        h = bernoulli(torch.sigmoid(pre * s), generator)
-        state = state.with_layer(1, h)
-        v_logits = self.block_logits(state, _VISIBLE, beta_to)
+        h = self._draw(sig64 if f64 else torch.sigmoid(pre * s_to), generator)
+        v_logits = torch.addmm(vb_to, h * s_to, self.W.t())
         if isinstance(operator, Gibbs):
-            v_new = bernoulli(torch.sigmoid(v_logits), generator)
+            v_new = self._draw(v_logits.sigmoid_(), generator)
         else:
             v_new = operator.update_units(v_logits, v, 0, generator)
-        state = state.with_layer(0, v_new)
+        state = ChainState((v_new, h))
         for _ in range(sweeps - 1):
             state, _ = operator.step(self, state, beta=beta_to, generator=generator)
         return delta, state

@@ -33,19 +33,25 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.errors import BoltzkitError, IntractableError
-from boltzkit.estimators.ais import AnnealRun, _check_common, _moved, _resolve_betas, anneal, make_base
-from boltzkit.estimators.paths import RBMPath
+from boltzkit.estimators.ais import (
+    AnnealRun,
+    PathSetup,
+    _check_common,
+    _resolve_betas,
+    anneal,
+    log_z_setup,
+    ratio_setup,
+)
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.rbm import RBM
 from boltzkit.samplers.driver import run_chains
-from boltzkit.samplers.operators import TransitionOperator, make_operator
+from boltzkit.samplers.operators import TransitionOperator
 from boltzkit.state import ChainState
 
 #: Largest smaller layer (in units) whose marginal is enumerated for exact start samples: the
-#: enumeration holds all ``2^k`` states at once (``2^22 x 22`` numbers is about 0.7 GB in float64).
-EXACT_SAMPLE_MAX_BITS = 22
+#: enumeration keeps one float64 number per state (``2^26`` states: 0.5 GB).
+EXACT_SAMPLE_MAX_BITS = 26
 
 #: Start modes of reverse AIS.
 START_MODES = ("exact", "auto", "chains", "data")
@@ -55,66 +61,6 @@ BOUND_HEURISTIC = "heuristic (approximate start samples)"
 
 
 # ------------------------------------------------------------------------------ plumbing
-@dataclass
-class _Setup:
-    """Everything a forward or reverse run along one path needs."""
-
-    path: RBMPath
-    generator: torch.Generator
-    operator: TransitionOperator
-    device: torch.device
-    model: RBM
-    base_name: str | None
-    seed_label: Any
-
-
-def _on_device(rbm: RBM, device: str | torch.device | None) -> tuple[RBM, torch.device]:
-    dev = rbm.device if device is None else resolve_device(device)
-    return (rbm if dev == rbm.device else _moved(rbm, dev)), dev
-
-
-def _seed_label(seed: int | torch.Generator | None) -> Any:
-    return "generator" if isinstance(seed, torch.Generator) else seed
-
-
-def _setup_log_z(
-    rbm: RBM,
-    *,
-    sampler: TransitionOperator | str,
-    base_rate_data: Tensor | None,
-    base_vbias: Tensor | None,
-    seed: int | torch.Generator | None,
-    device: str | torch.device | None,
-    max_bits: int,
-) -> _Setup:
-    """Path base-rate -> ``rbm`` exactly as :func:`~boltzkit.estimators.ais.ais_log_z` builds it."""
-    model, dev = _on_device(rbm, device)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
-    path = RBMPath(base, model, max_bits=max_bits)
-    return _Setup(path, gen, op, dev, model, base_name, _seed_label(seed))
-
-
-def _setup_ratio(
-    rbm_b: RBM,
-    rbm_a: RBM,
-    *,
-    sampler: TransitionOperator | str,
-    start_chain_steps: int,
-    max_bits: int,
-    seed: int | torch.Generator | None,
-    device: str | torch.device | None,
-) -> _Setup:
-    """Path ``rbm_a -> rbm_b`` exactly as :func:`~boltzkit.estimators.ais.ais_log_ratio` builds it."""
-    model_b, dev = _on_device(rbm_b, device)
-    model_a, _ = _on_device(rbm_a, dev)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    path = RBMPath(model_a, model_b, start_chain_steps=start_chain_steps, max_bits=max_bits)
-    return _Setup(path, gen, op, dev, model_b, None, _seed_label(seed))
-
-
 def _check_start(start: str, start_data: Tensor | None, start_chain_steps: int) -> str:
     mode = str(start).strip().lower()
     if mode not in START_MODES:
@@ -135,7 +81,7 @@ def _check_start(start: str, start_data: Tensor | None, start_chain_steps: int) 
 
 
 def _forward(
-    s: _Setup, schedule: Tensor, n_chains: int, sweeps: int, progress: bool, *, final_move: bool
+    s: PathSetup, schedule: Tensor, n_chains: int, sweeps: int, progress: bool, *, final_move: bool
 ) -> AnnealRun:
     """Forward AIS from exact base samples (same random numbers as ``ais_log_z`` for the weights)."""
     return anneal(
@@ -151,7 +97,7 @@ def _forward(
     )
 
 
-def _relax(s: _Setup, v: Tensor, n_steps: int, progress: bool) -> Tensor:
+def _relax(s: PathSetup, v: Tensor, n_steps: int, progress: bool) -> Tensor:
     """``n_steps`` sweeps of the sampler on the target, started at visible states ``v``."""
     if n_steps <= 0:
         return v
@@ -175,7 +121,7 @@ def _pick_rows(data: Tensor, n: int, generator: torch.Generator) -> Tensor:
 
 
 def _reverse_init(
-    s: _Setup,
+    s: PathSetup,
     mode: str,
     *,
     n_chains: int,
@@ -219,7 +165,7 @@ def _reverse_init(
     return ChainState((v, v.new_zeros(v.shape[0], width))), False, label
 
 
-def _reverse(s: _Setup, schedule: Tensor, init: ChainState, sweeps: int, progress: bool) -> AnnealRun:
+def _reverse(s: PathSetup, schedule: Tensor, init: ChainState, sweeps: int, progress: bool) -> AnnealRun:
     """The AIS engine run along the reversed schedule: its weights estimate ``Z_0 / Z_1``."""
     return anneal(
         s.path,
@@ -233,7 +179,7 @@ def _reverse(s: _Setup, schedule: Tensor, init: ChainState, sweeps: int, progres
     )
 
 
-def _settings(s: _Setup, schedule: Tensor, schedule_name: str, sweeps: int) -> dict[str, Any]:
+def _settings(s: PathSetup, schedule: Tensor, schedule_name: str, sweeps: int) -> dict[str, Any]:
     n_steps = schedule.numel() - 1
     out: dict[str, Any] = {}
     if s.base_name is not None:
@@ -267,7 +213,7 @@ def _sync(dev: torch.device) -> None:
 
 def _result(
     method: str,
-    s: _Setup,
+    s: PathSetup,
     log_w: Tensor,
     *,
     ratio: bool,
@@ -302,6 +248,54 @@ def _result(
 
 
 # ------------------------------------------------------------------------------ public API
+def _reverse_estimate(
+    s: PathSetup,
+    mode: str,
+    *,
+    ratio: bool,
+    betas: str | int | Tensor,
+    n_chains: int,
+    sweeps: int,
+    start_data: Tensor | None,
+    start_chain_steps: int,
+    progress: bool,
+    t0: float,
+) -> LogZResult:
+    """Resolve the schedule, draw the start states, anneal backwards and build the record."""
+    schedule, schedule_name = _resolve_betas(
+        betas,
+        s.path,
+        n_chains=n_chains,
+        operator=s.operator,
+        sweeps=sweeps,
+        generator=s.generator,
+        progress=progress,
+    )
+    init, exact, label = _reverse_init(
+        s,
+        mode,
+        n_chains=n_chains,
+        schedule=schedule,
+        sweeps=sweeps,
+        start_data=start_data,
+        start_chain_steps=start_chain_steps,
+        progress=progress,
+    )
+    run = _reverse(s, schedule, init, sweeps, progress)
+    _sync(s.device)
+    settings = {**_settings(s, schedule, schedule_name, sweeps), **_start_settings(exact, label)}
+    return _result(
+        "reverse-ais",
+        s,
+        run.log_weights,
+        ratio=ratio,
+        reciprocal=True,
+        n_betas=schedule.numel() - 1,
+        seconds=time.perf_counter() - t0,
+        settings=settings,
+    )
+
+
 def reverse_ais_log_z(
     rbm: RBM,
     *,
@@ -357,7 +351,7 @@ def reverse_ais_log_z(
     _check_common(n_chains, sweeps)
     mode = _check_start(start, start_data, start_chain_steps)
     t0 = time.perf_counter()
-    s = _setup_log_z(
+    s = log_z_setup(
         rbm,
         sampler=sampler,
         base_rate_data=base_rate_data,
@@ -366,37 +360,17 @@ def reverse_ais_log_z(
         device=device,
         max_bits=max_bits,
     )
-    schedule, schedule_name = _resolve_betas(
-        betas,
-        s.path,
-        n_chains=n_chains,
-        operator=s.operator,
-        sweeps=sweeps,
-        generator=s.generator,
-        progress=progress,
-    )
-    init, exact, label = _reverse_init(
+    return _reverse_estimate(
         s,
         mode,
+        ratio=False,
+        betas=betas,
         n_chains=n_chains,
-        schedule=schedule,
         sweeps=sweeps,
         start_data=start_data,
         start_chain_steps=start_chain_steps,
         progress=progress,
-    )
-    run = _reverse(s, schedule, init, sweeps, progress)
-    _sync(s.device)
-    settings = {**_settings(s, schedule, schedule_name, sweeps), **_start_settings(exact, label)}
-    return _result(
-        "reverse-ais",
-        s,
-        run.log_weights,
-        ratio=False,
-        reciprocal=True,
-        n_betas=schedule.numel() - 1,
-        seconds=time.perf_counter() - t0,
-        settings=settings,
+        t0=t0,
     )
 
 
@@ -432,7 +406,7 @@ def reverse_ais_log_ratio(
     _check_common(n_chains, sweeps)
     mode = _check_start(start, start_data, start_chain_steps)
     t0 = time.perf_counter()
-    s = _setup_ratio(
+    s = ratio_setup(
         rbm_b,
         rbm_a,
         sampler=sampler,
@@ -441,37 +415,17 @@ def reverse_ais_log_ratio(
         seed=seed,
         device=device,
     )
-    schedule, schedule_name = _resolve_betas(
-        betas,
-        s.path,
-        n_chains=n_chains,
-        operator=s.operator,
-        sweeps=sweeps,
-        generator=s.generator,
-        progress=progress,
-    )
-    init, exact, label = _reverse_init(
+    return _reverse_estimate(
         s,
         mode,
+        ratio=True,
+        betas=betas,
         n_chains=n_chains,
-        schedule=schedule,
         sweeps=sweeps,
         start_data=start_data,
         start_chain_steps=start_chain_steps,
         progress=progress,
-    )
-    run = _reverse(s, schedule, init, sweeps, progress)
-    _sync(s.device)
-    settings = {**_settings(s, schedule, schedule_name, sweeps), **_start_settings(exact, label)}
-    return _result(
-        "reverse-ais",
-        s,
-        run.log_weights,
-        ratio=True,
-        reciprocal=True,
-        n_betas=schedule.numel() - 1,
-        seconds=time.perf_counter() - t0,
-        settings=settings,
+        t0=t0,
     )
 
 
@@ -533,7 +487,7 @@ def _sandwich_settings(fwd: LogZResult, rev: LogZResult, ratio: bool) -> dict[st
 
 
 def _sandwich(
-    s: _Setup,
+    s: PathSetup,
     *,
     ratio: bool,
     n_chains: int,
@@ -665,7 +619,7 @@ def sandwich_log_z(
     _check_common(n_chains, sweeps)
     mode = _check_start(start, start_data, start_chain_steps)
     t0 = time.perf_counter()
-    s = _setup_log_z(
+    s = log_z_setup(
         rbm,
         sampler=sampler,
         base_rate_data=base_rate_data,
@@ -713,7 +667,7 @@ def sandwich_log_ratio(
     _check_common(n_chains, sweeps)
     mode = _check_start(start, start_data, start_chain_steps)
     t0 = time.perf_counter()
-    s = _setup_ratio(
+    s = ratio_setup(
         rbm_b,
         rbm_a,
         sampler=sampler,

@@ -23,9 +23,9 @@ import time
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import bernoulli, make_generator, resolve_device
+from boltzkit._numerics import bernoulli, make_generator
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import _moved, make_base
+from boltzkit.estimators.ais import make_base, on_device, seed_label
 from boltzkit.estimators.base_rate import base_rate_log_z
 from boltzkit.estimators.paths import RBMPath
 from boltzkit.estimators.result import LogZResult
@@ -35,10 +35,6 @@ from boltzkit.models.rbm import RBM
 def _check_chains(n_chains: int) -> None:
     if int(n_chains) < 1:
         raise BoltzkitError("the number of importance samples must be at least 1", got=n_chains)
-
-
-def _seed_label(seed: int | torch.Generator | None) -> object:
-    return "generator" if isinstance(seed, torch.Generator) else seed
 
 
 @torch.no_grad()
@@ -76,8 +72,7 @@ def sis_log_z(
     """
     _check_chains(n_chains)
     t0 = time.perf_counter()
-    dev = rbm.device if device is None else resolve_device(device)
-    model = rbm if dev == rbm.device else _moved(rbm, dev)
+    model, dev = on_device(rbm, device)
     gen = make_generator(seed, dev)
     base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
     b_a = base.vbias.detach()
@@ -97,7 +92,7 @@ def sis_log_z(
         base=base_name,
         log_z_base=log_z_a,
         proposal="base-rate model (independent pixels)",
-        seed=_seed_label(seed),
+        seed=seed_label(seed),
         device=str(dev),
         dtype=str(model.dtype).replace("torch.", ""),
     )
@@ -129,9 +124,8 @@ def sis_log_ratio(
     """
     _check_chains(n_chains)
     t0 = time.perf_counter()
-    dev = rbm_b.device if device is None else resolve_device(device)
-    rbm_b = rbm_b if dev == rbm_b.device else _moved(rbm_b, dev)
-    rbm_a = rbm_a if dev == rbm_a.device else _moved(rbm_a, dev)
+    rbm_b, dev = on_device(rbm_b, device)
+    rbm_a, _ = on_device(rbm_a, dev)
     gen = make_generator(seed, dev)
     path = RBMPath(rbm_a, rbm_b, start_chain_steps=start_chain_steps, max_bits=max_bits)
     v = path.sample_start(int(n_chains), gen).visible
@@ -140,7 +134,7 @@ def sis_log_ratio(
         torch.cuda.synchronize(dev)
     settings: dict[str, object] = {
         "proposal": "exact samples of A" if path.exact_start else f"{start_chain_steps} Gibbs sweeps of A",
-        "seed": _seed_label(seed),
+        "seed": seed_label(seed),
         "device": str(dev),
     }
     if not path.exact_start:
