@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -193,6 +194,61 @@ def layer_log_probs(rbm: RBM, layer: str, *, max_bits: int = 24) -> tuple[Tensor
     return states, log_f - torch.logsumexp(log_f, 0)
 
 
+@dataclass(frozen=True)
+class EnumeratedLayer:
+    """The unnormalized marginal of an RBM's smaller layer over all its ``2^k`` states.
+
+    One enumeration serves both ``log Z`` and any number of exact samples (RBM-to-RBM AIS needs
+    both of its start model). Memory: one float64 number per state.
+
+    Attributes
+    ----------
+    layer
+        ``"hidden"`` or ``"visible"``.
+    log_f
+        ``log p*(x)`` of state ``x``, float64, shape ``(2^k,)``; bit ``j`` of the index is unit ``j``.
+    """
+
+    layer: str
+    log_f: Tensor
+
+    @property
+    def n_bits(self) -> int:
+        return int(self.log_f.numel()).bit_length() - 1
+
+    @property
+    def log_z(self) -> float:
+        return float(torch.logsumexp(self.log_f, 0))
+
+    def sample(self, rbm: RBM, n_samples: int, generator: torch.Generator) -> ChainState:
+        """Exact ``(v, h) ~ p(v, h)``: the layer by inverting its cumulative distribution at uniform
+        draws, the other layer from its conditional."""
+        cdf = torch.cumsum(torch.exp(self.log_f - self.log_f.max()), 0)
+        u = torch.rand(n_samples, generator=generator, device=cdf.device, dtype=torch.float64) * cdf[-1]
+        idx = torch.searchsorted(cdf, u, right=True).clamp_max(cdf.numel() - 1)
+        shifts = torch.arange(self.n_bits, device=idx.device, dtype=torch.int64)
+        x = ((idx.unsqueeze(1) >> shifts) & 1).to(rbm.dtype)
+        if self.layer == "hidden":
+            return ChainState((rbm.sample_v_given_h(x, generator), x))
+        return ChainState((x, rbm.sample_h_given_v(x, generator)))
+
+
+@torch.no_grad()
+def enumerate_smaller_layer(
+    rbm: RBM,
+    *,
+    max_bits: int = 26,
+    chunk_size: int = DEFAULT_CHUNK,
+    dtype: torch.dtype = torch.float64,
+) -> EnumeratedLayer:
+    """Enumerate the smaller layer of ``rbm`` (``dtype`` arithmetic, float64 results)."""
+    layer = _smaller_layer(rbm)
+    n_bits = min(rbm.n_hidden, rbm.n_visible)
+    _check_tractable(n_bits, max_bits, f"enumerating the {n_bits} {layer} units")
+    log_f = torch.cat(list(_layer_log_f_chunks(rbm, layer, chunk_size, dtype, rbm.device)))
+    return EnumeratedLayer(layer, log_f)
+
+
 @torch.no_grad()
 def exact_sample(
     rbm: RBM,
@@ -204,26 +260,13 @@ def exact_sample(
 ) -> ChainState:
     """Independent exact samples ``(v, h) ~ p(v, h)``.
 
-    The smaller layer (``k`` units) is drawn from its enumerated marginal: the ``2^k`` unnormalized
-    log-probabilities are computed chunk by chunk (float64, ``8 * 2^k`` bytes), and states are
-    drawn by inverting the cumulative distribution at uniform draws. The other layer is drawn
-    from its conditional. Exact samples start reverse AIS and unbiased RBM-to-RBM AIS.
+    The smaller layer (``k`` units) is drawn from its enumerated marginal
+    (:func:`enumerate_smaller_layer`, ``8 * 2^k`` bytes) by inverting the cumulative distribution,
+    the other from its conditional. Exact samples start reverse AIS and unbiased RBM-to-RBM AIS.
     """
     gen = make_generator(generator, rbm.device)
-    layer = _smaller_layer(rbm)
-    n_bits = min(rbm.n_hidden, rbm.n_visible)
-    _check_tractable(n_bits, max_bits, f"exact sampling of the {n_bits} {layer} units")
-    log_f = torch.cat(list(_layer_log_f_chunks(rbm, layer, chunk_size, torch.float64, rbm.device)))
-    cdf = torch.cumsum(torch.exp(log_f - log_f.max()), 0)
-    u = torch.rand(n_samples, generator=gen, device=cdf.device, dtype=torch.float64) * cdf[-1]
-    idx = torch.searchsorted(cdf, u, right=True).clamp_max(cdf.numel() - 1)
-    shifts = torch.arange(n_bits, device=idx.device, dtype=torch.int64)
-    x = ((idx.unsqueeze(1) >> shifts) & 1).to(rbm.dtype)
-    if layer == "hidden":
-        v = rbm.sample_v_given_h(x, gen)
-        return ChainState((v, x))
-    h = rbm.sample_h_given_v(x, gen)
-    return ChainState((x, h))
+    table = enumerate_smaller_layer(rbm, max_bits=max_bits, chunk_size=chunk_size)
+    return table.sample(rbm, n_samples, gen)
 
 
 @torch.no_grad()
@@ -252,6 +295,8 @@ def log_z_brute_force(model: EnergyModel, *, max_bits: int = 22) -> float:
 
 
 __all__ = [
+    "EnumeratedLayer",
+    "enumerate_smaller_layer",
     "DEFAULT_MAX_BITS",
     "bit_states",
     "exact_joint_distribution",
