@@ -52,6 +52,11 @@ def _summary(record: dict[str, Any]) -> str:
                 f"  [{fmt(record.get('log_z_minus_3sigma'))}, {fmt(record.get('log_z_plus_3sigma'))}] (±3σ)"
             )
         lines.append(line)
+    if record.get("log_z_upper") is not None or record.get("log_z_lower") is not None:
+        lines.append(
+            f"sandwich: forward (lower) {fmt(record.get('log_z_lower'))}, reverse (upper) "
+            f"{fmt(record.get('log_z_upper'))}, gap {fmt(record.get('gap'))} ({record.get('bound', '')})"
+        )
     if record.get("ess") is not None:
         lines.append(
             f"chains: {record.get('n_chains')}, ESS: {fmt(record['ess'], 1)}, steps: {record.get('n_betas')}"
