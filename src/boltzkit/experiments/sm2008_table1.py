@@ -25,7 +25,6 @@ import torch
 
 from boltzkit.data import load_dataset
 from boltzkit.estimators.ais import ais_log_ratio, ais_log_z
-from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
 from boltzkit.estimators.result import LogZResult
@@ -184,7 +183,6 @@ def _run_model(spec, settings, data, out_dir, *, seed, device, n_chains, betas, 
         return done
     train_x, test_x = data
     rbm, training = _train(spec, settings, train_x, test_x, out_dir, seed, device, progress)
-    base_vbias = fit_base_rate(train_x)
     record: dict[str, Any] = {"model": spec.name, "n_hidden": spec.n_hidden, "training": training}
     exact = None
     if spec.n_hidden <= EXACT_MAX_BITS:
@@ -194,7 +192,7 @@ def _run_model(spec, settings, data, out_dir, *, seed, device, n_chains, betas, 
         rbm,
         n_chains=n_chains,
         betas=betas,
-        base_vbias=base_vbias,
+        base_rate_data=train_x,
         seed=seed + 1,
         device=device,
         progress=progress,
