@@ -407,9 +407,12 @@ def plot_runs(records, path: Path) -> bool:
             r = LogZResult.from_log_weights("ais", lw[:m], log_z_start=start, n_betas=0)
             b = r.band
             mids.append(b.value)
-            lo = b.minus_3sigma if b.minus_3sigma is not None else b.value - 10
-            lows.append(b.value - lo)
             highs.append(b.plus_3sigma - b.value)
+            # Z_hat - 3 sigma <= 0 leaves log(Z_hat - 3 sigma) undefined: draw the bar as long as the upper one
+            # and mark the point, instead of an arbitrary depth
+            lows.append(b.value - b.minus_3sigma if b.minus_3sigma is not None else highs[-1])
+            if b.minus_3sigma is None:
+                ax.annotate("↓", (m, b.value - highs[-1]), ha="center", va="top", fontsize=9)
         ax.errorbar(counts, mids, yerr=[lows, highs], fmt="o-", capsize=3, label="AIS ± 3σ̂")
         if "exact" in rec:
             ax.axhline(rec["exact"]["log_z"], color="k", ls="--", lw=1, label="exact")
