@@ -15,6 +15,7 @@ multiply-add and one multiplication, not an exponential and a logarithm.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -68,24 +69,56 @@ def _layer_log_f_chunks(
 ) -> Iterator[Tensor]:
     """``log p*(x)`` of every state of ``layer`` (other layer summed out), chunk by chunk, float64.
 
-    States are numbered so that bit ``j`` of the index is unit ``j``; the chunks come in that order
-    and each is a fresh tensor. Products and softplus run in ``dtype``; sums are float64.
+    States are numbered so that bit ``j`` of the index is unit ``j``; the chunks come in that order.
+
+    With ``a`` the other layer's bias, the index split into its ``l`` low bits ``x_lo`` and its
+    high bits ``x_hi``, and ``pre = a + W_hi x_hi + W_lo x_lo``::
+
+        sum_i softplus(pre_i) = log prod_i (1 + exp(a + W_hi x_hi)_i * exp(W_lo x_lo)_i)
+
+    The ``2^l`` vectors ``exp(W_lo x_lo)`` are tabulated once; a chunk is ``K`` high states times
+    all ``2^l`` low ones and costs one multiply-add (in ``dtype``) and one product (accumulated in
+    float64) per state and unit. The factors are at least 1, so a product cannot underflow; a state
+    whose product overflows (``log p*`` above about 709, or a factor beyond ``dtype``'s range) is
+    recomputed with the stable softplus in float64. The linear term ``own_bias . x`` is float64.
     """
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise BoltzkitError("chunk_size must be a positive integer", got=repr(chunk_size))
-    W = rbm.W.detach().to(device=device, dtype=dtype)
+    f64 = torch.float64
+    W = rbm.W.detach().to(device=device, dtype=f64)
     if layer == "hidden":
         own_bias, other_bias, W_other = rbm.hbias, rbm.vbias, W.t()
     else:
         own_bias, other_bias, W_other = rbm.vbias, rbm.hbias, W
-    own_bias = own_bias.detach().to(device=device, dtype=torch.float64)
-    other_bias = other_bias.detach().to(device=device, dtype=dtype)
-    n_bits = own_bias.numel()
-    total = 1 << n_bits
-    for start in range(0, total, chunk_size):
-        x = bit_states(start, min(start + chunk_size, total), n_bits, device=device, dtype=dtype)
-        pre = torch.addmm(other_bias, x, W_other)
-        yield x.to(torch.float64) @ own_bias + softplus(pre).sum(1, dtype=torch.float64)
+    own_bias = own_bias.detach().to(device=device, dtype=f64)
+    other_bias = other_bias.detach().to(device=device, dtype=f64)
+    n_bits, n_other = own_bias.numel(), other_bias.numel()
+    low = min(n_bits, chunk_size.bit_length() - 1, LOW_BITS)
+    n_low, n_high = 1 << low, 1 << (n_bits - low)
+    per_chunk = max(1, chunk_size >> low)  # high states per chunk
+    x_lo = bit_states(0, n_low, low, device=device, dtype=f64)
+    pre_lo = x_lo @ W_other[:low]  # (n_low, n_other), float64: also serves the fallback
+    exp_lo = torch.exp(pre_lo).to(dtype)
+    lin_lo = x_lo @ own_bias[:low]
+    one = torch.ones((), device=device, dtype=dtype)
+    factors = torch.empty((per_chunk, n_low, n_other), device=device, dtype=dtype)
+    prods = torch.empty((per_chunk, n_low), device=device, dtype=f64)
+    block = max(per_chunk, 256)  # high states whose exponentials are formed together
+    for b0 in range(0, n_high, block):
+        x_hi = bit_states(b0, min(b0 + block, n_high), n_bits - low, device=device, dtype=f64)
+        pre_hi = torch.addmm(other_bias, x_hi, W_other[low:])
+        exp_hi = torch.exp(pre_hi).to(dtype).unsqueeze(1)
+        lin_hi = (x_hi @ own_bias[low:]).unsqueeze(1)
+        for k0 in range(0, x_hi.shape[0], per_chunk):
+            k1 = min(k0 + per_chunk, x_hi.shape[0])
+            f = torch.addcmul(one, exp_lo, exp_hi[k0:k1], out=factors[: k1 - k0])
+            p = torch.prod(f, 2, dtype=f64, out=prods[: k1 - k0])
+            log_f = torch.log(p).add_(lin_lo).add_(lin_hi[k0:k1])
+            if not bool(torch.isfinite(log_f).all()):
+                kk, ll = (~torch.isfinite(log_f)).nonzero(as_tuple=True)
+                pre = pre_lo[ll] + pre_hi[k0 + kk]
+                log_f[kk, ll] = lin_lo[ll] + lin_hi[k0 + kk, 0] + softplus(pre).sum(1)
+            yield log_f.reshape(-1)
 
 
 @torch.no_grad()
@@ -124,13 +157,12 @@ def exact_log_z(
     n_bits = min(rbm.n_hidden, rbm.n_visible)
     _check_tractable(n_bits, max_bits, f"summing over the {n_bits} {layer} units")
     device = rbm.device if device is None else torch.device(device)
-    # One preallocated slot per chunk: long-lived small tensors created between the chunks' large
-    # temporaries fragment the CPU heap until it runs out of memory (seen at 2^25 states).
-    n_chunks = -(-(1 << n_bits) // chunk_size)
-    parts = torch.empty(n_chunks, dtype=torch.float64, device=device)
-    for i, chunk in enumerate(_layer_log_f_chunks(rbm, layer, chunk_size, dtype, device)):
-        parts[i] = torch.logsumexp(chunk, 0)
-    log_z = float(torch.logsumexp(parts, 0))
+    # Accumulated in place: long-lived small tensors created between the chunks' large temporaries
+    # fragment the CPU heap until it runs out of memory (seen at 2^25 states).
+    acc = torch.full((), -math.inf, dtype=torch.float64, device=device)
+    for chunk in _layer_log_f_chunks(rbm, layer, chunk_size, dtype, device):
+        torch.logaddexp(acc, torch.logsumexp(chunk, 0), out=acc)
+    log_z = float(acc)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return LogZResult.exact(

@@ -196,9 +196,13 @@ class RBMPath(AnnealingPath):
         visible bias ``(1 - beta) b_A + beta b_B``. Callers must not modify them."""
         hit = self._coeff_cache.get(beta)
         if hit is None:
-            s = torch.empty(self.m_a + self.m_b, dtype=self.dtype, device=self.device)
-            s[: self.m_a] = 1.0 - beta
-            s[self.m_a :] = beta
+            kw = {"dtype": self.dtype, "device": self.device}
+            if self.m_a == 0:
+                s = torch.full((self.m_b,), beta, **kw)
+            else:
+                s = torch.empty(self.m_a + self.m_b, **kw)
+                s[: self.m_a] = 1.0 - beta
+                s[self.m_a :] = beta
             vb = (1.0 - beta) * self.b_a + beta * self.b_b
             hit = (s, s.to(torch.float64), vb)
             if len(self._coeff_cache) >= 8:
@@ -307,8 +311,8 @@ class RBMPath(AnnealingPath):
         pre64 = pre if f64 else pre.to(torch.float64)
         a64 = pre64 * s64_to
         sig64 = torch.sigmoid(a64) if f64 and move else None  # the hidden probabilities
-        delta = torch.mv(v.to(torch.float64), self.db64).mul_(beta_to - beta_from)
-        delta += self._hidden_delta(pre64, beta_from, beta_to, a64, sig64)
+        hidden = self._hidden_delta(pre64, beta_from, beta_to, a64, sig64)
+        delta = torch.addmv(hidden, v.to(torch.float64), self.db64, alpha=beta_to - beta_from)
         if not move:
             return delta, state
         h = self._draw(sig64 if f64 else torch.sigmoid(pre * s_to), generator)
