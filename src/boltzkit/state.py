@@ -16,7 +16,10 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class Block:
-    """A group of units that are conditionally independent given all other units.
+    """A group of units updated together by one step of a transition operator.
+
+    Normally the units are conditionally independent given all other units, so they can be drawn
+    at once; a ``sequential`` block is updated unit by unit instead.
 
     Attributes
     ----------
@@ -24,11 +27,20 @@ class Block:
         Index of the layer the units belong to (0 = visible).
     units
         The units of that layer in the block; ``None`` means the whole layer (the usual case for
-        layered models). Models with lateral connections use smaller blocks.
+        layered models).
+    sequential
+        The units of the block are *not* conditionally independent (a layer with lateral
+        connections): one update of the block updates its units one at a time, in index order,
+        each given all the others (single-site updates).
     """
 
     layer: int
     units: slice | None = None
+    sequential: bool = False
+
+    def units_of(self, n_units: int) -> range:
+        """Indices of the block's units in a layer of ``n_units`` units."""
+        return range(n_units)[self.units] if self.units is not None else range(n_units)
 
 
 @dataclass(frozen=True)

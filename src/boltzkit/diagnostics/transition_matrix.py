@@ -33,7 +33,14 @@ from torch import Tensor
 from boltzkit.errors import IntractableError
 from boltzkit.models.base import EnergyModel
 from boltzkit.models.rbm import RBM
-from boltzkit.samplers.operators import TransitionOperator, make_operator, move_probability
+from boltzkit.samplers.operators import (
+    Cycle,
+    Repeat,
+    TransitionOperator,
+    UnitOperator,
+    make_operator,
+    move_probability,
+)
 from boltzkit.state import Block
 
 #: Largest number of units whose transition matrix is built by default (4096 x 4096 states).
@@ -160,21 +167,28 @@ def block_kernels(
 ) -> tuple[tuple[Block, Tensor], ...]:
     """The kernels of the unclamped blocks in ``model.blocks()`` order, as ``(block, K)`` pairs.
 
-    Each block kernel satisfies detailed balance with respect to the model's distribution at
-    ``beta`` (it is a single-site Metropolis-type or Gibbs update); the product generally does
-    not. Parameters as in :func:`transition_matrix`.
+    A sequential block (a layer with laterals) contributes one single-unit kernel per unit, in
+    index order, as the sampler updates it. Each block kernel satisfies detailed balance with
+    respect to the model's distribution at ``beta`` (it is a Metropolis-type or Gibbs update of
+    conditionally independent units); the product generally does not. Parameters as in
+    :func:`transition_matrix`; ``operator`` must be a per-unit rule (not a composition).
     """
     operator = make_operator(operator)
-    return tuple(
-        (
-            block,
-            block_kernel(
-                model, operator, block, beta=beta, gibbs=block.layer in fresh_layers, max_bits=max_bits
-            ),
-        )
-        for block in model.blocks()
-        if block.layer not in clamped
-    )
+    if not isinstance(operator, UnitOperator):
+        raise TypeError(f"block kernels need a per-unit operator, got {operator!r}")
+    out = []
+    for block in model.blocks():
+        if block.layer in clamped:
+            continue
+        if block.sequential:
+            n_units = model.layer_sizes[block.layer]
+            units = [Block(block.layer, slice(i, i + 1)) for i in block.units_of(n_units)]
+        else:
+            units = [block]
+        for b in units:
+            gibbs = block.layer in fresh_layers
+            out.append((b, block_kernel(model, operator, b, beta=beta, gibbs=gibbs, max_bits=max_bits)))
+    return tuple(out)
 
 
 @torch.no_grad()
@@ -215,6 +229,26 @@ def transition_matrix(
         moves state index ``x`` to ``y`` (bit ``j`` of an index is unit ``j``, visible first).
     """
     _check_size(model.n_units, max_bits)
+    operator = make_operator(operator)
+    if isinstance(operator, Cycle):
+        P = None
+        for i, op in enumerate(operator.operators):
+            K = transition_matrix(
+                model,
+                op,
+                beta=beta,
+                clamped=clamped,
+                fresh_layers=fresh_layers if i == 0 else (),
+                max_bits=max_bits,
+            )
+            P = K if P is None else P @ K
+        return P
+    if isinstance(operator, Repeat):
+        first = transition_matrix(
+            model, operator.operator, beta=beta, clamped=clamped, fresh_layers=fresh_layers, max_bits=max_bits
+        )
+        rest = transition_matrix(model, operator.operator, beta=beta, clamped=clamped, max_bits=max_bits)
+        return first @ torch.linalg.matrix_power(rest, operator.n - 1)
     n_states = 1 << model.n_units
     P = torch.eye(n_states, dtype=torch.float64, device=model.device)
     first = True

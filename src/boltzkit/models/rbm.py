@@ -13,23 +13,26 @@ conditional is a logistic function of ``beta`` times the unit's input (S&M 2008,
 and the hidden units sum out in closed form (S&M 2008, Eq. 3), giving the free energy::
 
     F_beta(v) = -beta b^T v - sum_j softplus(beta (c_j + (W^T v)_j)),   p_beta(v) = exp(-F_beta(v)) / Z_beta
+
+The RBM is the member of :class:`~boltzkit.models.boltzmann.BoltzmannMachine` with the coupling
+``W`` only; this subclass adds its named conditionals and direct (fused) products for speed.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from boltzkit._numerics import as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel
+from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.state import Block, ChainState
 
 _HIDDEN = Block(layer=1)
 _VISIBLE = Block(layer=0)
 
 
-class RBM(EnergyModel):
+class RBM(BoltzmannMachine):
     """Binary RBM as a ``torch.nn.Module``.
 
     Parameters
@@ -60,28 +63,18 @@ class RBM(EnergyModel):
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
-        super().__init__()
         if int(n_visible) < 1 or int(n_hidden) < 0:
             raise BoltzkitError(
                 "an RBM needs at least one visible unit and a non-negative number of hidden units",
                 got=f"n_visible={n_visible}, n_hidden={n_hidden}",
             )
-        kw = {"dtype": dtype, "device": device}
-        self.W = nn.Parameter(torch.zeros(n_visible, n_hidden, **kw))
-        self.vbias = nn.Parameter(torch.zeros(n_visible, **kw))
-        self.hbias = nn.Parameter(torch.zeros(n_hidden, **kw))
-        with torch.no_grad():
-            for name, value in (("W", weights), ("vbias", vbias), ("hbias", hbias)):
-                if value is not None:
-                    target = getattr(self, name)
-                    value = torch.as_tensor(value)
-                    if tuple(value.shape) != tuple(target.shape):
-                        raise BoltzkitError(
-                            f"RBM parameter {name} has the wrong shape",
-                            got=tuple(value.shape),
-                            expected=tuple(target.shape),
-                        )
-                    target.copy_(value)
+        super().__init__(
+            (int(n_visible), int(n_hidden)),
+            {(0, 1): weights},
+            [vbias, hbias],
+            dtype=dtype,
+            device=device,
+        )
 
     @classmethod
     def random(
@@ -102,10 +95,6 @@ class RBM(EnergyModel):
     @property
     def n_hidden(self) -> int:
         return int(self.W.shape[1])
-
-    @property
-    def layer_sizes(self) -> tuple[int, int]:
-        return (int(self.W.shape[0]), int(self.W.shape[1]))
 
     def extra_repr(self) -> str:
         return f"n_visible={self.n_visible}, n_hidden={self.n_hidden}, dtype={self.dtype}"
@@ -172,17 +161,15 @@ class RBM(EnergyModel):
         lin = lin * b
         return lin.squeeze(1) + softplus(logits).to(torch.float64).sum(1)
 
-    # ------------------------------------------------------------------ EnergyModel contract
+    # ------------------------------------------------- BoltzmannMachine contract, fused
     def blocks(self) -> tuple[Block, ...]:
         """One sweep updates the hidden layer given v, then the visible layer given h."""
-        return (_HIDDEN, _VISIBLE)
+        return (_HIDDEN, _VISIBLE) if self.n_hidden else (_VISIBLE,)
 
-    def block_logits(self, state: ChainState, block: Block, beta: float | Tensor = 1.0) -> Tensor:
-        if block.layer == 1:
-            logits = self.hidden_logits(state.visible, beta)
-        else:
-            logits = self.visible_logits(state.hidden, beta)
-        return logits if block.units is None else logits[:, block.units]
+    def layer_input(self, state: ChainState, layer: int, beta: float | Tensor = 1.0) -> Tensor:
+        if layer == 1:
+            return self.hidden_logits(state.visible, beta)
+        return self.visible_logits(state.hidden, beta)
 
     def joint_energy(self, state: ChainState) -> Tensor:
         return self.energy(state.visible, state.hidden)
@@ -200,21 +187,21 @@ class RBM(EnergyModel):
             device=self.device,
         )
 
-    def as_float64(self) -> RBM:
-        """This model in float64 (itself when it already is; otherwise a detached copy)."""
-        if self.dtype == torch.float64:
-            return self
-        return RBM(
-            self.n_visible,
-            self.n_hidden,
-            weights=self.W.detach(),
-            vbias=self.vbias.detach(),
-            hbias=self.hbias.detach(),
-            dtype=torch.float64,
-            device=self.device,
+    @classmethod
+    def from_model(cls, model: BoltzmannMachine) -> RBM:
+        """The RBM with ``model``'s values when ``model`` has the RBM structure (itself if it is one)."""
+        if isinstance(model, RBM):
+            return model
+        if model.kind != "rbm" and not (model.n_layers == 2 and not model.coupling_keys):
+            raise BoltzkitError("only a model with the RBM structure can be viewed as an RBM", got=model.kind)
+        n_v, n_h = model.layer_sizes
+        w = model.coupling(0, 1).detach() if model.has_coupling(0, 1) else None
+        return cls(
+            n_v,
+            n_h,
+            weights=w,
+            vbias=model.bias(0).detach(),
+            hbias=model.bias(1).detach(),
+            dtype=model.dtype,
+            device=model.device,
         )
-
-    def state_from_visible(self, v: Tensor) -> ChainState:
-        """A chain state with visible ``v`` and hidden units at zero (to be resampled)."""
-        v = v.to(device=self.device, dtype=self.dtype)
-        return ChainState((v, v.new_zeros(v.shape[0], self.n_hidden)))

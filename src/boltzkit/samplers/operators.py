@@ -18,7 +18,12 @@ For a unit in state ``x`` with logit ``a`` (so ``p(x=1|rest) = sigma(a)``) and `
   ``alpha P_flip + (1 - alpha) P_gibbs``, with a separate ``alpha`` per layer.
 
 Each per-unit kernel leaves the unit's conditional invariant, so any sweep over the blocks leaves
-the joint distribution invariant.
+the joint distribution invariant. A block of conditionally independent units (a layer without
+laterals) is updated at once; a layer with laterals is updated unit by unit
+(:mod:`boltzkit.samplers.sequential`), as S2 (Sec. 4.2) does for the visible units of an SRBM.
+
+Operators compose: :class:`Cycle` applies several operators in turn, :class:`Repeat` one operator
+several times (``make_operator("flip+gibbs")``, ``make_operator("gibbs*5")``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from torch import Tensor
 from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
+from boltzkit.samplers.sequential import sequential_update
 from boltzkit.state import ChainState
 
 
@@ -79,9 +85,65 @@ def move_probability(logits: Tensor, current: Tensor, alpha: float) -> Tensor:
 
 
 class TransitionOperator(ABC):
-    """A Markov kernel applied one sweep over a model's blocks at a time."""
+    """A Markov kernel that leaves a model's distribution at inverse temperature beta invariant.
+
+    An operator holds only its configuration; :meth:`step` is one sweep.
+    """
 
     name: str = "operator"
+
+    @abstractmethod
+    def step(
+        self,
+        model: EnergyModel,
+        state: ChainState,
+        *,
+        beta: float | Tensor = 1.0,
+        generator: torch.Generator,
+        clamped: tuple[int, ...] = (),
+        fresh_layers: tuple[int, ...] = (),
+        track: bool = False,
+    ) -> tuple[ChainState, StepInfo]:
+        """One sweep.
+
+        Parameters
+        ----------
+        model
+            The target; ``model.blocks()`` gives the update order and ``model.block_logits``
+            (``model.layer_input`` and ``model.laterals`` for sequential blocks) the conditionals.
+        state
+            Current state of all chains.
+        beta
+            Inverse temperature, a float or a ``(n_chains,)`` tensor.
+        generator
+            Source of all random numbers.
+        clamped
+            Layers that are held fixed (e.g. ``(0,)`` to clamp the data).
+        fresh_layers
+            Layers whose current values are not a valid chain state (summed-out units carried
+            over from another target, as in AIS): their first update in this sweep is an exact
+            Gibbs draw, which needs no current value. Other operators than Gibbs depend on the
+            current value, so this keeps them exact. Only layers without laterals can be fresh.
+        track
+            Record per-layer flip rates in the returned :class:`StepInfo`.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _flip_info(before: ChainState, after: ChainState) -> StepInfo:
+    return StepInfo(
+        flip_rate=tuple(
+            float((a != b).to(torch.float32).mean()) if a.numel() else 0.0
+            for a, b in zip(before.layers, after.layers, strict=True)
+        )
+    )
+
+
+class UnitOperator(TransitionOperator):
+    """An operator given by a per-unit rule: each unit leaves its state with a probability that
+    depends on its logit and its current value (:meth:`move_prob`)."""
 
     @abstractmethod
     def move_prob(self, logits: Tensor, current: Tensor, layer: int) -> Tensor:
@@ -108,54 +170,30 @@ class TransitionOperator(ABC):
         fresh_layers: tuple[int, ...] = (),
         track: bool = False,
     ) -> tuple[ChainState, StepInfo]:
-        """One sweep: update every unclamped block in ``model.blocks()`` order.
-
-        Parameters
-        ----------
-        model
-            The target; ``model.block_logits`` gives the conditionals at ``beta``.
-        state
-            Current state of all chains.
-        beta
-            Inverse temperature, a float or a ``(n_chains,)`` tensor.
-        generator
-            Source of all random numbers.
-        clamped
-            Layers that are held fixed (e.g. ``(0,)`` to clamp the data).
-        fresh_layers
-            Layers whose current values are not a valid chain state (summed-out units carried
-            over from another target, as in AIS): their first update in this sweep is an exact
-            Gibbs draw, which needs no current value. Other operators than Gibbs depend on the
-            current value, so this keeps them exact.
-        track
-            Record per-layer flip rates in the returned :class:`StepInfo`.
-        """
+        """One sweep: update every unclamped block in ``model.blocks()`` order (see
+        :meth:`TransitionOperator.step`)."""
         before = state if track else None
         for block in model.blocks():
             if block.layer in clamped:
                 continue
+            if block.sequential:
+                if block.layer in fresh_layers:
+                    raise BoltzkitError(
+                        "a layer with laterals cannot be drawn fresh", got=f"layer {block.layer}"
+                    )
+                new = sequential_update(model, state, block.layer, self, beta=beta, generator=generator)
+                state = state.with_layer(block.layer, new)
+                continue
             logits = model.block_logits(state, block, beta)
-            current = state.block_values(block)
             if block.layer in fresh_layers:
                 new = bernoulli(torch.sigmoid(logits), generator)
             else:
-                new = self.update_units(logits, current, block.layer, generator)
+                new = self.update_units(logits, state.block_values(block), block.layer, generator)
             state = state.with_block(block, new)
-        info = StepInfo()
-        if before is not None:
-            info = StepInfo(
-                flip_rate=tuple(
-                    float((a != b).to(torch.float32).mean())
-                    for a, b in zip(before.layers, state.layers, strict=True)
-                )
-            )
-        return state, info
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.name!r})"
+        return state, (_flip_info(before, state) if before is not None else StepInfo())
 
 
-class Gibbs(TransitionOperator):
+class Gibbs(UnitOperator):
     """Block Gibbs sampling: each block drawn from its exact conditional."""
 
     name = "gibbs"
@@ -168,7 +206,7 @@ class Gibbs(TransitionOperator):
         return bernoulli(torch.sigmoid(logits), generator)
 
 
-class Blend(TransitionOperator):
+class Blend(UnitOperator):
     """``alpha T + (1 - alpha) G`` per unit, with ``alpha`` chosen per layer.
 
     Parameters
@@ -208,11 +246,57 @@ class FlipTheState(Blend):
         self.name = "flip"
 
 
-def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
-    """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"`` or ``"blend:ALPHA_V,ALPHA_H"``."""
-    if isinstance(spec, TransitionOperator):
-        return spec
-    text = str(spec).strip().lower()
+class Cycle(TransitionOperator):
+    """Several operators applied in turn: one step is a sweep of each (their product kernel).
+
+    Each component leaves the distribution invariant, so the cycle does too.
+    """
+
+    def __init__(self, *operators: TransitionOperator | str) -> None:
+        if not operators:
+            raise BoltzkitError("a cycle needs at least one operator")
+        self.operators = tuple(make_operator(op) for op in operators)
+        self.name = "+".join(op.name for op in self.operators)
+
+    def step(self, model, state, *, beta=1.0, generator, clamped=(), fresh_layers=(), track=False):
+        before = state if track else None
+        for i, op in enumerate(self.operators):
+            state, _ = op.step(
+                model,
+                state,
+                beta=beta,
+                generator=generator,
+                clamped=clamped,
+                fresh_layers=fresh_layers if i == 0 else (),
+            )
+        return state, (_flip_info(before, state) if before is not None else StepInfo())
+
+
+class Repeat(TransitionOperator):
+    """One operator applied ``n`` times per step (e.g. the 5 Gibbs sweeps of S2's SAP)."""
+
+    def __init__(self, operator: TransitionOperator | str, n: int) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise BoltzkitError("a repeat count must be a positive integer", got=repr(n))
+        self.operator = make_operator(operator)
+        self.n = n
+        self.name = f"{self.operator.name}*{n}"
+
+    def step(self, model, state, *, beta=1.0, generator, clamped=(), fresh_layers=(), track=False):
+        before = state if track else None
+        for i in range(self.n):
+            state, _ = self.operator.step(
+                model,
+                state,
+                beta=beta,
+                generator=generator,
+                clamped=clamped,
+                fresh_layers=fresh_layers if i == 0 else (),
+            )
+        return state, (_flip_info(before, state) if before is not None else StepInfo())
+
+
+def _unit_operator(text: str) -> TransitionOperator | None:
     if text == "gibbs":
         return Gibbs()
     if text in ("flip", "fts", "flip-the-state"):
@@ -224,9 +308,29 @@ def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
             alphas = []
         if len(alphas) in (1, 2):
             return Blend(*alphas)
-    raise BoltzkitError(
-        "unknown sampler",
-        got=spec,
-        expected="'gibbs', 'flip', 'blend:ALPHA' or 'blend:ALPHA_VISIBLE,ALPHA_HIDDEN'",
-        hint="for example --sampler blend:0.5",
-    )
+    return None
+
+
+def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
+    """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"blend:ALPHA_V,ALPHA_H"``, a cycle
+    ``"A+B"`` and a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``)."""
+    if isinstance(spec, TransitionOperator):
+        return spec
+    text = str(spec).strip().lower()
+    parts = [p.strip() for p in text.split("+")]
+    ops: list[TransitionOperator] = []
+    for part in parts:
+        base, star, count = part.partition("*")
+        op = _unit_operator(base.strip())
+        if op is not None and star:
+            op = Repeat(op, int(count)) if count.strip().isdigit() and int(count) >= 1 else None
+        if op is None:
+            raise BoltzkitError(
+                "unknown sampler",
+                got=spec,
+                expected="'gibbs', 'flip', 'blend:ALPHA' or 'blend:ALPHA_VISIBLE,ALPHA_HIDDEN'; "
+                "'A+B' cycles operators, 'A*N' repeats one N times",
+                hint="for example --sampler blend:0.5 or --sampler gibbs*5",
+            )
+        ops.append(op)
+    return ops[0] if len(ops) == 1 else Cycle(*ops)
