@@ -1,42 +1,54 @@
 """Exact partition functions, log-probabilities, samples and distributions by enumeration.
 
-For an RBM the hidden (or visible) units sum out in closed form, so ``Z`` needs a sum over the
-states of the *smaller* layer only (Salakhutdinov & Murray 2008, Sec. 5.1: "summing out the 784
-visible units for each configuration of the hiddens")::
+For every member of the Boltzmann machine family some layers sum out in closed form given the
+others (layers without laterals and not coupled to each other; see
+:mod:`boltzkit.models.boltzmann`), so ``Z`` needs a sum over the states of the *other* layers
+only. :func:`enumeration_plan` picks the smallest set of units to enumerate: an RBM's smaller layer
+(Salakhutdinov & Murray 2008, Sec. 5.1: "summing out the 784 visible units for each configuration
+of the hiddens"), an SRBM's visible layer (S2's toy SRBM, 16 x 500: 2^16 states), every unit of a
+BM with laterals in both layers (S2's toy BM, 16 x 5: 2^21 states), the smaller of a DBM's odd and
+even layer sets. With ``x`` the enumerated units (all their layers side by side) and ``S`` the
+summed-out units::
 
-    log Z = logsumexp_h [ c^T h + sum_i softplus(b_i + (W h)_i) ]
-          = logsumexp_v [ b^T v + sum_j softplus(c_j + (W^T v)_j) ]
+    log Z = logsumexp_x [ b_x^T x + 1/2 x^T Q x + sum_{j in S} softplus(b_j + (x W_xS)_j) ]
 
-The 2^k states are enumerated in chunks, each chunk reduced by log-sum-exp in float64 and merged,
-so memory stays bounded and nothing overflows. The softplus sum is evaluated as the log of a
-product (see :func:`_layer_log_f_chunks`): per state and unit of the other layer the work is one
-multiply-add and one multiplication, not an exponential and a logarithm.
+(``Q``: the couplings among enumerated units, ``W_xS``: from them to the summed-out units). The
+``2^k`` states are enumerated in chunks, each reduced by log-sum-exp in float64 and merged, so
+memory stays bounded and nothing overflows. The softplus sum is evaluated as the log of a product
+(see :func:`_log_f_chunks`): per state and summed-out unit the work is one multiply-add and one
+multiplication, not an exponential and a logarithm.
+
+Marginals (``log p*(v)`` of data, the marginal of one layer) sum the other layers out the same way
+with the given layers fixed (:func:`log_unnormalized_marginal`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import make_generator, softplus
+from boltzkit._numerics import bernoulli, make_generator, softplus
 from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.base import EnergyModel
-from boltzkit.models.rbm import RBM
+from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.state import ChainState
 
 #: Largest number of units enumerated by default (2^30 states); raise it with ``max_bits``.
 DEFAULT_MAX_BITS = 30
-#: States per enumeration chunk (memory: about twice ``chunk * n_other`` numbers; 2048 x 784 float64
-#: stays within a CPU's last-level cache).
+#: States per enumeration chunk (memory: about twice ``chunk * n_summed`` numbers; 2048 x 784
+#: float64 stays within a CPU's last-level cache).
 DEFAULT_CHUNK = 1 << 11
 #: At most ``2^LOW_BITS`` low-order states share one table of exponentials.
 LOW_BITS = 9
+#: Largest number of (example, state, summed unit) triples held at once by marginal sums.
+MARGINAL_BLOCK = 1 << 22
 
 
 def bit_states(start: int, stop: int, n_bits: int, *, device=None, dtype=torch.float64) -> Tensor:
@@ -60,107 +72,262 @@ def _check_tractable(n_bits: int, max_bits: int, what: str) -> None:
         )
 
 
-def _smaller_layer(rbm: RBM) -> str:
-    return "hidden" if rbm.n_hidden <= rbm.n_visible else "visible"
+def _as_machine(model: EnergyModel) -> BoltzmannMachine:
+    if not isinstance(model, BoltzmannMachine):
+        raise BoltzkitError(
+            "exact enumeration needs a Boltzmann machine",
+            got=type(model).__name__,
+            expected="an RBM, SRBM, BM or DBM",
+        )
+    return model
 
 
-def _layer_log_f_chunks(
-    rbm: RBM, layer: str, chunk_size: int, dtype: torch.dtype, device
-) -> Iterator[Tensor]:
-    """``log p*(x)`` of every state of ``layer`` (other layer summed out), chunk by chunk, float64.
+# ------------------------------------------------------------------------------ the plan
+@dataclass(frozen=True)
+class EnumerationPlan:
+    """Which layers are enumerated and which are summed out in closed form.
 
-    States are numbered so that bit ``j`` of the index is unit ``j``; the chunks come in that order.
+    Attributes
+    ----------
+    enumerated
+        Layers whose joint states are listed (their units side by side, in layer order: bit
+        ``j`` of a state index is unit ``j`` of that concatenation).
+    summed
+        Layers summed out given the enumerated (and any given) layers.
+    given
+        Layers held at given values (marginals).
+    sizes
+        Units per layer of the model.
+    """
 
-    With ``a`` the other layer's bias, the index split into its ``l`` low bits ``x_lo`` and its
-    high bits ``x_hi``, and ``pre = a + W_hi x_hi + W_lo x_lo``::
+    enumerated: tuple[int, ...]
+    summed: tuple[int, ...]
+    given: tuple[int, ...]
+    sizes: tuple[int, ...]
 
-        sum_i softplus(pre_i) = log prod_i (1 + exp(a + W_hi x_hi)_i * exp(W_lo x_lo)_i)
+    @property
+    def n_bits(self) -> int:
+        return sum(self.sizes[l] for l in self.enumerated)
+
+    @property
+    def n_states(self) -> int:
+        return 1 << self.n_bits
+
+    def describe(self) -> str:
+        """``"hidden"`` / ``"visible"`` for a two-layer model with one enumerated layer, else a list."""
+        if len(self.sizes) == 2 and len(self.enumerated) == 1:
+            return ("visible", "hidden")[self.enumerated[0]]
+        if len(self.sizes) == 2 and self.enumerated == (0, 1):
+            return "visible+hidden"
+        if not self.enumerated:
+            return "none"
+        return "layers " + ",".join(str(l) for l in self.enumerated)
+
+
+def enumeration_plan(model: BoltzmannMachine, given: Sequence[int] = ()) -> EnumerationPlan:
+    """The smallest set of units to enumerate so that the remaining layers sum out in closed form.
+
+    Among all sets of layers that can be summed out (no laterals, no coupling between two of
+    them; couplings to given layers do not matter), the one leaving the fewest units to enumerate
+    is chosen; ties go to the set with the lowest layer indices (an RBM with as many hidden as
+    visible units enumerates its hidden layer).
+    """
+    given = tuple(sorted(set(given)))
+    free = [l for l in range(model.n_layers) if l not in given]
+    sizes = model.layer_sizes
+    best: tuple[int, tuple[int, ...]] | None = None
+    for r in range(len(free), -1, -1):
+        for subset in itertools.combinations(free, r):
+            if not model.can_sum_out(subset):
+                continue
+            n_enum = sum(sizes[l] for l in free if l not in subset)
+            key = (n_enum, subset)
+            if best is None or key < best:
+                best = key
+    assert best is not None  # the empty set can always be "summed out"
+    summed = best[1]
+    return EnumerationPlan(
+        enumerated=tuple(l for l in free if l not in summed), summed=summed, given=given, sizes=sizes
+    )
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """Float64 pieces of ``log p*`` over the enumerated units ``x`` (see the module docstring)."""
+
+    lin: Tensor  # (k,) or (N, k) with given layers: bias of x (+ input from given layers)
+    quad: Tensor | None  # (k, k) symmetric, zero diagonal; None when zero
+    w_summed: Tensor  # (k, n_s)
+    b_summed: Tensor  # (n_s,) or (N, n_s)
+
+
+def _offsets(sizes: Sequence[int], layers: Sequence[int]) -> dict[int, slice]:
+    out, start = {}, 0
+    for l in layers:
+        out[l] = slice(start, start + sizes[l])
+        start += sizes[l]
+    return out
+
+
+def _terms(
+    model: BoltzmannMachine, plan: EnumerationPlan, given: Mapping[int, Tensor] | None, device
+) -> _Terms:
+    """Collect the pieces of ``log p*`` for ``plan`` in float64 on ``device``."""
+    f64 = {"dtype": torch.float64, "device": device}
+    sizes = plan.sizes
+    enum_at = _offsets(sizes, plan.enumerated)
+    sum_at = _offsets(sizes, plan.summed)
+    k = plan.n_bits
+    n_s = sum(sizes[l] for l in plan.summed)
+
+    def param(t: Tensor) -> Tensor:
+        return t.detach().to(**f64)
+
+    lin = torch.zeros(k, **f64)
+    b_summed = torch.zeros(n_s, **f64)
+    for l in plan.enumerated:
+        lin[enum_at[l]] = param(model.bias(l))
+    for l in plan.summed:
+        b_summed[sum_at[l]] = param(model.bias(l))
+    quad = torch.zeros(k, k, **f64)
+    w_summed = torch.zeros(k, n_s, **f64)
+    has_quad = False
+    for l, m in model.coupling_keys:
+        for a, b in ((l, m), (m, l)) if l != m else ((l, l),):
+            w = param(model.coupling(a, b))
+            if a in enum_at and b in enum_at:
+                quad[enum_at[a], enum_at[b]] = w
+                has_quad = True
+            elif a in enum_at and b in sum_at:
+                w_summed[enum_at[a], sum_at[b]] = w
+    if given:
+        n = next(iter(given.values())).shape[0]
+        lin = lin.expand(n, -1).clone()
+        b_summed = b_summed.expand(n, -1).clone()
+        for g, x in given.items():
+            x = x.to(**f64)
+            for m in model.neighbors(g):
+                w = param(model.coupling(g, m))
+                if m in enum_at:
+                    lin[:, enum_at[m]] += x @ w
+                elif m in sum_at:
+                    b_summed[:, sum_at[m]] += x @ w
+    return _Terms(lin=lin, quad=quad if has_quad else None, w_summed=w_summed, b_summed=b_summed)
+
+
+# ------------------------------------------------------------------------------- kernel
+def _log_f_chunks(terms: _Terms, chunk_size: int, dtype: torch.dtype, device) -> Iterator[Tensor]:
+    """``log p*(x)`` of every enumerated state ``x`` (summed layers summed out), chunk by chunk,
+    float64, in index order (bit ``j`` of the index is unit ``j``).
+
+    With the index split into its ``l`` low bits ``x_lo`` and its high bits ``x_hi`` and
+    ``pre = b_S + W_hi x_hi + W_lo x_lo``::
+
+        sum_j softplus(pre_j) = log prod_j (1 + exp(b_S + W_hi x_hi)_j * exp(W_lo x_lo)_j)
 
     The ``2^l`` vectors ``exp(W_lo x_lo)`` are tabulated once; a chunk is ``K`` high states times
     all ``2^l`` low ones and costs one multiply-add (in ``dtype``) and one product (accumulated in
-    float64) per state and unit. The factors are at least 1, so a product cannot underflow; a state
-    whose product overflows (``log p*`` above about 709, or a factor beyond ``dtype``'s range) is
-    recomputed with the stable softplus in float64. The linear term ``own_bias . x`` is float64.
+    float64) per state and summed unit. The factors are at least 1, so a product cannot
+    underflow; a state whose product overflows (``log p*`` above about 709, or a factor beyond
+    ``dtype``'s range) is recomputed with the stable softplus in float64. The linear and
+    quadratic terms are float64: ``1/2 x^T Q x`` splits into a low table, a high part and the
+    cross term ``x_hi^T Q_hl x_lo``, one small product per chunk.
     """
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise BoltzkitError("chunk_size must be a positive integer", got=repr(chunk_size))
     f64 = torch.float64
-    W = rbm.W.detach().to(device=device, dtype=f64)
-    if layer == "hidden":
-        own_bias, other_bias, W_other = rbm.hbias, rbm.vbias, W.t()
-    else:
-        own_bias, other_bias, W_other = rbm.vbias, rbm.hbias, W
-    own_bias = own_bias.detach().to(device=device, dtype=f64)
-    other_bias = other_bias.detach().to(device=device, dtype=f64)
-    n_bits, n_other = own_bias.numel(), other_bias.numel()
+    lin, quad, w_s, b_s = terms.lin, terms.quad, terms.w_summed, terms.b_summed
+    n_bits = lin.numel()
     low = min(n_bits, chunk_size.bit_length() - 1, LOW_BITS)
     n_low, n_high = 1 << low, 1 << (n_bits - low)
     per_chunk = max(1, chunk_size >> low)  # high states per chunk
     x_lo = bit_states(0, n_low, low, device=device, dtype=f64)
-    pre_lo = x_lo @ W_other[:low]  # (n_low, n_other), float64: also serves the fallback
+    pre_lo = x_lo @ w_s[:low]  # (n_low, n_s), float64: also serves the fallback
     exp_lo = torch.exp(pre_lo).to(dtype)
-    lin_lo = x_lo @ own_bias[:low]
+    lin_lo = x_lo @ lin[:low]
+    if quad is not None:
+        lin_lo = lin_lo + 0.5 * ((x_lo @ quad[:low, :low]) * x_lo).sum(1)
+        q_hl = quad[low:, :low]
     one = torch.ones((), device=device, dtype=dtype)
-    factors = torch.empty((per_chunk, n_low, n_other), device=device, dtype=dtype)
+    n_s = b_s.numel()
+    factors = torch.empty((per_chunk, n_low, n_s), device=device, dtype=dtype)
     prods = torch.empty((per_chunk, n_low), device=device, dtype=f64)
     block = max(per_chunk, 256)  # high states whose exponentials are formed together
     for b0 in range(0, n_high, block):
         x_hi = bit_states(b0, min(b0 + block, n_high), n_bits - low, device=device, dtype=f64)
-        pre_hi = torch.addmm(other_bias, x_hi, W_other[low:])
+        pre_hi = torch.addmm(b_s, x_hi, w_s[low:])
         exp_hi = torch.exp(pre_hi).to(dtype).unsqueeze(1)
-        lin_hi = (x_hi @ own_bias[low:]).unsqueeze(1)
+        lin_hi = x_hi @ lin[low:]
+        if quad is not None:
+            lin_hi = lin_hi + 0.5 * ((x_hi @ quad[low:, low:]) * x_hi).sum(1)
+            cross = (x_hi @ q_hl) @ x_lo.t()  # (K, n_low)
+        lin_hi = lin_hi.unsqueeze(1)
         for k0 in range(0, x_hi.shape[0], per_chunk):
             k1 = min(k0 + per_chunk, x_hi.shape[0])
-            f = torch.addcmul(one, exp_lo, exp_hi[k0:k1], out=factors[: k1 - k0])
-            p = torch.prod(f, 2, dtype=f64, out=prods[: k1 - k0])
-            log_f = torch.log(p).add_(lin_lo).add_(lin_hi[k0:k1])
-            if not bool(torch.isfinite(log_f).all()):
+            if n_s:
+                f = torch.addcmul(one, exp_lo, exp_hi[k0:k1], out=factors[: k1 - k0])
+                p = torch.prod(f, 2, dtype=f64, out=prods[: k1 - k0])
+                log_f = torch.log(p).add_(lin_lo).add_(lin_hi[k0:k1])
+            else:
+                log_f = lin_lo + lin_hi[k0:k1]
+            if quad is not None:
+                log_f = log_f + cross[k0:k1]
+            if n_s and not bool(torch.isfinite(log_f).all()):
                 kk, ll = (~torch.isfinite(log_f)).nonzero(as_tuple=True)
                 pre = pre_lo[ll] + pre_hi[k0 + kk]
-                log_f[kk, ll] = lin_lo[ll] + lin_hi[k0 + kk, 0] + softplus(pre).sum(1)
+                redo = lin_lo[ll] + lin_hi[k0 + kk, 0] + softplus(pre).sum(1)
+                if quad is not None:
+                    redo = redo + cross[k0 + kk, ll]
+                log_f[kk, ll] = redo
             yield log_f.reshape(-1)
+
+
+def _checked_plan(model: BoltzmannMachine, max_bits: int, what: str) -> EnumerationPlan:
+    plan = enumeration_plan(model)
+    _check_tractable(plan.n_bits, max_bits, f"{what} ({plan.describe()}, {plan.n_bits} units)")
+    return plan
 
 
 @torch.no_grad()
 def exact_log_z(
-    rbm: RBM,
+    model: BoltzmannMachine,
     *,
     max_bits: int = DEFAULT_MAX_BITS,
     chunk_size: int = DEFAULT_CHUNK,
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> LogZResult:
-    """Exact ``log Z`` of an RBM by enumerating its smaller layer.
+    """Exact ``log Z`` by enumerating the fewest units (:func:`enumeration_plan`).
 
     Parameters
     ----------
-    rbm
-        The model (parameters of any dtype and device).
+    model
+        Any member of the Boltzmann machine family (parameters of any dtype and device).
     max_bits
-        Refuse when the smaller layer has more units than this (2^max_bits states).
+        Refuse when more than this many units would be enumerated (2^max_bits states).
     chunk_size
         States per chunk (used as a multiple of a power of two no larger than it); memory is
-        about ``2 * chunk_size * max(n_visible, n_hidden)`` numbers.
+        about ``2 * chunk_size * n_summed`` numbers.
     dtype
-        Of the per-state arithmetic (the factors ``1 + e^a e^b``); exponent tables, linear terms,
-        products and sums are float64. On a CPU float64 is as fast (see BENCHMARKS.md).
+        Of the per-state arithmetic (the factors ``1 + e^a e^b``); exponent tables, linear and
+        quadratic terms, products and sums are float64. On a CPU float64 is as fast.
     device
         Where to enumerate (default: the model's device).
 
     Returns
     -------
     LogZResult
-        ``method="exact"``; ``settings`` name the enumerated layer and the number of states.
+        ``method="exact"``; ``settings`` name the enumerated layers and the number of states.
     """
     t0 = time.perf_counter()
-    layer = _smaller_layer(rbm)
-    n_bits = min(rbm.n_hidden, rbm.n_visible)
-    _check_tractable(n_bits, max_bits, f"summing over the {n_bits} {layer} units")
-    device = rbm.device if device is None else torch.device(device)
+    model = _as_machine(model)
+    plan = _checked_plan(model, max_bits, "summing over the enumerated units")
+    device = model.device if device is None else torch.device(device)
+    terms = _terms(model, plan, None, device)
     # Accumulated in place: long-lived small tensors created between the chunks' large temporaries
     # fragment the CPU heap until it runs out of memory (seen at 2^25 states).
     acc = torch.full((), -math.inf, dtype=torch.float64, device=device)
-    for chunk in _layer_log_f_chunks(rbm, layer, chunk_size, dtype, device):
+    for chunk in _log_f_chunks(terms, chunk_size, dtype, device):
         torch.logaddexp(acc, torch.logsumexp(chunk, 0), out=acc)
     log_z = float(acc)
     if device.type == "cuda":
@@ -168,116 +335,208 @@ def exact_log_z(
     return LogZResult.exact(
         log_z,
         seconds=time.perf_counter() - t0,
-        enumerated_layer=layer,
-        n_states=1 << n_bits,
+        enumerated_layer=plan.describe(),
+        summed_layers=list(plan.summed),
+        n_states=plan.n_states,
         device=str(device),
     )
 
 
+# ---------------------------------------------------------------------------- marginals
 @torch.no_grad()
-def exact_log_prob(rbm: RBM, v: Tensor, log_z: float | LogZResult | None = None) -> Tensor:
-    """``log p(v) = -F(v) - log Z`` for each row of ``v``, float64, shape ``(n,)``."""
+def log_unnormalized_marginal(
+    model: BoltzmannMachine,
+    given: Mapping[int, Tensor],
+    *,
+    max_bits: int = 24,
+    chunk_size: int = DEFAULT_CHUNK,
+) -> Tensor:
+    """``log sum_{other layers} p*(x)`` for given values of some layers, float64, shape ``(N,)``.
+
+    The other layers are split by :func:`enumeration_plan` (with ``given`` held fixed) into
+    enumerated and summed-out ones; with nothing to enumerate (an RBM's or SRBM's hidden layer
+    given ``v``) this is the closed-form free energy.
+
+    Parameters
+    ----------
+    model
+        The model.
+    given
+        ``{layer: values}``, each of shape ``(N, n_layer)``.
+    max_bits
+        Refuse when more than this many units would be enumerated per example.
+    chunk_size
+        Enumerated states per chunk.
+    """
+    model = _as_machine(model)
+    plan = enumeration_plan(model, given=tuple(given))
+    _check_tractable(plan.n_bits, max_bits, f"summing out layers {plan.enumerated} ({plan.n_bits} units)")
+    device = model.device
+    given = {l: x.to(device=device, dtype=torch.float64) for l, x in given.items()}
+    n = next(iter(given.values())).shape[0]
+    kept_state = ChainState(
+        tuple(
+            given[l] if l in given else torch.zeros(n, s, dtype=torch.float64, device=device)
+            for l, s in enumerate(model.layer_sizes)
+        )
+    )
+    base = -model.as_float64().energy_of(kept_state, plan.given)
+    terms = _terms(model, plan, given, device)
+    k, n_s = plan.n_bits, terms.b_summed.shape[-1]
+    if k == 0:
+        return base + softplus(terms.b_summed).sum(1) if n_s else base
+    states = None
+    acc = torch.full((n,), -math.inf, dtype=torch.float64, device=device)
+    per = max(1, min(plan.n_states, chunk_size))
+    rows = max(1, MARGINAL_BLOCK // (per * max(n_s, 1)))
+    for s0 in range(0, plan.n_states, per):
+        states = bit_states(s0, min(s0 + per, plan.n_states), k, device=device)  # (K, k)
+        quad = 0.0 if terms.quad is None else 0.5 * ((states @ terms.quad) * states).sum(1)
+        pre_s = states @ terms.w_summed  # (K, n_s)
+        for r0 in range(0, n, rows):
+            r1 = min(r0 + rows, n)
+            log_f = terms.lin[r0:r1] @ states.t() + quad  # (R, K)
+            if n_s:
+                log_f = log_f + softplus(terms.b_summed[r0:r1].unsqueeze(1) + pre_s.unsqueeze(0)).sum(2)
+            acc[r0:r1] = torch.logaddexp(acc[r0:r1], torch.logsumexp(log_f, 1))
+    return base + acc
+
+
+@torch.no_grad()
+def exact_log_unnormalized_visible(model: BoltzmannMachine, v: Tensor, *, max_bits: int = 24) -> Tensor:
+    """``log p*(v) = log sum_h p*(v, h)`` for each row of ``v``, float64, shape ``(N,)``.
+
+    Closed form (the free energy) for an RBM or SRBM; the hidden units that do not sum out are
+    enumerated (a BM's hidden layer with laterals, half of a DBM's hidden layers).
+    """
+    return log_unnormalized_marginal(model, {0: v}, max_bits=max_bits)
+
+
+@torch.no_grad()
+def exact_log_prob(
+    model: BoltzmannMachine, v: Tensor, log_z: float | LogZResult | None = None, *, max_bits: int = 24
+) -> Tensor:
+    """``log p(v) = log p*(v) - log Z`` for each row of ``v``, float64, shape ``(n,)``."""
     if log_z is None:
-        log_z = exact_log_z(rbm)
+        log_z = exact_log_z(model)
     if isinstance(log_z, LogZResult):
         log_z = float(log_z.log_z)
-    return rbm.log_unnormalized_visible(v.to(device=rbm.device, dtype=rbm.dtype)) - log_z
+    return exact_log_unnormalized_visible(model, v, max_bits=max_bits) - log_z
 
 
 @torch.no_grad()
-def layer_log_probs(rbm: RBM, layer: str, *, max_bits: int = 24) -> tuple[Tensor, Tensor]:
-    """All states of ``layer`` ("hidden" or "visible") and their exact marginal log-probabilities.
+def layer_log_probs(
+    model: BoltzmannMachine, layer: str | int, *, max_bits: int = 24
+) -> tuple[Tensor, Tensor]:
+    """All states of one layer (``"visible"``, ``"hidden"`` or an index) and their exact marginal
+    log-probabilities.
 
     Returns ``(states, log_p)`` with shapes ``(2^k, k)`` and ``(2^k,)``, float64.
     """
-    n_bits = rbm.n_hidden if layer == "hidden" else rbm.n_visible
-    _check_tractable(n_bits, max_bits, f"the marginal of the {n_bits} {layer} units")
-    states = bit_states(0, 1 << n_bits, n_bits, device=rbm.device, dtype=torch.float64)
-    r64 = rbm.as_float64()
-    if layer == "hidden":
-        log_f = r64.log_unnormalized_hidden(states)
-    else:
-        log_f = r64.log_unnormalized_visible(states)
+    model = _as_machine(model)
+    index = {"visible": 0, "hidden": 1}.get(layer, layer) if isinstance(layer, str) else int(layer)
+    if not isinstance(index, int) or not 0 <= index < model.n_layers:
+        raise BoltzkitError("no such layer", got=layer, expected="'visible', 'hidden' or a layer index")
+    n_bits = model.layer_sizes[index]
+    _check_tractable(n_bits, max_bits, f"the marginal of the {n_bits} units of layer {layer}")
+    states = bit_states(0, 1 << n_bits, n_bits, device=model.device, dtype=torch.float64)
+    log_f = log_unnormalized_marginal(model, {index: states}, max_bits=max_bits)
     return states, log_f - torch.logsumexp(log_f, 0)
 
 
+# ------------------------------------------------------------------------------ samples
 @dataclass(frozen=True)
-class EnumeratedLayer:
-    """The unnormalized marginal of an RBM's smaller layer over all its ``2^k`` states.
+class EnumeratedStates:
+    """The unnormalized marginal of a model's enumerated units over all their ``2^k`` states.
 
-    One enumeration serves both ``log Z`` and any number of exact samples (RBM-to-RBM AIS needs
-    both of its start model). Memory: one float64 number per state.
+    One enumeration serves both ``log Z`` and any number of exact samples (model-to-model AIS
+    needs both of its start model). Memory: one float64 number per state.
 
     Attributes
     ----------
-    layer
-        ``"hidden"`` or ``"visible"``.
+    plan
+        Which layers are enumerated and which summed out.
     log_f
-        ``log p*(x)`` of state ``x``, float64, shape ``(2^k,)``; bit ``j`` of the index is unit ``j``.
+        ``log p*(x)`` of enumerated state ``x``, float64, shape ``(2^k,)``.
     """
 
-    layer: str
+    plan: EnumerationPlan
     log_f: Tensor
 
     @property
-    def n_bits(self) -> int:
-        return int(self.log_f.numel()).bit_length() - 1
+    def layer(self) -> str:
+        """Description of the enumerated layers (``"hidden"`` for an RBM's hidden layer)."""
+        return self.plan.describe()
 
     @property
     def log_z(self) -> float:
         return float(torch.logsumexp(self.log_f, 0))
 
-    def sample(self, rbm: RBM, n_samples: int, generator: torch.Generator) -> ChainState:
-        """Exact ``(v, h) ~ p(v, h)``: the layer by inverting its cumulative distribution at uniform
-        draws, the other layer from its conditional."""
+    def sample(self, model: BoltzmannMachine, n_samples: int, generator: torch.Generator) -> ChainState:
+        """Exact ``x ~ p(x)``: the enumerated units by inverting their cumulative distribution at
+        uniform draws, the summed-out layers from their conditionals given them."""
         cdf = torch.cumsum(torch.exp(self.log_f - self.log_f.max()), 0)
         u = torch.rand(n_samples, generator=generator, device=cdf.device, dtype=torch.float64) * cdf[-1]
         idx = torch.searchsorted(cdf, u, right=True).clamp_max(cdf.numel() - 1)
-        shifts = torch.arange(self.n_bits, device=idx.device, dtype=torch.int64)
-        x = ((idx.unsqueeze(1) >> shifts) & 1).to(rbm.dtype)
-        if self.layer == "hidden":
-            return ChainState((rbm.sample_v_given_h(x, generator), x))
-        return ChainState((x, rbm.sample_h_given_v(x, generator)))
+        shifts = torch.arange(self.plan.n_bits, device=idx.device, dtype=torch.int64)
+        bits = ((idx.unsqueeze(1) >> shifts) & 1).to(model.dtype)
+        parts = dict(
+            zip(
+                self.plan.enumerated,
+                torch.split(bits, [self.plan.sizes[l] for l in self.plan.enumerated], 1),
+                strict=True,
+            )
+        )
+        state = ChainState(
+            tuple(
+                parts[l] if l in parts else bits.new_zeros(n_samples, s)
+                for l, s in enumerate(self.plan.sizes)
+            )
+        )
+        for l in self.plan.summed:
+            state = state.with_layer(l, bernoulli(model.conditional_probs(state, l), generator))
+        return state
 
 
 @torch.no_grad()
-def enumerate_smaller_layer(
-    rbm: RBM,
+def enumerate_states(
+    model: BoltzmannMachine,
     *,
     max_bits: int = 26,
     chunk_size: int = DEFAULT_CHUNK,
     dtype: torch.dtype = torch.float64,
-) -> EnumeratedLayer:
-    """Enumerate the smaller layer of ``rbm`` (``dtype`` arithmetic, float64 results)."""
-    layer = _smaller_layer(rbm)
-    n_bits = min(rbm.n_hidden, rbm.n_visible)
-    _check_tractable(n_bits, max_bits, f"enumerating the {n_bits} {layer} units")
-    log_f = torch.empty(1 << n_bits, dtype=torch.float64, device=rbm.device)
+) -> EnumeratedStates:
+    """Enumerate the fewest units of ``model`` (``dtype`` arithmetic, float64 results)."""
+    model = _as_machine(model)
+    plan = _checked_plan(model, max_bits, "enumerating the model's states")
+    log_f = torch.empty(plan.n_states, dtype=torch.float64, device=model.device)
+    terms = _terms(model, plan, None, model.device)
     start = 0
-    for chunk in _layer_log_f_chunks(rbm, layer, chunk_size, dtype, rbm.device):
+    for chunk in _log_f_chunks(terms, chunk_size, dtype, model.device):
         log_f[start : start + chunk.numel()] = chunk
         start += chunk.numel()
-    return EnumeratedLayer(layer, log_f)
+    return EnumeratedStates(plan, log_f)
 
 
 @torch.no_grad()
 def exact_sample(
-    rbm: RBM,
+    model: BoltzmannMachine,
     n_samples: int,
     *,
     generator: torch.Generator | int | None,
     max_bits: int = 26,
     chunk_size: int = DEFAULT_CHUNK,
 ) -> ChainState:
-    """Independent exact samples ``(v, h) ~ p(v, h)``.
+    """Independent exact samples of the full state ``x ~ p(x)``.
 
-    The smaller layer (``k`` units) is drawn from its enumerated marginal
-    (:func:`enumerate_smaller_layer`, ``8 * 2^k`` bytes) by inverting the cumulative distribution,
-    the other from its conditional. Exact samples start reverse AIS and unbiased RBM-to-RBM AIS.
+    The enumerated units (``k`` of them) are drawn from their enumerated marginal
+    (:func:`enumerate_states`, ``8 * 2^k`` bytes) by inverting the cumulative distribution, the
+    summed-out layers from their conditionals. Exact samples start reverse AIS and unbiased
+    model-to-model AIS.
     """
-    gen = make_generator(generator, rbm.device)
-    table = enumerate_smaller_layer(rbm, max_bits=max_bits, chunk_size=chunk_size)
-    return table.sample(rbm, n_samples, gen)
+    gen = make_generator(generator, model.device)
+    table = enumerate_states(model, max_bits=max_bits, chunk_size=chunk_size)
+    return table.sample(model, n_samples, gen)
 
 
 @torch.no_grad()
@@ -306,14 +565,18 @@ def log_z_brute_force(model: EnergyModel, *, max_bits: int = 22) -> float:
 
 
 __all__ = [
-    "EnumeratedLayer",
-    "enumerate_smaller_layer",
     "DEFAULT_MAX_BITS",
+    "EnumeratedStates",
+    "EnumerationPlan",
     "bit_states",
+    "enumerate_states",
+    "enumeration_plan",
     "exact_joint_distribution",
     "exact_log_prob",
+    "exact_log_unnormalized_visible",
     "exact_log_z",
     "exact_sample",
     "layer_log_probs",
+    "log_unnormalized_marginal",
     "log_z_brute_force",
 ]

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from boltzkit._numerics import LOG2, bernoulli, softplus
 from boltzkit.estimators.base_rate import base_rate_log_z
-from boltzkit.estimators.exact import EnumeratedLayer, enumerate_smaller_layer, exact_sample
+from boltzkit.estimators.exact import EnumeratedStates as EnumeratedLayer, enumerate_states as enumerate_smaller_layer, exact_sample
 from boltzkit.models.rbm import RBM
 from boltzkit.samplers.operators import Gibbs, TransitionOperator
 from boltzkit.state import Block, ChainState
