@@ -16,7 +16,7 @@ from torch import Tensor
 
 from boltzkit.errors import DataError
 
-__all__ = ["Dataset", "check_binary", "to_tensor"]
+__all__ = ["Dataset", "as_uint8", "check_binary", "to_tensor"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,26 +87,28 @@ def _describe(a: object) -> str:
 
 
 def check_binary(
-    array: np.ndarray | Tensor,
+    array: np.ndarray | Tensor | object,
     *,
     source: str = "data",
     n_visible: int | None = None,
-) -> np.ndarray:
-    """Validate a 0/1 matrix and return it as a C-contiguous ``uint8`` numpy array.
+) -> Tensor:
+    """Validate a 0/1 matrix and return it as a tensor: the one binary-data check of boltzkit.
 
     Parameters
     ----------
     array
-        Array-like of shape ``(n_samples, n_visible)``: bool, integer or float entries, each 0 or 1.
+        Tensor, NumPy array or array-like of shape ``(n_samples, n_visible)``: bool, integer or
+        float entries, each 0 or 1.
     source
-        What the array is (a file name, a data set name), used in error messages.
+        What the array is (a file name, "training data", ...), used in error messages.
     n_visible
         When given, the required number of columns.
 
     Returns
     -------
-    numpy.ndarray
-        ``uint8`` array of shape ``(n_samples, n_visible)``.
+    Tensor
+        The data as a tensor of its own dtype and device (not copied when it already is one; a
+        NumPy array is wrapped without a copy).
 
     Raises
     ------
@@ -116,54 +118,62 @@ def check_binary(
         number of columns.
     """
     if isinstance(array, Tensor):
-        array = array.detach().cpu().numpy()
-    a = np.asarray(array)
-    if a.dtype.kind not in "biuf":
-        raise DataError(
-            f"{source}: values must be numbers 0 and 1",
-            got=f"an array of dtype {a.dtype}",
-            expected="a bool, integer or float array",
-        )
-    if a.ndim != 2:
+        x = array
+    else:
+        a = np.asarray(array) if not isinstance(array, np.ndarray) else array
+        if a.dtype.kind not in "biuf":
+            raise DataError(
+                f"{source}: values must be numbers 0 and 1",
+                got=f"an array of dtype {a.dtype}",
+                expected="a bool, integer or float array",
+            )
+        if a.dtype.kind == "f" and a.dtype.itemsize not in (2, 4, 8):
+            a = a.astype(np.float64)
+        x = torch.from_numpy(np.ascontiguousarray(a) if not a.dtype.isnative else a)
+    if x.is_complex():
+        raise DataError(f"{source}: values must be real numbers 0 and 1", got=str(x.dtype))
+    if x.dim() != 2:
         raise DataError(
             f"{source}: data must be a 2-D array, one sample a row",
-            got=f"shape {a.shape}",
+            got=f"shape {tuple(x.shape)}",
             expected="shape (n_samples, n_visible)",
             hint="flatten images row-major, e.g. x.reshape(len(x), -1).",
         )
-    if a.shape[0] == 0 or a.shape[1] == 0:
+    if x.shape[0] == 0 or x.shape[1] == 0:
         raise DataError(
             f"{source}: data set is empty",
-            got=f"shape {a.shape}",
+            got=f"shape {tuple(x.shape)}",
             expected="at least one row and one column",
         )
-    if a.dtype.kind == "b":
-        ok = True
-    elif a.dtype.kind == "u":
-        ok = bool(a.max() <= 1)
-    else:
-        ok = bool(((a == 0) | (a == 1)).all())
-    if not ok:
-        bad = np.argwhere((a != 0) & (a != 1))[0]
-        row, col = int(bad[0]), int(bad[1])
-        value = a[row, col].item()
-        raise DataError(
-            f"{source}: data must be binary (0/1)",
-            got=f"value {value!r} at row {row}, column {col} (counted from 0)",
-            expected="only 0 and 1",
-            hint="binarize grayscale images first, e.g. with boltzkit.data.binarize (stochastic) "
-            "or (x > 0.5).",
-        )
-    if n_visible is not None and a.shape[1] != n_visible:
+    if x.dtype != torch.bool:
+        bad = (x != 0) & (x != 1)
+        if bool(bad.any()):
+            row, col = (int(i) for i in bad.nonzero()[0])
+            value = x[row, col].item()
+            raise DataError(
+                f"{source}: data must be binary (0/1)",
+                got=f"value {value!r} at row {row}, column {col} (counted from 0)",
+                expected="only 0 and 1",
+                hint="binarize grayscale images first, e.g. with boltzkit.data.binarize (stochastic) "
+                "or (x > 0.5).",
+            )
+    if n_visible is not None and x.shape[1] != n_visible:
         raise DataError(
             f"{source}: wrong number of columns (visible units)",
-            got=a.shape[1],
-            expected=n_visible,
+            got=x.shape[1],
+            expected=f"{n_visible} (the model's visible units)",
             hint="use data whose width matches the model's n_visible.",
         )
-    return np.ascontiguousarray(a, dtype=np.uint8)
+    return x
 
 
-def to_tensor(a: np.ndarray) -> Tensor:
-    """A validated 0/1 ``uint8`` array as a float32 CPU tensor of the same shape."""
+def as_uint8(x: Tensor) -> np.ndarray:
+    """Checked 0/1 data (from :func:`check_binary`) as a C-contiguous ``uint8`` NumPy array."""
+    return np.ascontiguousarray(x.detach().cpu().numpy(), dtype=np.uint8)
+
+
+def to_tensor(a: np.ndarray | Tensor) -> Tensor:
+    """Validated 0/1 data as a float32 CPU tensor of the same shape."""
+    if isinstance(a, Tensor):
+        return a.detach().to(device="cpu", dtype=torch.float32).contiguous()
     return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from boltzkit.data.dataset import check_binary
+from boltzkit.data.dataset import as_uint8, check_binary
 from boltzkit.errors import DataError
 
 __all__ = [
@@ -271,4 +271,4 @@ def load_binary_file(
     key = key if key is not None else named
     array = read_matrix(file, key=key)
     source = str(file) if key is None else f"{file}:{key}"
-    return check_binary(array, source=source, n_visible=n_visible)
+    return as_uint8(check_binary(array, source=source, n_visible=n_visible))

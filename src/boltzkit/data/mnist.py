@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from boltzkit.data.dataset import check_binary
+from boltzkit.data.dataset import as_uint8, check_binary
 from boltzkit.data.files import content_sha256, read_matrix, read_text_matrix
 from boltzkit.errors import DataError
 
@@ -221,7 +221,7 @@ def download_mnist(
                 f"download of binarized MNIST {split!r} failed",
                 got=f"{url}: {err}",
             ) from err
-        x = check_binary(read_text_matrix(tmp, sep=" "), source=url, n_visible=784)
+        x = as_uint8(check_binary(read_text_matrix(tmp, sep=" "), source=url, n_visible=784))
         _verify(x, split, source=url)
         os.replace(tmp, dest)
     finally:
@@ -284,7 +284,7 @@ def load_mnist(
                     f"to the folder holding them. Canonical copies: {MNIST_URL.format(split=split)}"
                 ),
             )
-    x = check_binary(read_matrix(path), source=str(path), n_visible=784)
+    x = as_uint8(check_binary(read_matrix(path), source=str(path), n_visible=784))
     if verify:
         _verify(x, split, source=str(path))
     return x

@@ -1,54 +1,69 @@
-"""Log partition functions and likelihoods; every estimator returns a LogZResult."""
+"""Log partition functions and likelihoods; every estimator returns a record of
+:mod:`boltzkit.estimators.result`.
 
+Stochastic estimators take an annealing path (:func:`base_rate_path` for ``log Z`` of a model,
+:func:`ratio_path` for ``log Z_B - log Z_A``): :func:`ais`, :func:`reverse_ais`, :func:`sandwich`,
+:func:`sis`, :func:`bridge`. :func:`estimate_log_z` and :func:`estimate_log_ratio` build the path
+and dispatch on a method name (the command line's entry points).
+"""
+
+from boltzkit.estimators.ais import adaptive_betas, ais, anneal
+from boltzkit.estimators.api import METHODS, estimate_log_ratio, estimate_log_z
+from boltzkit.estimators.bridge import bridge
 from boltzkit.estimators.exact import (
+    enumeration_plan,
     exact_joint_distribution,
     exact_log_prob,
+    exact_log_unnormalized_visible,
     exact_log_z,
     exact_sample,
     layer_log_probs,
     log_z_brute_force,
 )
-from boltzkit.estimators.result import Band, LogZResult, effective_sample_size
+from boltzkit.estimators.likelihood import dataset_log_prob, log_unnormalized_visible
+from boltzkit.estimators.paths import AnnealingPath, GeometricPath, base_rate_path, ratio_path
+from boltzkit.estimators.result import (
+    Band,
+    BridgeEstimate,
+    LogProbResult,
+    LogZResult,
+    SandwichResult,
+    SpreadResult,
+    effective_sample_size,
+)
+from boltzkit.estimators.reverse import reverse_ais, sandwich
+from boltzkit.estimators.sis import sis
 
 __all__ = [
+    "METHODS",
+    "AnnealingPath",
     "Band",
+    "BridgeEstimate",
+    "GeometricPath",
+    "LogProbResult",
     "LogZResult",
+    "SandwichResult",
+    "SpreadResult",
+    "adaptive_betas",
+    "ais",
+    "anneal",
+    "base_rate_path",
+    "bridge",
+    "dataset_log_prob",
     "effective_sample_size",
+    "enumeration_plan",
+    "estimate_log_ratio",
+    "estimate_log_z",
     "exact_joint_distribution",
     "exact_log_prob",
+    "exact_log_unnormalized_visible",
     "exact_log_z",
     "exact_sample",
     "layer_log_probs",
+    "log_unnormalized_visible",
     "log_z_brute_force",
-]
-
-# Beyond AIS (reverse AIS / sandwich, SIS, bridge), likelihoods and the dispatching entry points.
-from boltzkit.estimators.api import METHODS, estimate_log_ratio, estimate_log_z  # noqa: E402
-from boltzkit.estimators.bridge import SpreadResult, bridge_log_ratio, bridge_log_z  # noqa: E402
-from boltzkit.estimators.likelihood import LogProbResult, dataset_log_prob  # noqa: E402
-from boltzkit.estimators.reverse import (  # noqa: E402
-    SandwichResult,
-    reverse_ais_log_ratio,
-    reverse_ais_log_z,
-    sandwich_log_ratio,
-    sandwich_log_z,
-)
-from boltzkit.estimators.sis import sis_log_ratio, sis_log_z  # noqa: E402
-
-__all__ += [
-    "METHODS",
-    "LogProbResult",
-    "SandwichResult",
-    "SpreadResult",
-    "bridge_log_ratio",
-    "bridge_log_z",
-    "dataset_log_prob",
-    "estimate_log_ratio",
-    "estimate_log_z",
-    "reverse_ais_log_ratio",
-    "reverse_ais_log_z",
-    "sandwich_log_ratio",
-    "sandwich_log_z",
-    "sis_log_ratio",
-    "sis_log_z",
+    "ratio_path",
+    "reverse_ais",
+    "sandwich",
+    "sis",
 ]

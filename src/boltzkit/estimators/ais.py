@@ -9,6 +9,9 @@ samples ``x_0 ~ p_0``, one AIS run computes (S&M 2008, Sec. 3.1, step 2)::
 ``E[w] = Z_K / Z_0`` and ``Z_K ≈ Z_0 mean(w)`` (Eq. 11) with variance ``Var(w) / M`` (Eq. 12).
 Log-weights are accumulated in float64. Run with the betas reversed and started from exact samples
 of ``p_K``, the same engine is reverse AIS, whose weights estimate ``Z_0 / Z_K``.
+
+:func:`ais` is the estimator: it takes any path (:mod:`boltzkit.estimators.paths`: base-rate ->
+model gives ``log Z``, model A -> model B gives ``log Z_B - log Z_A``).
 """
 
 from __future__ import annotations
@@ -21,13 +24,11 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from boltzkit._numerics import make_generator, resolve_device
+from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.base_rate import base_rate_rbm, fit_base_rate
-from boltzkit.estimators.paths import AnnealingPath, RBMPath
+from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import equal_length_betas, paper_betas, parse_schedule, validate_betas
-from boltzkit.models.rbm import RBM
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 from boltzkit.state import ChainState
 
@@ -129,9 +130,9 @@ def adaptive_betas(
     return equal_length_betas(grid, speeds, n_steps)
 
 
-# ------------------------------------------------------------------------------ public API
-def _resolve_betas(
-    betas: str | int | Tensor,
+# ------------------------------------------------------------------------------ plumbing
+def resolve_betas(
+    betas: str | int | Tensor | None,
     path: AnnealingPath,
     *,
     n_chains: int,
@@ -140,6 +141,10 @@ def _resolve_betas(
     generator: torch.Generator,
     progress: bool,
 ) -> tuple[Tensor, str]:
+    """The schedule a spec names (``None``: the path's default), resolving ``"adaptive"`` by a
+    pilot run along ``path``."""
+    if betas is None:
+        betas = path.default_betas
     if isinstance(betas, int):
         betas = str(betas)
     schedule, name = parse_schedule(betas)
@@ -159,45 +164,12 @@ def _resolve_betas(
     return validate_betas(schedule), f"adaptive ({n_steps} steps, equal thermodynamic length)"
 
 
-def _check_common(n_chains: int, sweeps: int) -> None:
-    if int(n_chains) < 1:
+def check_runs(n_chains: int, sweeps: int = 1) -> None:
+    """Validate the number of chains and of sweeps per beta of an AIS-type estimate."""
+    if isinstance(n_chains, bool) or int(n_chains) < 1:
         raise BoltzkitError("the number of AIS chains must be at least 1", got=n_chains)
-    if int(sweeps) < 1:
+    if isinstance(sweeps, bool) or int(sweeps) < 1:
         raise BoltzkitError("sweeps per beta must be at least 1", got=sweeps)
-
-
-def make_base(
-    rbm: RBM, *, base_rate_data: Tensor | None = None, base_vbias: Tensor | None = None
-) -> tuple[RBM, str]:
-    """The base-rate RBM of the path and a description of where its biases came from."""
-    if base_vbias is not None:
-        return base_rate_rbm(base_vbias, like=rbm), "given visible biases"
-    if base_rate_data is not None:
-        if base_rate_data.dim() != 2 or base_rate_data.shape[1] != rbm.n_visible:
-            raise BoltzkitError(
-                "base-rate data has the wrong width for this model",
-                got=tuple(base_rate_data.shape),
-                expected=f"(n_examples, {rbm.n_visible})",
-            )
-        return base_rate_rbm(fit_base_rate(base_rate_data), like=rbm), "base rates of the data"
-    return base_rate_rbm(rbm.vbias.detach(), like=rbm), "model visible biases (zero weights)"
-
-
-def on_device(rbm: RBM, device: str | torch.device | None) -> tuple[RBM, torch.device]:
-    """``rbm`` on ``device`` (a copy when it lives elsewhere; ``None`` keeps its own device)."""
-    dev = rbm.device if device is None else resolve_device(device)
-    if dev == rbm.device:
-        return rbm, dev
-    copy = RBM(
-        rbm.n_visible,
-        rbm.n_hidden,
-        weights=rbm.W.detach(),
-        vbias=rbm.vbias.detach(),
-        hbias=rbm.hbias.detach(),
-        dtype=rbm.dtype,
-        device=dev,
-    )
-    return copy, dev
 
 
 def seed_label(seed: int | torch.Generator | None) -> Any:
@@ -205,233 +177,146 @@ def seed_label(seed: int | torch.Generator | None) -> Any:
     return "generator" if isinstance(seed, torch.Generator) else seed
 
 
-@dataclass
-class PathSetup:
-    """Everything a forward or reverse AIS run along one path needs."""
+def path_settings(path: AnnealingPath) -> dict[str, Any]:
+    """What a record says about its path: base (or start model), device, dtype."""
+    out: dict[str, Any] = {}
+    if not path.is_ratio:
+        out["base"] = getattr(path, "base_name", None) or "base model"
+        out["log_z_base"] = path.log_z_a
+    else:
+        out["start"] = (
+            "exact samples of A"
+            if path.exact_start
+            else (f"{getattr(path, 'start_chain_steps', 0)} Gibbs sweeps of A")
+        )
+        if not path.exact_start:
+            out["warning"] = "start samples are approximate: the estimate is not exactly unbiased"
+    out["device"] = str(path.device)
+    out["dtype"] = str(path.dtype).replace("torch.", "")
+    return out
 
-    path: RBMPath
-    generator: torch.Generator
-    operator: TransitionOperator
-    device: torch.device
-    model: RBM
-    base_name: str | None
-    seed_label: Any
 
-
-def log_z_setup(
-    rbm: RBM,
+def record(
+    method: str,
+    path: AnnealingPath,
+    log_weights: Tensor,
     *,
-    sampler: TransitionOperator | str,
-    base_rate_data: Tensor | None,
-    base_vbias: Tensor | None,
-    seed: int | torch.Generator | None,
-    device: str | torch.device | None,
-    max_bits: int = 26,
-) -> PathSetup:
-    """The base-rate -> ``rbm`` path (S&M 2008, Sec. 3.3) with its generator and operator."""
-    model, dev = on_device(rbm, device)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
-    path = RBMPath(base, model, max_bits=max_bits)
-    return PathSetup(path, gen, op, dev, model, base_name, seed_label(seed))
-
-
-def ratio_setup(
-    rbm_b: RBM,
-    rbm_a: RBM,
-    *,
-    sampler: TransitionOperator | str,
-    start_chain_steps: int,
-    max_bits: int,
-    seed: int | torch.Generator | None,
-    device: str | torch.device | None,
-    enumeration_dtype: torch.dtype = torch.float64,
-) -> PathSetup:
-    """The ``rbm_a -> rbm_b`` path (S&M 2008, Sec. 3.2) with its generator and operator."""
-    model_b, dev = on_device(rbm_b, device)
-    model_a, _ = on_device(rbm_a, dev)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    path = RBMPath(
-        model_a,
-        model_b,
-        start_chain_steps=start_chain_steps,
-        max_bits=max_bits,
-        enumeration_dtype=enumeration_dtype,
+    n_betas: int,
+    reciprocal: bool = False,
+    seconds: float,
+    **settings: Any,
+) -> LogZResult:
+    """The result of a run along ``path``: ``log Z`` (base path) or ``log Z_B - log Z_A``."""
+    if path.is_ratio:
+        return LogZResult.from_log_weights(
+            method,
+            log_weights,
+            log_z_start=path.offset,
+            n_betas=n_betas,
+            reciprocal=reciprocal,
+            is_ratio=True,
+            reference_log_z=path.log_z_a,
+            seconds=seconds,
+            **settings,
+        )
+    return LogZResult.from_log_weights(
+        method,
+        log_weights,
+        log_z_start=float(path.log_z_start),
+        n_betas=n_betas,
+        reciprocal=reciprocal,
+        seconds=seconds,
+        **settings,
     )
-    return PathSetup(path, gen, op, dev, model_b, None, seed_label(seed))
 
 
-def ais_log_z(
-    rbm: RBM,
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# ------------------------------------------------------------------------------ estimator
+def ais(
+    path: AnnealingPath,
     *,
     n_chains: int = 100,
-    betas: str | int | Tensor = "paper",
+    betas: str | int | Tensor | None = None,
     sweeps: int = 1,
     sampler: TransitionOperator | str = "gibbs",
-    base_rate_data: Tensor | None = None,
-    base_vbias: Tensor | None = None,
     seed: int | torch.Generator | None = 0,
-    device: str | torch.device | None = None,
     progress: bool = False,
 ) -> LogZResult:
-    """Estimate ``log Z`` of an RBM by AIS from a base-rate model (S&M 2008, Sec. 3.3).
+    """Annealed importance sampling along ``path`` (S&M 2008, Sec. 3.1; S2 Sec. 3.2).
 
     Parameters
     ----------
-    rbm
-        The target model.
+    path
+        :func:`~boltzkit.estimators.paths.base_rate_path` (estimates ``log Z`` of the model) or
+        :func:`~boltzkit.estimators.paths.ratio_path` (estimates ``log Z_B - log Z_A``, and
+        ``log Z_B`` when ``log Z_A`` is exactly known).
     n_chains
         Number of independent AIS runs ``M``.
     betas
-        ``"paper"``, a number of linear points, ``"adaptive"`` / ``"adaptive:N"`` (pilot run, then
-        a fresh run with the chosen N steps), a file path, or a tensor.
+        ``"paper"`` (14,500 steps, S&M 2008), a number of linear points, ``"adaptive"`` /
+        ``"adaptive:N"`` (a pilot run, then a fresh run with the chosen N steps), a file path, or
+        a tensor; ``None``: the path's default (``"paper"``, or the 10,000 uniform steps of a
+        model-to-model path).
     sweeps
         Kernel sweeps per intermediate distribution.
     sampler
-        Transition operator inside the kernels: ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``.
-    base_rate_data
-        Data whose smoothed pixel means define the base model (Eq. 18); otherwise the base takes
-        the model's own visible biases with zero weights.
+        Transition operator inside the kernels: ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, a
+        cycle ``"flip+gibbs"`` or a repeat ``"gibbs*5"``.
     seed
-        Seed or generator; same seed, same numbers.
-    device
-        Where to run (default: the model's device; ``"auto"`` picks CUDA when present).
+        Seed or generator (on the path's device); same seed, same numbers.
+    progress
+        Show a progress bar.
 
     Returns
     -------
     LogZResult
         ``method="ais"``; ``settings`` record base, schedule, operator, sweeps, seed and device.
     """
-    _check_common(n_chains, sweeps)
+    check_runs(n_chains, sweeps)
     t0 = time.perf_counter()
-    s = log_z_setup(
-        rbm, sampler=sampler, base_rate_data=base_rate_data, base_vbias=base_vbias, seed=seed, device=device
-    )
-    schedule, schedule_name = _resolve_betas(
-        betas,
-        s.path,
-        n_chains=n_chains,
-        operator=s.operator,
-        sweeps=sweeps,
-        generator=s.generator,
-        progress=progress,
-    )
-    run = anneal(
-        s.path,
-        schedule,
-        init=s.path.sample_start(n_chains, s.generator),
-        operator=s.operator,
-        sweeps=sweeps,
-        generator=s.generator,
-        progress=progress,
-    )
-    if s.device.type == "cuda":
-        torch.cuda.synchronize(s.device)
-    n_steps = schedule.numel() - 1
-    return LogZResult.from_log_weights(
-        "ais",
-        run.log_weights,
-        log_z_start=float(s.path.log_z_zero) - s.path.log_f_one_offset,
-        n_betas=n_steps,
-        seconds=time.perf_counter() - t0,
-        base=s.base_name,
-        log_z_base=s.path.log_z_a,
-        schedule=schedule_name,
-        sampler=s.operator.name,
-        sweeps=int(sweeps),
-        total_sweeps=n_steps * int(sweeps),
-        seed=s.seed_label,
-        device=str(s.device),
-        dtype=str(s.model.dtype).replace("torch.", ""),
-    )
-
-
-def ais_log_ratio(
-    rbm_b: RBM,
-    rbm_a: RBM,
-    *,
-    n_chains: int = 100,
-    betas: str | int | Tensor = 10_001,
-    sweeps: int = 1,
-    sampler: TransitionOperator | str = "gibbs",
-    start_chain_steps: int = 10_000,
-    max_bits: int = 26,
-    enumeration_dtype: torch.dtype = torch.float64,
-    seed: int | torch.Generator | None = 0,
-    device: str | torch.device | None = None,
-    progress: bool = False,
-) -> LogZResult:
-    """Estimate ``log(Z_B / Z_A)`` of two RBMs with different hidden layers (S&M 2008, Sec. 3.2).
-
-    Chains start from exact samples of ``rbm_a`` when its smaller layer has at most ``max_bits``
-    units; otherwise from ``start_chain_steps`` Gibbs sweeps, and the record's ``settings`` carry
-    a warning that the estimate is then not exactly unbiased. The default schedule is the paper's
-    10,000 uniform steps. ``enumeration_dtype`` is the arithmetic of the one enumeration of A that
-    gives both ``log Z_A`` and the exact start samples (float32 is about twice as fast).
-
-    Returns
-    -------
-    LogZResult
-        ``is_ratio=True``; ``log_ratio`` and its bands; ``log_z`` of B when ``log Z_A`` is exact.
-    """
-    _check_common(n_chains, sweeps)
-    t0 = time.perf_counter()
-    s = ratio_setup(
-        rbm_b,
-        rbm_a,
-        sampler=sampler,
-        start_chain_steps=start_chain_steps,
-        max_bits=max_bits,
-        seed=seed,
-        device=device,
-    )
-    path, op = s.path, s.operator
-    schedule, schedule_name = _resolve_betas(
-        betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=s.generator, progress=progress
+    op = make_operator(sampler)
+    gen = make_generator(seed, path.device)
+    schedule, schedule_name = resolve_betas(
+        betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=gen, progress=progress
     )
     run = anneal(
         path,
         schedule,
-        init=path.sample_start(n_chains, s.generator),
+        init=path.sample_start(int(n_chains), gen),
         operator=op,
         sweeps=sweeps,
-        generator=s.generator,
+        generator=gen,
         progress=progress,
     )
-    settings = {
-        "schedule": schedule_name,
-        "sampler": op.name,
-        "sweeps": int(sweeps),
-        "seed": s.seed_label,
-        "device": str(s.device),
-        "start": "exact samples of A" if path.exact_start else f"{start_chain_steps} Gibbs sweeps of A",
-    }
-    if not path.exact_start:
-        settings["warning"] = "start samples are approximate: the estimate is not exactly unbiased"
-    return LogZResult.from_log_weights(
+    sync(path.device)
+    n_steps = schedule.numel() - 1
+    return record(
         "ais",
+        path,
         run.log_weights,
-        log_z_start=path.log_ratio_offset,
-        n_betas=schedule.numel() - 1,
-        is_ratio=True,
-        reference_log_z=path.log_z_a,
+        n_betas=n_steps,
         seconds=time.perf_counter() - t0,
-        **settings,
+        **path_settings(path),
+        schedule=schedule_name,
+        sampler=op.name,
+        sweeps=int(sweeps),
+        total_sweeps=n_steps * int(sweeps),
+        seed=seed_label(seed),
     )
 
 
 __all__ = [
-    "PathSetup",
-    "log_z_setup",
-    "on_device",
-    "ratio_setup",
-    "seed_label",
     "AnnealRun",
     "adaptive_betas",
-    "ais_log_ratio",
-    "ais_log_z",
+    "ais",
     "anneal",
-    "make_base",
+    "check_runs",
+    "path_settings",
+    "record",
+    "resolve_betas",
+    "seed_label",
 ]

@@ -1,15 +1,16 @@
 """One entry point per question: ``log Z`` of a model, ``log Z_B / Z_A`` of two models.
 
 The command line (``boltzkit logz``, ``boltzkit evaluate``) calls only these two functions; they
-dispatch on ``method`` to the estimators of this package:
+build the path (:func:`~boltzkit.estimators.paths.base_rate_path` or
+:func:`~boltzkit.estimators.paths.ratio_path`) and dispatch on ``method``:
 
 =============== ======================================================================================
-``exact``       enumeration of the smaller layer (:func:`~boltzkit.estimators.exact.exact_log_z`)
-``ais``         annealed importance sampling from the base-rate model (S&M 2008, Sec. 3.3)
+``exact``       enumeration of the fewest units (:func:`~boltzkit.estimators.exact.exact_log_z`)
+``ais``         annealed importance sampling along the path (S&M 2008, Sec. 3; S2 Sec. 4)
 ``reverse-ais`` reverse AIS, a stochastic upper bound (exact starts) or a heuristic one (chains)
 ``sandwich``    forward and reverse AIS with one schedule (bidirectional Monte Carlo)
-``sis``         simple importance sampling from the base-rate model (Salakhutdinov 2008, Eq. 20)
-``bridge``      geometric-bridge sampling between the base-rate model and the RBM (Eqs. 30-31)
+``sis``         simple importance sampling from the path's start (Salakhutdinov 2008, Eq. 20)
+``bridge``      bridge sampling between the path's two ends (S2 Eqs. 30-31)
 =============== ======================================================================================
 """
 
@@ -22,19 +23,14 @@ from torch import Tensor
 
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import ais_log_ratio, ais_log_z
-from boltzkit.estimators.bridge import bridge_log_ratio, bridge_log_z
+from boltzkit.estimators.ais import ais
+from boltzkit.estimators.bridge import bridge
 from boltzkit.estimators.exact import exact_log_z
-from boltzkit.estimators.result import LogZResult
-from boltzkit.estimators.reverse import (
-    EXACT_SAMPLE_MAX_BITS,
-    reverse_ais_log_ratio,
-    reverse_ais_log_z,
-    sandwich_log_ratio,
-    sandwich_log_z,
-)
-from boltzkit.estimators.sis import sis_log_ratio, sis_log_z
-from boltzkit.models.rbm import RBM
+from boltzkit.estimators.paths import EXACT_SAMPLE_MAX_BITS, base_rate_path, ratio_path
+from boltzkit.estimators.result import LogZResult, SpreadResult
+from boltzkit.estimators.reverse import reverse_ais, sandwich
+from boltzkit.estimators.sis import sis
+from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.samplers.operators import TransitionOperator
 
 #: Names accepted by :func:`estimate_log_z` and :func:`estimate_log_ratio`.
@@ -58,17 +54,36 @@ def normalize_method(method: str | Enum) -> str:
     return name
 
 
-def _sample_bits(max_bits: int) -> int:
-    """Enumeration limit for exact *samples* (all states are held at once, unlike exact log Z)."""
-    return min(int(max_bits), EXACT_SAMPLE_MAX_BITS)
+def _run(
+    path, name: str, *, n_chains, betas, sweeps, sampler, seed, progress, start_chain_steps
+) -> LogZResult:
+    annealing = {
+        "n_chains": n_chains,
+        "betas": betas,
+        "sweeps": sweeps,
+        "sampler": sampler,
+        "seed": seed,
+        "progress": progress,
+    }
+    if name == "ais":
+        return ais(path, **annealing)
+    if name == "reverse-ais":
+        return reverse_ais(path, start="auto", start_chain_steps=start_chain_steps, **annealing)
+    if name == "sandwich":
+        return sandwich(path, start="auto", start_chain_steps=start_chain_steps, **annealing)
+    if name == "sis":
+        return sis(path, n_chains=n_chains, seed=seed)
+    return bridge(
+        path, n_chains=n_chains, sampler=sampler, chain_steps=start_chain_steps, seed=seed, progress=progress
+    )
 
 
 def estimate_log_z(
-    rbm: RBM,
+    model: BoltzmannMachine,
     method: str = "ais",
     *,
     n_chains: int = 100,
-    betas: str | int | Tensor = "paper",
+    betas: str | int | Tensor | None = None,
     sweeps: int = 1,
     sampler: TransitionOperator | str = "gibbs",
     base_rate_data: Tensor | None = None,
@@ -76,12 +91,13 @@ def estimate_log_z(
     device: str | torch.device | None = None,
     progress: bool = False,
     max_bits: int = 30,
+    start_chain_steps: int = 1000,
 ) -> LogZResult:
-    """Estimate ``log Z`` of an RBM with the named method.
+    """Estimate ``log Z`` of any member of the Boltzmann machine family with the named method.
 
     Parameters
     ----------
-    rbm
+    model
         The model.
     method
         ``"exact"``, ``"ais"``, ``"reverse-ais"``, ``"sandwich"``, ``"sis"`` or ``"bridge"``.
@@ -89,9 +105,9 @@ def estimate_log_z(
         AIS / reverse-AIS runs (each direction for the sandwich), importance samples for SIS,
         samples per side for bridge sampling.
     betas, sweeps
-        Annealing schedule and sweeps per beta (AIS-type methods; ignored by exact, SIS, bridge).
+        Annealing schedule (default: the paper's 14,500 steps) and sweeps per beta.
     sampler
-        Transition operator (AIS-type methods; bridge sampling's chains when the RBM cannot be
+        Transition operator (AIS-type methods; bridge sampling's chains when the model cannot be
         enumerated).
     base_rate_data
         Data whose smoothed pixel means define the base model (S&M 2008, Eq. 18); default: the
@@ -100,55 +116,45 @@ def estimate_log_z(
         Randomness (same seed, same numbers), where to run, progress bars.
     max_bits
         Exact enumeration limit: ``exact`` refuses beyond ``2^max_bits`` states; reverse AIS and
-        bridge sampling draw exact samples of the RBM when its smaller layer has at most
-        ``min(max_bits, 22)`` units, and otherwise fall back to Gibbs chains (the record says so:
-        reverse AIS's ``settings["bound"]`` becomes ``"heuristic (approximate start samples)"``).
+        bridge sampling draw exact samples of the model when at most ``min(max_bits, 26)`` units
+        must be enumerated, and otherwise fall back to chains (the record says so: reverse AIS's
+        ``settings["bound"]`` becomes ``"heuristic (approximate start samples)"``).
+    start_chain_steps
+        Transitions that stand in for exact samples of a model too large to enumerate.
 
     Returns
     -------
     LogZResult
         With ``method`` set to the canonical name.
-
-    Raises
-    ------
-    BoltzkitError
-        Unknown method; :class:`~boltzkit.errors.IntractableError` for ``exact`` on a model too
-        large to enumerate.
     """
     name = normalize_method(method)
-    common = {"n_chains": n_chains, "seed": seed, "device": device}
-    annealing = {**common, "betas": betas, "sweeps": sweeps, "sampler": sampler, "progress": progress}
     if name == "exact":
-        return exact_log_z(rbm, max_bits=max_bits, device=None if device is None else resolve_device(device))
-    if name == "ais":
-        return ais_log_z(rbm, base_rate_data=base_rate_data, **annealing)
-    if name == "reverse-ais":
-        return reverse_ais_log_z(
-            rbm, base_rate_data=base_rate_data, start="auto", max_bits=_sample_bits(max_bits), **annealing
+        return exact_log_z(
+            model, max_bits=max_bits, device=None if device is None else resolve_device(device)
         )
-    if name == "sandwich":
-        return sandwich_log_z(
-            rbm, base_rate_data=base_rate_data, start="auto", max_bits=_sample_bits(max_bits), **annealing
-        )
-    if name == "sis":
-        return sis_log_z(rbm, base_rate_data=base_rate_data, **common)
-    return bridge_log_z(
-        rbm,
-        base_rate_data=base_rate_data,
+    path = base_rate_path(
+        model, data=base_rate_data, device=device, max_bits=min(int(max_bits), EXACT_SAMPLE_MAX_BITS)
+    )
+    return _run(
+        path,
+        name,
+        n_chains=n_chains,
+        betas=betas,
+        sweeps=sweeps,
         sampler=sampler,
-        max_bits=_sample_bits(max_bits),
+        seed=seed,
         progress=progress,
-        **common,
+        start_chain_steps=start_chain_steps,
     )
 
 
 def estimate_log_ratio(
-    rbm_b: RBM,
-    rbm_a: RBM,
+    model_b: BoltzmannMachine,
+    model_a: BoltzmannMachine,
     method: str = "ais",
     *,
     n_chains: int = 100,
-    betas: str | int | Tensor = 10_001,
+    betas: str | int | Tensor | None = None,
     sweeps: int = 1,
     sampler: TransitionOperator | str = "gibbs",
     seed: int | torch.Generator | None = 0,
@@ -156,23 +162,26 @@ def estimate_log_ratio(
     progress: bool = False,
     max_bits: int = EXACT_SAMPLE_MAX_BITS,
     start_chain_steps: int = 10_000,
+    enumeration_dtype: torch.dtype = torch.float64,
 ) -> LogZResult:
-    """Estimate ``log(Z_B / Z_A)`` of two RBMs over the same visible units (S&M 2008, Sec. 3.2).
+    """Estimate ``log(Z_B / Z_A)`` of two models over the same visible units (S&M 2008, Sec. 3.2).
 
     Parameters
     ----------
-    rbm_b, rbm_a
+    model_b, model_a
         The model of interest and the reference.
     method
-        As for :func:`estimate_log_z`. ``"exact"`` enumerates both models; ``"ais"``,
-        ``"reverse-ais"`` and ``"sandwich"`` anneal along the RBM-to-RBM path (default schedule:
-        the paper's 10,000 uniform steps); ``"sis"`` draws from ``A``; ``"bridge"`` from both.
+        As for :func:`estimate_log_z`. ``"exact"`` enumerates both models; the others run along
+        :func:`~boltzkit.estimators.paths.ratio_path` (default schedule: the paper's 10,000
+        uniform steps); ``"sis"`` draws from ``A``, ``"bridge"`` from both.
     max_bits
-        Exact samples and exact ``log Z_A`` when the smaller layer has at most this many units
-        (for ``"exact"``, the enumeration limit).
+        Exact samples and exact ``log Z_A`` when at most this many units must be enumerated (for
+        ``"exact"``, the enumeration limit).
     start_chain_steps
         Gibbs sweeps that stand in for exact samples of a model too large to enumerate (the
         record then carries a warning).
+    enumeration_dtype
+        Arithmetic of the enumeration of A (float64 or float32; sums are float64).
 
     Returns
     -------
@@ -181,47 +190,41 @@ def estimate_log_ratio(
         exactly known.
     """
     name = normalize_method(method)
-    if rbm_a.n_visible != rbm_b.n_visible:
+    if model_a.n_visible != model_b.n_visible:
         raise BoltzkitError(
-            "the two RBMs of a log-ratio estimate must share their visible units",
-            got=f"{rbm_b.n_visible} (B) and {rbm_a.n_visible} (A) visible units",
+            "the two models of a log-ratio estimate must share their visible units",
+            got=f"{model_b.n_visible} (B) and {model_a.n_visible} (A) visible units",
         )
-    common = {"n_chains": n_chains, "seed": seed, "device": device}
-    annealing = {**common, "betas": betas, "sweeps": sweeps, "sampler": sampler, "progress": progress}
     if name == "exact":
-        return _exact_ratio(rbm_b, rbm_a, max_bits=max_bits, device=device)
-    if name == "ais":
-        return ais_log_ratio(
-            rbm_b, rbm_a, start_chain_steps=start_chain_steps, max_bits=max_bits, **annealing
-        )
-    if name == "reverse-ais":
-        return reverse_ais_log_ratio(
-            rbm_b, rbm_a, start="auto", start_chain_steps=start_chain_steps, max_bits=max_bits, **annealing
-        )
-    if name == "sandwich":
-        return sandwich_log_ratio(
-            rbm_b, rbm_a, start="auto", start_chain_steps=start_chain_steps, max_bits=max_bits, **annealing
-        )
-    if name == "sis":
-        return sis_log_ratio(rbm_b, rbm_a, start_chain_steps=start_chain_steps, max_bits=max_bits, **common)
-    return bridge_log_ratio(
-        rbm_b,
-        rbm_a,
-        sampler=sampler,
-        chain_steps=start_chain_steps,
+        return _exact_ratio(model_b, model_a, max_bits=max_bits, device=device)
+    path = ratio_path(
+        model_a,
+        model_b,
+        start_chain_steps=start_chain_steps,
         max_bits=max_bits,
+        enumeration_dtype=enumeration_dtype,
+        device=device,
+    )
+    return _run(
+        path,
+        name,
+        n_chains=n_chains,
+        betas=betas,
+        sweeps=sweeps,
+        sampler=sampler,
+        seed=seed,
         progress=progress,
-        **common,
+        start_chain_steps=start_chain_steps,
     )
 
 
-def _exact_ratio(rbm_b: RBM, rbm_a: RBM, *, max_bits: int, device: str | torch.device | None) -> LogZResult:
+def _exact_ratio(
+    model_b: BoltzmannMachine, model_a: BoltzmannMachine, *, max_bits: int, device: str | torch.device | None
+) -> LogZResult:
     """``log Z_B - log Z_A`` by enumerating both models, as a ratio record with zero spread."""
-    from boltzkit.estimators.bridge import SpreadResult
-
     dev = None if device is None else resolve_device(device)
-    a = exact_log_z(rbm_a, max_bits=max_bits, device=dev)
-    b = exact_log_z(rbm_b, max_bits=max_bits, device=dev)
+    a = exact_log_z(model_a, max_bits=max_bits, device=dev)
+    b = exact_log_z(model_b, max_bits=max_bits, device=dev)
     log_r = float(b.log_z) - float(a.log_z)
     return SpreadResult(
         method="exact",

@@ -28,75 +28,29 @@ the bridge's dependence on ``r_hat`` itself is ignored (the usual first-order ap
 When the samples of the RBM come from Gibbs chains rather than exact enumeration, the estimate
 is approximate and says so in ``settings``.
 
-Here ``A`` is the base-rate model of the AIS path (S&M 2008, Eq. 18) and ``B`` the RBM, with
-``p*(v) = exp(-F(v))`` the visible marginals.
+Along a path (:mod:`boltzkit.estimators.paths`) ``A`` is its start (a base-rate model, S&M 2008
+Eq. 18, or a model of interest) and ``B`` its target, with ``p*_A = p*_0`` and ``p*_B = p*_1``
+(summed-out units summed out): ``l(x) = p*_1(x) / p*_0(x)``.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import bernoulli, make_generator
+from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import make_base, on_device, seed_label
-from boltzkit.estimators.base_rate import base_rate_log_z
-from boltzkit.estimators.exact import exact_log_z, exact_sample
-from boltzkit.estimators.result import Band, LogZResult, effective_sample_size
-from boltzkit.models.rbm import RBM
-from boltzkit.samplers.driver import run_chains
+from boltzkit.estimators.ais import path_settings, seed_label, sync
+from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
+from boltzkit.estimators.reverse import relax
 from boltzkit.samplers.operators import TransitionOperator, make_operator
-from boltzkit.state import ChainState
 
 BRIDGES = ("geometric", "optimal")
-
-
-@dataclass(frozen=True)
-class SpreadResult(LogZResult):
-    """A :class:`LogZResult` whose spread is given, not computed from one vector of weights.
-
-    Estimators that are not a single importance-sampling mean (bridge sampling: a ratio of two
-    means) carry ``log r_hat`` and ``log sigma_hat`` of the estimated ratio directly; ``log_z``,
-    the bands ``log(r_hat ± k sigma_hat) + log_z_start`` and the standard error follow the same
-    conventions as for weight-based records.
-
-    Attributes
-    ----------
-    log_mean
-        ``log r_hat`` (the estimate before adding ``log_z_start``).
-    log_sigma
-        ``log sigma_hat`` of ``r_hat``; ``-inf`` for an exact value.
-    n_samples
-        Total number of samples used (reported as ``n_chains``).
-    ess_value
-        Effective sample size to report (``None``: not defined).
-    """
-
-    log_mean: float = math.nan
-    log_sigma: float = -math.inf
-    n_samples: int = 0
-    ess_value: float | None = None
-
-    def _band(self) -> Band:
-        return Band.from_log_mean(self.log_mean, self.log_sigma, self.log_z_start)
-
-    @property
-    def log_z_stderr(self) -> float:
-        """Delta-method standard error of the log estimate, ``sigma_hat / r_hat``."""
-        return math.exp(self.log_sigma - self.log_mean) if math.isfinite(self.log_sigma) else 0.0
-
-    @property
-    def n_chains(self) -> int:
-        return int(self.n_samples)
-
-    @property
-    def ess(self) -> float | None:
-        return self.ess_value
 
 
 # ------------------------------------------------------------------------------ the estimator
@@ -111,32 +65,6 @@ def _rel_se(log_w: Tensor) -> float:
         return 0.0
     w = torch.exp(log_w - log_w.max())
     return float(w.std(unbiased=True) / w.mean()) / math.sqrt(m)
-
-
-@dataclass(frozen=True)
-class BridgeEstimate:
-    """Output of :func:`bridge_log_ratio_from_log_l`.
-
-    Attributes
-    ----------
-    log_r
-        ``log r_hat``, the estimate of ``log(Z_B / Z_A)``.
-    log_sigma
-        ``log sigma_hat`` of ``r_hat`` (delta method); ``-inf`` when both spreads vanish.
-    ess_a, ess_b
-        Kish effective sample sizes of the bridge weights on the A and B samples.
-    iterations
-        Fixed-point iterations (0 for the geometric bridge).
-    converged
-        Whether the optimal-bridge iteration met its tolerance.
-    """
-
-    log_r: float
-    log_sigma: float
-    ess_a: float
-    ess_b: float
-    iterations: int
-    converged: bool
 
 
 def bridge_log_ratio_from_log_l(
@@ -207,40 +135,8 @@ def bridge_log_ratio_from_log_l(
     )
 
 
-# ----------------------------------------------------------------------------- sampling
-def _samples(
-    rbm: RBM,
-    n: int,
-    generator: torch.Generator,
-    *,
-    max_bits: int,
-    chain_steps: int,
-    operator: TransitionOperator,
-    init_v: Tensor | None,
-    progress: bool,
-    name: str,
-) -> tuple[Tensor, bool, str]:
-    """``n`` visible samples of ``rbm``: exact by enumeration when possible, else Gibbs chains."""
-    if min(rbm.n_visible, rbm.n_hidden) <= max_bits:
-        v = exact_sample(rbm, n, generator=generator, max_bits=max_bits).visible
-        return v, True, f"exact samples of {name} (enumerated smaller layer)"
-    if init_v is None:
-        state = rbm.random_state(n, generator)
-        origin = "uniform random states"
-    else:
-        v0 = init_v.to(dtype=rbm.dtype, device=rbm.device)
-        state = ChainState((v0, rbm.sample_h_given_v(v0, generator)))
-        origin = "base-rate samples"
-    state = run_chains(rbm, operator, state, int(chain_steps), generator=generator, progress=progress)
-    return (
-        state.visible,
-        False,
-        f"{int(chain_steps)} {operator.name} sweeps of {name} from {origin} (approximate)",
-    )
-
-
 def _check(n_chains: int, chain_steps: int, bridge: str) -> None:
-    if int(n_chains) < 1:
+    if isinstance(n_chains, bool) or int(n_chains) < 1:
         raise BoltzkitError("bridge sampling needs at least 1 sample per side", got=n_chains)
     if int(chain_steps) < 0:
         raise BoltzkitError("chain_steps must be non-negative", got=chain_steps)
@@ -248,233 +144,104 @@ def _check(n_chains: int, chain_steps: int, bridge: str) -> None:
         raise BoltzkitError("unknown bridge", got=bridge, expected="'geometric' or 'optimal'")
 
 
-def _record(
-    est: BridgeEstimate,
+@torch.no_grad()
+def bridge(
+    path: AnnealingPath,
     *,
-    n_a: int,
-    n_b: int,
-    log_z_start: float,
-    is_ratio: bool,
-    reference_log_z: float | None,
-    seconds: float,
-    settings: dict[str, Any],
+    n_chains: int = 100,
+    bridge: str = "geometric",
+    sampler: TransitionOperator | str = "gibbs",
+    chain_steps: int = 1000,
+    max_iter: int = 200,
+    tol: float = 1e-10,
+    seed: int | torch.Generator | None = 0,
+    progress: bool = False,
 ) -> SpreadResult:
-    estimate = log_z_start + est.log_r
-    if is_ratio:
-        log_z = None if reference_log_z is None else reference_log_z + estimate
+    """Bridge sampling between the two ends of ``path`` (S2 Eqs. 30-31).
+
+    Parameters
+    ----------
+    path
+        :func:`~boltzkit.estimators.paths.base_rate_path` (``log Z``) or
+        :func:`~boltzkit.estimators.paths.ratio_path` (``log Z_B - log Z_A``).
+    n_chains
+        Samples drawn from each of ``p_0`` and ``p_1`` (``M_A = M_B = n_chains``).
+    bridge
+        ``"geometric"`` (``sqrt(p*_A p*_B)``, Eq. 31) or ``"optimal"`` (Meng & Wong 1996).
+    sampler, chain_steps
+        When the target cannot be enumerated, its samples are the end states of
+        ``chain_steps`` transitions of ``sampler`` started from samples of ``p_0`` (one chain per
+        sample); the record then carries a warning.
+    max_iter, tol
+        Of the optimal-bridge iteration.
+    seed, progress
+        Randomness and progress bars.
+
+    Returns
+    -------
+    SpreadResult
+        ``method="bridge"``: ``log Z_A + log r_hat`` (or the ratio), bands ``log(r_hat ± k
+        sigma_hat)`` shifted alike; ``settings`` name the bridge, the samples of each side, their
+        ESS and the number of iterations.
+    """
+    _check(n_chains, chain_steps, bridge)
+    t0 = time.perf_counter()
+    gen = make_generator(seed, path.device)
+    op = make_operator(sampler)
+    n = int(n_chains)
+    x_a = path.sample_start(n, gen)
+    exact_a = path.exact_start
+    if path.end_is_exact:
+        x_b = path.sample_end(n, gen)
+        exact_b, label_b = True, "exact samples of the target (enumeration)"
     else:
-        log_z = estimate
-    settings = {
-        **settings,
-        "n_samples_a": n_a,
-        "n_samples_b": n_b,
+        x_b = relax(path, path.sample_start(n, gen), chain_steps, op, gen, progress)
+        exact_b = False
+        label_b = f"{int(chain_steps)} {op.name} sweeps of the target from start samples (approximate)"
+
+    def log_l(x) -> Tensor:
+        return path.log_f(x, 1.0) - path.log_f(x, 0.0)
+
+    est = bridge_log_ratio_from_log_l(log_l(x_a), log_l(x_b), bridge=bridge, max_iter=max_iter, tol=tol)
+    sync(path.device)
+    settings: dict[str, Any] = {
+        "bridge": bridge,
+        **path_settings(path),
+        "samples_a": "exact samples of the start" if exact_a else "Gibbs chains of the start (approximate)",
+        "samples_b": label_b,
+        "seed": seed_label(seed),
+        "n_samples_a": n,
+        "n_samples_b": n,
         "ess_a": est.ess_a,
         "ess_b": est.ess_b,
         "bridge_iterations": est.iterations,
     }
+    settings.pop("start", None)
+    if not (exact_a and exact_b):
+        settings["sampler"] = op.name
+        settings["warning"] = "some samples are approximate (Markov chains): the estimate may be biased"
     if not est.converged:
         settings["bridge_warning"] = "the optimal-bridge iteration did not converge"
+    start = path.log_z_start
+    estimate = (0.0 if start is None else start) + est.log_r
+    if path.is_ratio:
+        log_z = None if path.log_z_a is None else path.log_z_a + estimate
+    else:
+        log_z = estimate
     return SpreadResult(
         method="bridge",
         log_z=log_z,
-        log_z_start=float(log_z_start),
+        log_z_start=float(path.offset if path.is_ratio else start),
         n_betas=1,
-        is_ratio=is_ratio,
-        reference_log_z=reference_log_z,
+        is_ratio=path.is_ratio,
+        reference_log_z=path.log_z_a if path.is_ratio else None,
         settings=settings,
-        seconds=float(seconds),
+        seconds=time.perf_counter() - t0,
         log_mean=est.log_r,
         log_sigma=est.log_sigma,
-        n_samples=n_a + n_b,
+        n_samples=2 * n,
         ess_value=min(est.ess_a, est.ess_b),
     )
 
 
-# ------------------------------------------------------------------------------ public API
-@torch.no_grad()
-def bridge_log_z(
-    rbm: RBM,
-    *,
-    n_chains: int = 100,
-    bridge: str = "geometric",
-    base_rate_data: Tensor | None = None,
-    base_vbias: Tensor | None = None,
-    sampler: TransitionOperator | str = "gibbs",
-    chain_steps: int = 1000,
-    max_bits: int = 22,
-    max_iter: int = 200,
-    tol: float = 1e-10,
-    seed: int | torch.Generator | None = 0,
-    device: str | torch.device | None = None,
-    progress: bool = False,
-) -> SpreadResult:
-    """Estimate ``log Z`` of an RBM by bridge sampling from the base-rate model (Eqs. 30-31).
-
-    Parameters
-    ----------
-    rbm
-        The target ``B``.
-    n_chains
-        Samples drawn from each of ``p_A`` and ``p_B`` (``M_A = M_B = n_chains``).
-    bridge
-        ``"geometric"`` (``sqrt(p*_A p*_B)``, Eq. 31) or ``"optimal"`` (Meng & Wong 1996).
-    base_rate_data, base_vbias
-        The base model ``A``, as for :func:`~boltzkit.estimators.ais.ais_log_z`.
-    sampler, chain_steps
-        When the RBM's smaller layer has more than ``max_bits`` units, its samples are the end
-        states of ``chain_steps`` sweeps of ``sampler`` started from base-rate samples (one chain
-        per sample); the record then carries a warning.
-    max_bits
-        Largest smaller layer enumerated for exact samples of the RBM.
-    max_iter, tol
-        Of the optimal-bridge iteration.
-    seed, device, progress
-        As for :func:`~boltzkit.estimators.ais.ais_log_z`.
-
-    Returns
-    -------
-    SpreadResult
-        ``method="bridge"``: ``log_z = log Z_A + log r_hat``, bands ``log Z_A + log(r_hat ± k
-        sigma_hat)``; ``settings`` name the bridge, the samples of each side, their ESS and the
-        number of iterations.
-    """
-    _check(n_chains, chain_steps, bridge)
-    t0 = time.perf_counter()
-    model, dev = on_device(rbm, device)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    base, base_name = make_base(model, base_rate_data=base_rate_data, base_vbias=base_vbias)
-    b_a = base.vbias.detach()
-    p_a = torch.sigmoid(b_a).expand(int(n_chains), -1)
-    b_a64 = b_a.to(torch.float64)
-    v_a = bernoulli(p_a, gen)
-    v_b, exact_b, label_b = _samples(
-        model,
-        int(n_chains),
-        gen,
-        max_bits=max_bits,
-        chain_steps=chain_steps,
-        operator=op,
-        init_v=bernoulli(p_a, gen) if min(model.n_visible, model.n_hidden) > max_bits else None,
-        progress=progress,
-        name="the RBM",
-    )
-    log_l_a = model.log_unnormalized_visible(v_a) - v_a.to(torch.float64) @ b_a64
-    log_l_b = model.log_unnormalized_visible(v_b) - v_b.to(torch.float64) @ b_a64
-    est = bridge_log_ratio_from_log_l(log_l_a, log_l_b, bridge=bridge, max_iter=max_iter, tol=tol)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-    log_z_a = base_rate_log_z(b_a)
-    settings: dict[str, Any] = {
-        "bridge": bridge,
-        "base": base_name,
-        "log_z_base": log_z_a,
-        "samples_a": "exact samples of the base-rate model",
-        "samples_b": label_b,
-        "seed": seed_label(seed),
-        "device": str(dev),
-        "dtype": str(model.dtype).replace("torch.", ""),
-    }
-    if not exact_b:
-        settings["sampler"] = op.name
-        settings["warning"] = "samples of the RBM are approximate (Gibbs chains): the estimate may be biased"
-    return _record(
-        est,
-        n_a=int(n_chains),
-        n_b=int(n_chains),
-        log_z_start=log_z_a,
-        is_ratio=False,
-        reference_log_z=None,
-        seconds=time.perf_counter() - t0,
-        settings=settings,
-    )
-
-
-@torch.no_grad()
-def bridge_log_ratio(
-    rbm_b: RBM,
-    rbm_a: RBM,
-    *,
-    n_chains: int = 100,
-    bridge: str = "geometric",
-    sampler: TransitionOperator | str = "gibbs",
-    chain_steps: int = 10_000,
-    max_bits: int = 22,
-    max_iter: int = 200,
-    tol: float = 1e-10,
-    seed: int | torch.Generator | None = 0,
-    device: str | torch.device | None = None,
-    progress: bool = False,
-) -> SpreadResult:
-    """Estimate ``log(Z_B / Z_A)`` of two RBMs over the same visible units by bridge sampling.
-
-    ``l(v) = exp(F_A(v) - F_B(v))``; samples of each RBM are exact when its smaller layer has at
-    most ``max_bits`` units, else the end states of ``chain_steps`` sweeps from uniform random
-    states (labelled approximate). ``log Z_A`` is computed exactly when ``A`` can be enumerated,
-    and then ``log_z`` is ``log Z_B``.
-
-    Returns
-    -------
-    SpreadResult
-        ``method="bridge"``, ``is_ratio=True``.
-    """
-    _check(n_chains, chain_steps, bridge)
-    if rbm_a.n_visible != rbm_b.n_visible:
-        raise BoltzkitError(
-            "bridge sampling between two RBMs needs the same visible units",
-            got=f"{rbm_a.n_visible} and {rbm_b.n_visible} visible units",
-        )
-    t0 = time.perf_counter()
-    rbm_b, dev = on_device(rbm_b, device)
-    rbm_a, _ = on_device(rbm_a, dev)
-    gen = make_generator(seed, dev)
-    op = make_operator(sampler)
-    kw = {
-        "max_bits": max_bits,
-        "chain_steps": chain_steps,
-        "operator": op,
-        "init_v": None,
-        "progress": progress,
-    }
-    v_a, exact_a, label_a = _samples(rbm_a, int(n_chains), gen, name="A", **kw)
-    v_b, exact_b, label_b = _samples(rbm_b, int(n_chains), gen, name="B", **kw)
-
-    def log_l(v: Tensor) -> Tensor:
-        return rbm_b.log_unnormalized_visible(v) - rbm_a.log_unnormalized_visible(v)
-
-    est = bridge_log_ratio_from_log_l(log_l(v_a), log_l(v_b), bridge=bridge, max_iter=max_iter, tol=tol)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-    reference = None
-    if min(rbm_a.n_visible, rbm_a.n_hidden) <= max_bits:
-        reference = float(exact_log_z(rbm_a, max_bits=max_bits).log_z)
-    settings: dict[str, Any] = {
-        "bridge": bridge,
-        "samples_a": label_a,
-        "samples_b": label_b,
-        "seed": seed_label(seed),
-        "device": str(dev),
-    }
-    if not (exact_a and exact_b):
-        settings["sampler"] = op.name
-        settings["warning"] = "some samples are approximate (Gibbs chains): the estimate may be biased"
-    return _record(
-        est,
-        n_a=int(n_chains),
-        n_b=int(n_chains),
-        log_z_start=0.0,
-        is_ratio=True,
-        reference_log_z=reference,
-        seconds=time.perf_counter() - t0,
-        settings=settings,
-    )
-
-
-__all__ = [
-    "BRIDGES",
-    "BridgeEstimate",
-    "SpreadResult",
-    "bridge_log_ratio",
-    "bridge_log_ratio_from_log_l",
-    "bridge_log_z",
-]
+__all__ = ["BRIDGES", "bridge", "bridge_log_ratio_from_log_l"]

@@ -1,4 +1,4 @@
-"""Frozen result records for partition-function estimates.
+"""Frozen result records of every estimator: log Z estimates, sandwiches, bridges, log-probabilities.
 
 An importance-sampling estimate of ``Z`` from ``M`` log-weights ``log w_i`` is (Salakhutdinov &
 Murray 2008, Eqs. 11-12)::
@@ -294,6 +294,178 @@ class LogZResult:
 
     def to_json(self, include_weights: bool = False) -> str:
         return json.dumps(self.to_dict(include_weights), allow_nan=False, default=str)
+
+
+@dataclass(frozen=True)
+class SpreadResult(LogZResult):
+    """A :class:`LogZResult` whose spread is given, not computed from one vector of weights.
+
+    Estimators that are not a single importance-sampling mean (bridge sampling: a ratio of two
+    means) carry ``log r_hat`` and ``log sigma_hat`` of the estimated ratio directly; ``log_z``,
+    the bands ``log(r_hat ± k sigma_hat) + log_z_start`` and the standard error follow the same
+    conventions as for weight-based records.
+
+    Attributes
+    ----------
+    log_mean
+        ``log r_hat`` (the estimate before adding ``log_z_start``).
+    log_sigma
+        ``log sigma_hat`` of ``r_hat``; ``-inf`` for an exact value.
+    n_samples
+        Total number of samples used (reported as ``n_chains``).
+    ess_value
+        Effective sample size to report (``None``: not defined).
+    """
+
+    log_mean: float = math.nan
+    log_sigma: float = -math.inf
+    n_samples: int = 0
+    ess_value: float | None = None
+
+    def _band(self) -> Band:
+        return Band.from_log_mean(self.log_mean, self.log_sigma, self.log_z_start)
+
+    @property
+    def log_z_stderr(self) -> float:
+        """Delta-method standard error of the log estimate, ``sigma_hat / r_hat``."""
+        return math.exp(self.log_sigma - self.log_mean) if math.isfinite(self.log_sigma) else 0.0
+
+    @property
+    def n_chains(self) -> int:
+        return int(self.n_samples)
+
+    @property
+    def ess(self) -> float | None:
+        return self.ess_value
+
+
+@dataclass(frozen=True)
+class SandwichResult(LogZResult):
+    """A ``method="sandwich"`` record: the forward (lower) estimate, with both halves attached.
+
+    Attributes
+    ----------
+    forward
+        The forward AIS record (``method="ais"``).
+    reverse
+        The reverse AIS record (``method="reverse-ais"``, ``reciprocal=True``).
+    """
+
+    forward: LogZResult | None = None
+    reverse: LogZResult | None = None
+
+    def to_dict(self, include_weights: bool = False) -> dict[str, Any]:
+        """As :meth:`LogZResult.to_dict`; with weights, also ``reverse_log_weights``."""
+        out = super().to_dict(include_weights)
+        if include_weights and self.reverse is not None and self.reverse.log_weights is not None:
+            out["reverse_log_weights"] = self.reverse.log_weights.tolist()
+        return out
+
+
+@dataclass(frozen=True)
+class BridgeEstimate:
+    """A bridge-sampling estimate of ``log(Z_B / Z_A)`` from two sets of log-likelihood ratios.
+
+    Attributes
+    ----------
+    log_r
+        ``log r_hat``, the estimate of ``log(Z_B / Z_A)``.
+    log_sigma
+        ``log sigma_hat`` of ``r_hat`` (delta method); ``-inf`` when both spreads vanish.
+    ess_a, ess_b
+        Kish effective sample sizes of the bridge weights on the A and B samples.
+    iterations
+        Fixed-point iterations (0 for the geometric bridge).
+    converged
+        Whether the optimal-bridge iteration met its tolerance.
+    """
+
+    log_r: float
+    log_sigma: float
+    ess_a: float
+    ess_b: float
+    iterations: int
+    converged: bool
+
+
+@dataclass(frozen=True)
+class LogProbResult:
+    """Mean log-probability of a data set, with the interval implied by the ``log Z`` estimate.
+
+    Attributes
+    ----------
+    mean_log_prob
+        ``mean_n log p*(v_n) - log Z_hat``.
+    mean_log_prob_minus_sigma, mean_log_prob_plus_sigma
+        ``mean log p* - log(Z_hat ± sigma_hat)`` (note the swap: the *minus* end uses
+        ``Z + sigma``); ``None`` where the ``log Z`` band is ``None``.
+    mean_log_prob_minus_3sigma, mean_log_prob_plus_3sigma
+        The same at ``3 sigma`` (S&M 2008, Table 1).
+    mean_neg_free_energy
+        ``mean_n log p*(v_n)`` (``-F(v)``), exact or its mean-field lower bound (see ``bound``).
+    data_stderr
+        Standard error of the mean over examples, ``sd_n(log p(v_n)) / sqrt(n)``: the sampling
+        variability of the data set, not part of the ``log Z`` interval.
+    n
+        Number of examples.
+    log_z
+        The ``log Z_hat`` used.
+    log_z_method
+        Its estimator (``"exact"``, ``"ais"``, ...).
+    log_z_band
+        Its band ``log(Z_hat ± k sigma_hat)``.
+    bound
+        ``"exact"`` when ``log p*(v)`` is exact (hidden units summed out or enumerated),
+        ``"lower"`` when it is the mean-field lower bound (Salakhutdinov 2008, Eq. 53).
+    mean_log_prob_conservative
+        ``mean log p* - log Z_up`` when the record is a sandwich with a reverse-AIS upper
+        estimate, else ``None``.
+    per_example
+        ``log p(v_n)``, float64, shape ``(n,)``, when asked for; else ``None``.
+    details
+        How ``log p*`` was obtained (e.g. the mean-field iterations and residual).
+    """
+
+    mean_log_prob: float
+    mean_log_prob_minus_sigma: float | None
+    mean_log_prob_plus_sigma: float | None
+    mean_log_prob_minus_3sigma: float | None
+    mean_log_prob_plus_3sigma: float | None
+    mean_neg_free_energy: float
+    data_stderr: float
+    n: int
+    log_z: float
+    log_z_method: str
+    log_z_band: Band
+    bound: str = "exact"
+    mean_log_prob_conservative: float | None = None
+    per_example: Tensor | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, include_per_example: bool = False) -> dict[str, Any]:
+        """JSON-ready dict (``None`` for undefined bands; per-example values only when asked)."""
+
+        def clean(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        out: dict[str, Any] = {
+            "mean_log_prob": clean(self.mean_log_prob),
+            "mean_log_prob_minus_sigma": clean(self.mean_log_prob_minus_sigma),
+            "mean_log_prob_plus_sigma": clean(self.mean_log_prob_plus_sigma),
+            "mean_log_prob_minus_3sigma": clean(self.mean_log_prob_minus_3sigma),
+            "mean_log_prob_plus_3sigma": clean(self.mean_log_prob_plus_3sigma),
+            "mean_log_prob_conservative": clean(self.mean_log_prob_conservative),
+            "mean_neg_free_energy": clean(self.mean_neg_free_energy),
+            "data_stderr": clean(self.data_stderr),
+            "n": self.n,
+            "bound": self.bound,
+            "log_z_method": self.log_z_method,
+        }
+        out.update({k: clean(v) for k, v in self.log_z_band.as_dict("log_z").items()})
+        out.update({k: _jsonable(v) for k, v in self.details.items() if k not in out})
+        if include_per_example and self.per_example is not None:
+            out["per_example"] = self.per_example.tolist()
+        return out
 
 
 def _jsonable(value: Any) -> Any:

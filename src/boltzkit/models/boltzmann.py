@@ -498,19 +498,27 @@ class BoltzmannMachine(EnergyModel):
         """Energy of the terms among ``layers`` (default: all), float64, shape ``(n,)``.
 
         Couplings with a layer outside ``layers`` are left out, as are that layer's biases: this
-        is the part of ``E`` that does not involve summed-out layers.
+        is the part of ``E`` that does not involve summed-out layers. Products are formed in the
+        parameters' dtype and summed in float64.
         """
         keep = set(range(self.n_layers)) if layers is None else set(layers)
-        x = [t.to(torch.float64) for t in state.layers]
+        x = state.layers
+        x64: dict[int, Tensor] = {}
+
+        def as64(l: int) -> Tensor:
+            if l not in x64:
+                x64[l] = x[l].to(torch.float64)
+            return x64[l]
+
         e = torch.zeros(x[0].shape[0], dtype=torch.float64, device=x[0].device)
         for l, m in self._keys:
-            if l in keep and m in keep:
-                w = getattr(self, self._names[(l, m)]).detach().to(torch.float64)
-                term = ((x[l] @ w) * x[m]).sum(1)
+            if l in keep and m in keep and self._sizes[l] and self._sizes[m]:
+                w = getattr(self, self._names[(l, m)]).detach()
+                term = ((x[l].to(w.dtype) @ w).to(torch.float64) * as64(m)).sum(1)
                 e = e - (0.5 * term if l == m else term)
-        for l in keep:
+        for l in sorted(keep):
             if self._sizes[l]:
-                e = e - x[l] @ self.bias(l).detach().to(torch.float64)
+                e = e - as64(l) @ self.bias(l).detach().to(torch.float64)
         return e
 
     def joint_energy(self, state: ChainState) -> Tensor:
