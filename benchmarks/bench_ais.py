@@ -1,7 +1,7 @@
 """AIS on a 784-500 RBM with 100 chains: time per beta step next to the bare cost of the step.
 
-* library: ``boltzkit.estimators.ais.anneal`` along the base-rate -> RBM path (``RBMPath``, the
-  fused step: log-weight increment in float64 plus one Gibbs sweep), timed over a stretch of
+* library: ``boltzkit.estimators.ais.anneal`` along the base-rate -> RBM path (``base_rate_path``,
+  the fused step: log-weight increment in float64 plus one Gibbs sweep), timed over a stretch of
   betas spaced like the middle of the paper's schedule (step 1e-4), divided by the number of steps.
 * bare: per step the two products ``(100,784)x(784,500)`` and ``(100,500)x(500,784)`` and the
   ``100 x 500 + 100 x 784`` uniforms, in the parameters' dtype, into preallocated outputs.
@@ -19,8 +19,8 @@ import argparse
 import torch
 from _timing import common_arguments, finish, interleaved, paired_ratio, row, set_threads
 
-from boltzkit.estimators.ais import anneal, make_base
-from boltzkit.estimators.paths import RBMPath
+from boltzkit.estimators.ais import anneal
+from boltzkit.estimators.paths import base_rate_path
 from boltzkit.models import RBM
 from boltzkit.samplers.operators import Gibbs
 
@@ -42,8 +42,7 @@ def make_rbm(dtype: torch.dtype, device: torch.device, seed: int = 0) -> RBM:
 
 
 def _path_and_start(rbm: RBM, device: torch.device):
-    base, _ = make_base(rbm)
-    path = RBMPath(base, rbm)
+    path = base_rate_path(rbm)
     gen = torch.Generator(device=device).manual_seed(1)
     return path, path.sample_start(N_CHAINS, gen), gen
 
@@ -138,7 +137,7 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, n_
         rows.append(
             row(
                 bench,
-                "boltzkit RBMPath.step (anneal's loop body)",
+                "boltzkit path.step (anneal's loop body)",
                 lib_step,
                 bare_s=bare_step,
                 vs_bare=paired_ratio(fine["library"], fine["bare"]),
@@ -188,7 +187,7 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, n_
 def aims(rows: list[dict]) -> list[str]:
     out = []
     for r in rows:
-        if r["what"].startswith("boltzkit RBMPath.step"):
+        if r["what"].startswith("boltzkit path.step"):
             ok = "met" if r["vs_bare"] <= 1.3 else "NOT met"
             out.append(f"{r['benchmark']}: {r['vs_bare']:.2f}x bare (aim <= 1.3: {ok})")
     return out

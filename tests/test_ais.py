@@ -1,4 +1,4 @@
-"""AIS (S&M 2008, Sec. 3): engine, base-rate and RBM-to-RBM paths, result records, base rates.
+"""AIS (S&M 2008, Sec. 3) on RBMs: engine, base-rate and RBM-to-RBM paths, result records, base rates.
 
 Small float64 RBMs with prime layer sizes (one float32, one 784 x 13) have their log Z by
 enumeration. Every statistical check allows ``K_SIGMA = 5`` standard errors, taken from the
@@ -18,12 +18,13 @@ from hypothesis import strategies as st
 
 from boltzkit._numerics import LOG2, make_generator, softplus
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import adaptive_betas, ais_log_ratio, ais_log_z, anneal, make_base
-from boltzkit.estimators.base_rate import base_rate_log_z, base_rate_rbm, fit_base_rate
+from boltzkit.estimators.ais import adaptive_betas, ais, anneal
+from boltzkit.estimators.base_rate import base_rate_log_z, fit_base_rate
 from boltzkit.estimators.exact import bit_states, exact_log_z
-from boltzkit.estimators.paths import RBMPath
+from boltzkit.estimators.paths import base_rate_path, ratio_path
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import linear_betas
+from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.rbm import RBM
 
 K_SIGMA = 5.0
@@ -94,7 +95,7 @@ def _log_mean_exp(x: torch.Tensor) -> float:
 @pytest.mark.parametrize(("n_visible", "n_hidden", "seed"), [(7, 3, 1), (11, 5, 2), (5, 13, 3)])
 def test_ais_within_5_se_of_exact_on_tiny_models(n_visible: int, n_hidden: int, seed: int) -> None:
     rbm = _rbm(n_visible, n_hidden, seed)
-    res = ais_log_z(rbm, n_chains=100, betas=501, seed=seed)
+    res = ais(base_rate_path(rbm), n_chains=100, betas=501, seed=seed)
     assert res.method == "ais" and res.n_chains == 100 and res.n_betas == 500
     _assert_within(res, _exact(rbm))
 
@@ -103,7 +104,7 @@ def test_ais_within_5_se_of_exact_on_tiny_models(n_visible: int, n_hidden: int, 
 @pytest.mark.parametrize("sweeps", [1, 2])
 def test_ais_with_each_operator_and_sweeps(sampler: str, sweeps: int) -> None:
     rbm = _rbm(11, 5, 7, scale=1.2)
-    res = ais_log_z(rbm, n_chains=100, betas=301, sampler=sampler, sweeps=sweeps, seed=17)
+    res = ais(base_rate_path(rbm), n_chains=100, betas=301, sampler=sampler, sweeps=sweeps, seed=17)
     assert res.settings["sampler"] == sampler
     assert res.settings["sweeps"] == sweeps
     assert res.settings["total_sweeps"] == 300 * sweeps
@@ -114,16 +115,18 @@ def test_ais_with_base_rate_data_on_a_tiny_model() -> None:
     rbm = _rbm(7, 5, 4)
     g = torch.Generator().manual_seed(40)
     data = (torch.rand(61, 7, generator=g, dtype=F64) < 0.3).to(F64)
-    res = ais_log_z(rbm, n_chains=100, betas=501, base_rate_data=data, seed=41)
+    res = ais(base_rate_path(rbm, data=data), n_chains=100, betas=501, seed=41)
     assert res.settings["base"] == "base rates of the data"
-    assert res.settings["log_z_base"] == pytest.approx(base_rate_log_z(fit_base_rate(data)), abs=1e-12)
+    # log Z of the base model over {v, h}: its 5 hidden units are uniform (ALGORITHMS.md Sec. 1)
+    log_z_base = base_rate_log_z(fit_base_rate(data)) + 5 * LOG2
+    assert res.settings["log_z_base"] == pytest.approx(log_z_base, abs=1e-12)
     _assert_within(res, _exact(rbm))
 
 
 def test_ais_on_a_float32_model_matches_the_float64_exact_value() -> None:
     rbm64 = _rbm(11, 5, 8)
     rbm32 = _rbm(11, 5, 8, dtype=torch.float32)
-    res = ais_log_z(rbm32, n_chains=100, betas=501, seed=9)
+    res = ais(base_rate_path(rbm32), n_chains=100, betas=501, seed=9)
     assert res.settings["dtype"] == "float32"
     assert res.log_weights.dtype == F64
     _assert_within(res, _exact(rbm64))
@@ -141,7 +144,7 @@ def mnist_sized() -> tuple[RBM, torch.Tensor, float]:
 
 def test_problem_of_the_mnist_sized_model_is_not_trivial(mnist_sized) -> None:
     rbm, _, exact = mnist_sized
-    sis = ais_log_z(rbm, n_chains=100, betas=2, seed=1)
+    sis = ais(base_rate_path(rbm), n_chains=100, betas=2, seed=1)
     assert exact - sis.log_z > 5.0  # simple importance sampling misses by many nats
     assert sis.ess < 10
 
@@ -149,7 +152,8 @@ def test_problem_of_the_mnist_sized_model_is_not_trivial(mnist_sized) -> None:
 @pytest.mark.parametrize("with_data", [False, True], ids=["model-biases", "data-base-rates"])
 def test_ais_within_5_se_of_exact_on_an_mnist_sized_rbm(mnist_sized, with_data: bool) -> None:
     rbm, data, exact = mnist_sized
-    res = ais_log_z(rbm, n_chains=100, betas=2001, base_rate_data=data if with_data else None, seed=5)
+    path = base_rate_path(rbm, data=data if with_data else None)
+    res = ais(path, n_chains=100, betas=2001, seed=5)
     assert res.n_betas == 2000
     _assert_within(res, exact)
 
@@ -168,7 +172,7 @@ def test_two_point_grid_is_simple_importance_sampling(
     rbm = _rbm(n_visible, n_hidden, seed % 1000)
     base_vbias = 0.7 * torch.randn(n_visible, generator=torch.Generator().manual_seed(seed + 1), dtype=F64)
     two = torch.tensor([0.0, 1.0], dtype=F64)
-    res = ais_log_z(rbm, n_chains=n_chains, betas=two, base_vbias=base_vbias, seed=seed)
+    res = ais(base_rate_path(rbm, base_vbias=base_vbias), n_chains=n_chains, betas=two, seed=seed)
     # by hand: v ~ p_A from the same generator stream, w = p*_B(v) / p_A(v)
     g = torch.Generator().manual_seed(seed)
     u = torch.rand(n_chains, n_visible, generator=g, dtype=F64)
@@ -185,7 +189,7 @@ def test_two_point_grid_is_simple_importance_sampling(
 
 def test_two_point_anneal_makes_no_transition() -> None:
     rbm = _rbm(5, 3, 12)
-    path = RBMPath(base_rate_rbm(rbm.vbias.detach(), like=rbm), rbm)
+    path = base_rate_path(rbm)
     g = torch.Generator().manual_seed(3)
     init = path.sample_start(11, g)
     state_before = torch.get_rng_state()
@@ -204,7 +208,7 @@ def test_zero_weights_give_exact_log_z_with_constant_weights(sampler: str) -> No
     closed_form = float(softplus(b).sum() + softplus(c).sum())
     assert _exact(rbm) == pytest.approx(closed_form, abs=1e-12)
     for kwargs in ({"base_vbias": rbm.vbias.detach()}, {}):  # the default base is the same
-        res = ais_log_z(rbm, n_chains=13, betas=23, sampler=sampler, seed=4, **kwargs)
+        res = ais(base_rate_path(rbm, **kwargs), n_chains=13, betas=23, sampler=sampler, seed=4)
         assert res.log_z == pytest.approx(closed_form, abs=1e-10)
         lw = res.log_weights
         assert float(lw.max() - lw.min()) < 1e-10  # every chain carries the same weight
@@ -216,7 +220,7 @@ def test_zero_weights_give_exact_log_z_with_constant_weights(sampler: str) -> No
 def test_zero_weights_and_zero_hidden_biases_give_zero_log_weights() -> None:
     b = torch.linspace(-2.0, 2.0, 7, dtype=F64)
     rbm = RBM(7, 3, vbias=b, dtype=F64)
-    res = ais_log_z(rbm, n_chains=5, betas=11, seed=0)
+    res = ais(base_rate_path(rbm), n_chains=5, betas=11, seed=0)
     assert float(res.log_weights.abs().max()) < 1e-12
     assert res.log_z == pytest.approx(float(softplus(b).sum()) + 3 * LOG2, abs=1e-12)
 
@@ -226,7 +230,7 @@ def test_ais_log_ratio_between_rbms_with_different_hidden_counts() -> None:
     rbm_a = _rbm(11, 3, 51)
     rbm_b = _rbm(11, 5, 52)
     exact_a, exact_b = _exact(rbm_a), _exact(rbm_b)
-    res = ais_log_ratio(rbm_b, rbm_a, n_chains=100, betas=501, seed=53)
+    res = ais(ratio_path(rbm_a, rbm_b), n_chains=100, betas=501, seed=53)
     assert res.is_ratio and res.n_betas == 500
     assert res.settings["start"] == "exact samples of A"
     assert "warning" not in res.settings
@@ -246,15 +250,16 @@ def test_ais_log_ratio_between_rbms_with_different_hidden_counts() -> None:
 def test_ais_log_ratio_with_more_hidden_than_visible_units_in_a() -> None:
     rbm_a = _rbm(5, 7, 61)
     rbm_b = _rbm(5, 3, 62)
-    res = ais_log_ratio(rbm_b, rbm_a, n_chains=100, betas=301, seed=63)
+    res = ais(ratio_path(rbm_a, rbm_b), n_chains=100, betas=301, seed=63)
     assert abs(res.log_ratio - (_exact(rbm_b) - _exact(rbm_a))) <= K_SIGMA * res.log_z_stderr
 
 
 def test_ais_log_ratio_with_approximate_start_is_labelled() -> None:
     rbm_a = _rbm(11, 3, 71)
     rbm_b = _rbm(11, 5, 72)
+    path = ratio_path(rbm_a, rbm_b, max_bits=2, start_chain_steps=20)
     with pytest.warns(UserWarning, match="not exactly unbiased"):
-        res = ais_log_ratio(rbm_b, rbm_a, n_chains=17, betas=31, max_bits=2, start_chain_steps=20, seed=1)
+        res = ais(path, n_chains=17, betas=31, seed=1)
     assert "warning" in res.settings
     assert res.reference_log_z is None and res.log_z is None
     d = json.loads(res.to_json())
@@ -264,7 +269,7 @@ def test_ais_log_ratio_with_approximate_start_is_labelled() -> None:
 
 def test_ratio_path_rejects_different_visible_layers() -> None:
     with pytest.raises(BoltzkitError, match="share their visible units"):
-        ais_log_ratio(_rbm(7, 3, 1), _rbm(5, 3, 2), n_chains=3, betas=5)
+        ratio_path(_rbm(5, 3, 2), _rbm(7, 3, 1))
 
 
 # -------------------------------------------------------------- unbiasedness and lower bound
@@ -272,9 +277,8 @@ def test_ratio_path_rejects_different_visible_layers() -> None:
 def many_noisy_runs(request) -> tuple[torch.Tensor, float]:
     """400 independent, deliberately noisy runs (4 chains, 2 steps) on a 7 x 3 model."""
     rbm = _rbm(7, 3, 11, scale=1.2)
-    log_z = [
-        ais_log_z(rbm, n_chains=4, betas=3, sampler=request.param, seed=10_000 + i).log_z for i in range(400)
-    ]
+    path = base_rate_path(rbm)
+    log_z = [ais(path, n_chains=4, betas=3, sampler=request.param, seed=10_000 + i).log_z for i in range(400)]
     return torch.tensor(log_z, dtype=F64), _exact(rbm)
 
 
@@ -298,12 +302,12 @@ def test_log_z_hat_is_a_stochastic_lower_bound(many_noisy_runs) -> None:
 # ------------------------------------------------------------------------ adaptive schedules
 def test_adaptive_betas_shape_and_estimate() -> None:
     rbm = _rbm(11, 5, 81, scale=1.2)
-    path = RBMPath(base_rate_rbm(rbm.vbias.detach(), like=rbm), rbm)
+    path = base_rate_path(rbm)
     betas = adaptive_betas(path, 200, n_chains=50, generator=torch.Generator().manual_seed(0))
     assert betas.dtype == F64 and betas.numel() == 201
     assert float(betas[0]) == 0.0 and float(betas[-1]) == 1.0
     assert bool((betas[1:] >= betas[:-1]).all())
-    res = ais_log_z(rbm, n_chains=100, betas="adaptive:300", seed=82)
+    res = ais(path, n_chains=100, betas="adaptive:300", seed=82)
     assert res.n_betas == 300
     assert res.settings["schedule"].startswith("adaptive (300 steps")
     _assert_within(res, _exact(rbm))
@@ -313,35 +317,37 @@ def test_adaptive_betas_shape_and_estimate() -> None:
 def test_same_seed_same_log_weights_different_seed_different() -> None:
     rbm = _rbm(7, 5, 91)
     kw = {"n_chains": 23, "betas": 41, "sampler": "blend:0.5"}
-    a = ais_log_z(rbm, seed=123, **kw)
-    b = ais_log_z(rbm, seed=123, **kw)
-    c = ais_log_z(rbm, seed=124, **kw)
+    path = base_rate_path(rbm)
+    a = ais(path, seed=123, **kw)
+    b = ais(path, seed=123, **kw)
+    c = ais(path, seed=124, **kw)
     assert torch.equal(a.log_weights, b.log_weights)
     assert not torch.equal(a.log_weights, c.log_weights)
-    d = ais_log_z(rbm, seed=make_generator(123), **kw)
+    d = ais(path, seed=make_generator(123), **kw)
     assert torch.equal(a.log_weights, d.log_weights)
     assert d.settings["seed"] == "generator"
-    ra = ais_log_ratio(rbm, _rbm(7, 3, 92), n_chains=7, betas=21, seed=5)
-    rb = ais_log_ratio(rbm, _rbm(7, 3, 92), n_chains=7, betas=21, seed=5)
+    ra = ais(ratio_path(_rbm(7, 3, 92), rbm), n_chains=7, betas=21, seed=5)
+    rb = ais(ratio_path(_rbm(7, 3, 92), rbm), n_chains=7, betas=21, seed=5)
     assert torch.equal(ra.log_weights, rb.log_weights)
 
 
 def test_invalid_settings_are_refused() -> None:
     rbm = _rbm(5, 3, 1)
+    path = base_rate_path(rbm)
     with pytest.raises(BoltzkitError, match="chains"):
-        ais_log_z(rbm, n_chains=0, betas=5)
+        ais(path, n_chains=0, betas=5)
     with pytest.raises(BoltzkitError, match="sweeps"):
-        ais_log_z(rbm, n_chains=3, betas=5, sweeps=0)
+        ais(path, n_chains=3, betas=5, sweeps=0)
     with pytest.raises(BoltzkitError, match="sampler"):
-        ais_log_z(rbm, n_chains=3, betas=5, sampler="metropolis")
+        ais(path, n_chains=3, betas=5, sampler="metropolis")
     with pytest.raises(BoltzkitError, match="wrong width"):
-        ais_log_z(rbm, n_chains=3, betas=5, base_rate_data=torch.zeros(4, 7))
+        base_rate_path(rbm, data=torch.zeros(4, 7))
 
 
 # ---------------------------------------------------------------------------- result record
 def test_record_keys_and_bands_match_the_formulas() -> None:
     rbm = _rbm(7, 3, 101)
-    res = ais_log_z(rbm, n_chains=50, betas=101, seed=2)
+    res = ais(base_rate_path(rbm), n_chains=50, betas=101, seed=2)
     d = json.loads(res.to_json())
     for key in RECORD_KEYS:
         assert key in d, key
@@ -390,8 +396,9 @@ def test_extreme_log_weights_do_not_overflow() -> None:
 
 def test_pool_of_two_runs_equals_one_run_over_the_concatenated_weights() -> None:
     rbm = _rbm(7, 3, 111)
-    r1 = ais_log_z(rbm, n_chains=13, betas=51, seed=1)
-    r2 = ais_log_z(rbm, n_chains=17, betas=51, seed=2)
+    path = base_rate_path(rbm)
+    r1 = ais(path, n_chains=13, betas=51, seed=1)
+    r2 = ais(path, n_chains=17, betas=51, seed=2)
     pooled = LogZResult.pool([r1, r2])
     one = LogZResult.from_log_weights(
         "ais", torch.cat([r1.log_weights, r2.log_weights]), log_z_start=r1.log_z_start, n_betas=50
@@ -404,7 +411,7 @@ def test_pool_of_two_runs_equals_one_run_over_the_concatenated_weights() -> None
     for key in RECORD_KEYS[1:6]:
         assert pd[key] == pytest.approx(od[key], abs=1e-12)
     assert pooled.settings["seed"] == [1, 2] and pooled.settings["pooled_runs"] == 2
-    other = ais_log_z(rbm, n_chains=13, betas=21, seed=3)
+    other = ais(path, n_chains=13, betas=21, seed=3)
     with pytest.raises(ValueError, match="same estimator"):
         LogZResult.pool([r1, other])
 
@@ -439,20 +446,40 @@ def test_base_rate_log_z_closed_form() -> None:
     by_enumeration = float(torch.logsumexp(v @ b, 0))
     assert base_rate_log_z(b) == pytest.approx(by_enumeration, abs=1e-12)
     assert base_rate_log_z(b) == pytest.approx(sum(math.log1p(math.exp(x)) for x in b.tolist()), abs=1e-12)
-    base = base_rate_rbm(b)
-    assert base.n_hidden == 0
-    assert _exact(base) == pytest.approx(by_enumeration, abs=1e-12)
+    # the factorial base model of a path (S2 Eq. 43): visible biases b, one uniform hidden layer
+    visible_only = BoltzmannMachine.independent([b])
+    assert visible_only.n_hidden == 0 and visible_only.kind == "independent"
+    assert _exact(visible_only) == pytest.approx(by_enumeration, abs=1e-12)
+    path = base_rate_path(RBM(5, 3, dtype=F64), base_vbias=b)
+    assert path.model_a.n_hidden == 3 and not path.model_a.coupling_keys
+    assert path.log_z_a == pytest.approx(base_rate_log_z(b) + 3 * LOG2, abs=1e-12)
+    assert _exact(path.model_a) == pytest.approx(by_enumeration + 3 * LOG2, abs=1e-12)
 
 
-def test_make_base_sources() -> None:
+def _assert_base(path, vbias: torch.Tensor, like: RBM) -> None:
+    """The path starts at the factorial model with visible biases ``vbias`` and zero hidden biases
+    (S2 Eq. 43: an RBM with zero weights) and ends at ``like``."""
+    base = path.model_a
+    assert base.kind == "independent" and not base.coupling_keys and not path.is_ratio
+    assert base.layer_sizes == like.layer_sizes and base.dtype == like.dtype
+    assert path.model_b is like
+    torch.testing.assert_close(base.bias(0).detach(), vbias.to(like.dtype), rtol=0, atol=0)
+    assert torch.equal(base.bias(1).detach(), torch.zeros(like.n_hidden, dtype=like.dtype))
+    assert path.log_z_a == pytest.approx(base_rate_log_z(vbias) + like.n_hidden * LOG2, abs=1e-12)
+
+
+def test_base_rate_path_sources() -> None:
     rbm = _rbm(5, 3, 1)
     given_b = torch.arange(5, dtype=F64) / 5
-    base, name = make_base(rbm, base_vbias=given_b)
-    assert name == "given visible biases" and torch.equal(base.vbias.detach(), given_b)
-    base, name = make_base(rbm)
-    assert name.startswith("model visible biases")
-    assert torch.equal(base.vbias.detach(), rbm.vbias.detach())
+    path = base_rate_path(rbm, base_vbias=given_b)
+    assert path.base_name == "given visible biases"
+    _assert_base(path, given_b, rbm)
+    path = base_rate_path(rbm)
+    assert path.base_name.startswith("model visible biases")
+    _assert_base(path, rbm.vbias.detach(), rbm)
     data = torch.tensor([[1.0, 0.0, 1.0, 0.0, 1.0]] * 3, dtype=F64)
-    base, name = make_base(rbm, base_rate_data=data)
-    assert name == "base rates of the data"
-    torch.testing.assert_close(base.vbias.detach(), fit_base_rate(data))
+    path = base_rate_path(rbm, data=data)
+    assert path.base_name == "base rates of the data"
+    _assert_base(path, fit_base_rate(data), rbm)
+    # given biases win over data, as before
+    assert base_rate_path(rbm, data=data, base_vbias=given_b).base_name == "given visible biases"

@@ -40,6 +40,7 @@ from boltzkit.data import (
     mnist_available,
     parse_spec,
 )
+from boltzkit.data.dataset import as_uint8
 from boltzkit.errors import BoltzkitError, DataError
 
 # Read before the autouse fixture below clears the variable for the other tests.
@@ -126,12 +127,16 @@ def test_non_binary_value_reports_value_and_row(tmp_path: Path) -> None:
 
 def test_wrong_width_reports_got_and_expected(tmp_path: Path) -> None:
     np.save(tmp_path / "w.npy", np.zeros((3, 5), dtype=np.uint8))
+    # check_binary reports the width it got and the one it expected (with what it is)
     with pytest.raises(DataError, match="columns") as info:
         load_binary_file(tmp_path / "w.npy", n_visible=7)
-    assert (info.value.got, info.value.expected) == (5, 7)
+    assert info.value.got == 5 and info.value.expected == "7 (the model's visible units)"
     with pytest.raises(DataError, match="columns") as info:
         load_dataset(str(tmp_path / "w.npy"), n_visible=7)
-    assert (info.value.got, info.value.expected) == (5, 7)
+    assert info.value.got == 5 and info.value.expected == "7 (the model's visible units)"
+    with pytest.raises(DataError, match="columns") as info:
+        check_binary(torch.zeros(3, 5), n_visible=7)
+    assert info.value.got == 5 and info.value.expected == "7 (the model's visible units)"
 
 
 def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
@@ -161,10 +166,23 @@ def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
 
 def test_check_binary_accepts_tensors_and_bools() -> None:
     t = torch.tensor([[0.0, 1.0], [1.0, 1.0]])
-    np.testing.assert_array_equal(check_binary(t), [[0, 1], [1, 1]])
-    assert check_binary(np.ones((2, 3), dtype=bool)).dtype == np.uint8
+    checked = check_binary(t)
+    assert checked is t  # a tensor comes back as it is: not copied, same dtype
+    np.testing.assert_array_equal(as_uint8(checked), [[0, 1], [1, 1]])
+    assert as_uint8(checked).dtype == np.uint8 and as_uint8(checked).flags.c_contiguous
+    bools = check_binary(np.ones((2, 3), dtype=bool))
+    assert isinstance(bools, torch.Tensor) and bools.dtype == torch.bool and bools.shape == (2, 3)
+    assert as_uint8(bools).dtype == np.uint8
+    np.testing.assert_array_equal(as_uint8(bools), np.ones((2, 3), dtype=np.uint8))
+    # a NumPy array is wrapped, not copied
+    a = np.array([[0, 1, 1]], dtype=np.uint8)
+    wrapped = check_binary(a)
+    assert wrapped.dtype == torch.uint8 and np.shares_memory(wrapped.numpy(), a)
+    assert check_binary(torch.tensor([[True, False]])).dtype == torch.bool
     with pytest.raises(DataError, match="numbers"):
         check_binary(np.array([["0", "1"]]))
+    with pytest.raises(DataError, match=r"value 2\.0 at row 0, column 1"):
+        check_binary(torch.tensor([[0.0, 2.0]]))
 
 
 def test_content_checksum_is_format_independent() -> None:

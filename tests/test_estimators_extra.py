@@ -13,23 +13,23 @@ import numpy as np
 import pytest
 import torch
 
-from boltzkit._numerics import LOG2
 from boltzkit.errors import BoltzkitError, DataError, IntractableError
 from boltzkit.estimators import (
     METHODS,
     LogZResult,
-    bridge_log_ratio,
-    bridge_log_z,
+    ais,
+    base_rate_path,
     dataset_log_prob,
     estimate_log_ratio,
     estimate_log_z,
     exact_log_prob,
     exact_log_z,
-    reverse_ais_log_z,
-    sandwich_log_z,
-    sis_log_z,
+    ratio_path,
+    reverse_ais,
+    sandwich,
+    sis,
 )
-from boltzkit.estimators.ais import ais_log_z
+from boltzkit.estimators import bridge as bridge_sampling
 from boltzkit.estimators.reverse import BOUND_EXACT, BOUND_HEURISTIC
 from boltzkit.models.rbm import RBM
 
@@ -52,6 +52,12 @@ def _rbm(n_visible: int, n_hidden: int, seed: int, scale: float = 1.0) -> RBM:
 @pytest.fixture(scope="module")
 def rbm() -> RBM:
     return _rbm(7, 5, seed=1)
+
+
+@pytest.fixture(scope="module")
+def path(rbm: RBM):
+    """The base-rate path to ``rbm`` (base: its own visible biases, zero weights)."""
+    return base_rate_path(rbm)
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +84,9 @@ def _mean_and_se(x: torch.Tensor) -> tuple[float, float]:
 
 
 # -------------------------------------------------------------------------- reverse AIS, BDMC
-def test_forward_and_reverse_bracket_exact_log_z(rbm: RBM, exact: float) -> None:
-    fwd = ais_log_z(rbm, n_chains=2000, betas=6, seed=11)
-    rev = reverse_ais_log_z(rbm, n_chains=2000, betas=6, seed=12)
+def test_forward_and_reverse_bracket_exact_log_z(path, exact: float) -> None:
+    fwd = ais(path, n_chains=2000, betas=6, seed=11)
+    rev = reverse_ais(path, n_chains=2000, betas=6, seed=12)
     assert rev.method == "reverse-ais" and rev.reciprocal
     assert rev.settings["bound"] == BOUND_EXACT
     # means of log-estimates, each from 10 chains: E[log Z_fwd] <= log Z <= E[log Z_rev]
@@ -96,15 +102,15 @@ def test_forward_and_reverse_bracket_exact_log_z(rbm: RBM, exact: float) -> None
     assert rev.log_z_start - m_r - (fwd.log_z_start + m_f) > K_SIGMA * math.hypot(se_f, se_r)
 
 
-def test_forward_and_reverse_agree_with_exact_on_a_fine_schedule(rbm: RBM, exact: float) -> None:
-    fwd = ais_log_z(rbm, n_chains=1000, betas=101, seed=21)
-    rev = reverse_ais_log_z(rbm, n_chains=1000, betas=101, seed=22)
+def test_forward_and_reverse_agree_with_exact_on_a_fine_schedule(path, exact: float) -> None:
+    fwd = ais(path, n_chains=1000, betas=101, seed=21)
+    rev = reverse_ais(path, n_chains=1000, betas=101, seed=22)
     for res in (fwd, rev):
         assert abs(res.log_z - exact) <= K_SIGMA * res.log_z_stderr
 
 
-def test_reverse_bands_are_the_image_of_the_reciprocal_interval(rbm: RBM) -> None:
-    rev = reverse_ais_log_z(rbm, n_chains=300, betas=4, seed=3)
+def test_reverse_bands_are_the_image_of_the_reciprocal_interval(path) -> None:
+    rev = reverse_ais(path, n_chains=300, betas=4, seed=3)
     w = torch.exp(rev.log_weights)
     r, sigma = float(w.mean()), float(w.std(unbiased=True)) / math.sqrt(w.numel())
     b = rev.band
@@ -119,35 +125,35 @@ def test_reverse_bands_are_the_image_of_the_reciprocal_interval(rbm: RBM) -> Non
     assert rev.log_z_stderr == pytest.approx(sigma / r, rel=1e-10)
 
 
-def test_reverse_starts_approximate_are_labelled(rbm: RBM, data: torch.Tensor) -> None:
-    chains = reverse_ais_log_z(rbm, n_chains=50, betas=11, start="chains", start_chain_steps=20, seed=0)
-    from_data = reverse_ais_log_z(
-        rbm, n_chains=50, betas=11, start="data", start_data=data, start_chain_steps=20, seed=0
+def test_reverse_starts_approximate_are_labelled(rbm: RBM, path, data: torch.Tensor) -> None:
+    chains = reverse_ais(path, n_chains=50, betas=11, start="chains", start_chain_steps=20, seed=0)
+    from_data = reverse_ais(
+        path, n_chains=50, betas=11, start="data", start_data=data, start_chain_steps=20, seed=0
     )
-    auto = reverse_ais_log_z(
-        rbm, n_chains=50, betas=11, start="auto", max_bits=3, start_chain_steps=20, seed=0
+    auto = reverse_ais(
+        base_rate_path(rbm, max_bits=3), n_chains=50, betas=11, start="auto", start_chain_steps=20, seed=0
     )
     for res in (chains, from_data, auto):
         assert res.settings["bound"] == BOUND_HEURISTIC
         assert "approximate" in res.settings["start"] and "warning" in res.settings
         assert math.isfinite(res.log_z)
-    assert reverse_ais_log_z(rbm, n_chains=5, betas=3, start="auto").settings["bound"] == BOUND_EXACT
+    assert reverse_ais(path, n_chains=5, betas=3, start="auto").settings["bound"] == BOUND_EXACT
 
 
-def test_reverse_start_errors(rbm: RBM) -> None:
+def test_reverse_start_errors(rbm: RBM, path) -> None:
     with pytest.raises(IntractableError, match="start='chains'"):
-        reverse_ais_log_z(rbm, n_chains=5, betas=3, max_bits=3)
+        reverse_ais(base_rate_path(rbm, max_bits=3), n_chains=5, betas=3)
     with pytest.raises(BoltzkitError, match="start_data"):
-        reverse_ais_log_z(rbm, n_chains=5, betas=3, start="data")
+        reverse_ais(path, n_chains=5, betas=3, start="data")
     with pytest.raises(BoltzkitError, match="start mode"):
-        reverse_ais_log_z(rbm, n_chains=5, betas=3, start="nope")
+        reverse_ais(path, n_chains=5, betas=3, start="nope")
     with pytest.raises(DataError, match="width"):
-        reverse_ais_log_z(rbm, n_chains=5, betas=3, start="data", start_data=torch.zeros(4, 3))
+        reverse_ais(path, n_chains=5, betas=3, start="data", start_data=torch.zeros(4, 3))
 
 
-def test_sandwich_gap_shrinks_as_the_schedule_grows(rbm: RBM) -> None:
-    coarse = sandwich_log_z(rbm, n_chains=2000, betas=3, seed=5)
-    fine = sandwich_log_z(rbm, n_chains=2000, betas=101, seed=6)
+def test_sandwich_gap_shrinks_as_the_schedule_grows(path) -> None:
+    coarse = sandwich(path, n_chains=2000, betas=3, seed=5)
+    fine = sandwich(path, n_chains=2000, betas=101, seed=6)
     gc, sc = coarse.settings["gap_per_chain"], coarse.settings["gap_per_chain_stderr"]
     gf, sf = fine.settings["gap_per_chain"], fine.settings["gap_per_chain_stderr"]
     # the per-chain gap estimates the symmetrised KL between forward and reverse chains: >= 0
@@ -155,11 +161,11 @@ def test_sandwich_gap_shrinks_as_the_schedule_grows(rbm: RBM) -> None:
     assert gc - gf > K_SIGMA * math.hypot(sc, sf)
 
 
-def test_sandwich_record(rbm: RBM, exact: float) -> None:
-    s = sandwich_log_z(rbm, n_chains=400, betas=21, seed=9)
-    fwd = ais_log_z(rbm, n_chains=400, betas=21, seed=9)
+def test_sandwich_record(path, exact: float) -> None:
+    s = sandwich(path, n_chains=400, betas=21, seed=9)
+    fwd = ais(path, n_chains=400, betas=21, seed=9)
     assert s.method == "sandwich"
-    # forward half is ais_log_z with the same seed, number for number
+    # forward half is ais with the same seed, number for number
     assert torch.equal(s.log_weights, fwd.log_weights) and s.log_z == fwd.log_z
     d = s.to_dict()
     assert d["log_z"] == d["log_z_lower"] == s.forward.log_z
@@ -178,25 +184,28 @@ def test_sandwich_record(rbm: RBM, exact: float) -> None:
 def test_sis_equals_ais_with_the_two_point_grid(rbm: RBM) -> None:
     bias = torch.linspace(-1.0, 1.0, rbm.n_visible, dtype=torch.float64)
     for kw in ({}, {"base_vbias": bias}):
-        sis = sis_log_z(rbm, n_chains=300, seed=4, **kw)
-        ais = ais_log_z(rbm, n_chains=300, betas=2, seed=4, **kw)
-        assert sis.method == "sis" and sis.n_betas == 1 and ais.n_betas == 1
-        assert sis.log_z == pytest.approx(ais.log_z, abs=1e-10)
-        # the path's end points carry 2^{M_B} at beta = 0: the weights differ by that constant only
-        torch.testing.assert_close(
-            sis.log_weights - ais.log_weights, torch.full_like(sis.log_weights, 5 * LOG2)
-        )
+        p = base_rate_path(rbm, **kw)
+        by_sis = sis(p, n_chains=300, seed=4)
+        by_ais = ais(p, n_chains=300, betas=2, seed=4)
+        assert by_sis.method == "sis" and by_sis.n_betas == 1 and by_ais.n_betas == 1
+        assert by_sis.log_z == pytest.approx(by_ais.log_z, abs=1e-10)
+        # SIS's raw weights are the path's two-point AIS weights log p*_1(x) - log p*_0(x) (same
+        # draws x ~ p_0): no constant between them any more
+        assert by_sis.log_z_start == by_ais.log_z_start
+        torch.testing.assert_close(by_sis.log_weights, by_ais.log_weights)
+        x = p.sample_start(300, torch.Generator().manual_seed(4))
+        torch.testing.assert_close(by_sis.log_weights, p.log_f(x, 1.0) - p.log_f(x, 0.0), rtol=0, atol=0)
 
 
-def test_sis_within_5_se_of_exact(rbm: RBM, exact: float) -> None:
-    res = sis_log_z(rbm, n_chains=20_000, seed=8)
+def test_sis_within_5_se_of_exact(path, exact: float) -> None:
+    res = sis(path, n_chains=20_000, seed=8)
     assert abs(res.log_z - exact) <= K_SIGMA * res.log_z_stderr
 
 
 # ---------------------------------------------------------------------------------- bridge
 @pytest.mark.parametrize("bridge", ["geometric", "optimal"])
-def test_bridge_within_5_se_of_exact(rbm: RBM, exact: float, bridge: str) -> None:
-    res = bridge_log_z(rbm, n_chains=4000, bridge=bridge, seed=13)
+def test_bridge_within_5_se_of_exact(path, exact: float, bridge: str) -> None:
+    res = bridge_sampling(path, n_chains=4000, bridge=bridge, seed=13)
     assert res.method == "bridge" and res.settings["bridge"] == bridge
     assert "exact" in res.settings["samples_b"] and "warning" not in res.settings
     assert res.log_z_stderr > 0 and res.n_chains == 8000
@@ -207,14 +216,14 @@ def test_bridge_within_5_se_of_exact(rbm: RBM, exact: float, bridge: str) -> Non
 
 
 def test_bridge_with_gibbs_samples_is_labelled(rbm: RBM, exact: float) -> None:
-    res = bridge_log_z(rbm, n_chains=2000, max_bits=3, chain_steps=100, seed=14)
+    res = bridge_sampling(base_rate_path(rbm, max_bits=3), n_chains=2000, chain_steps=100, seed=14)
     assert "approximate" in res.settings["samples_b"] and "warning" in res.settings
     assert abs(res.log_z - exact) <= K_SIGMA * res.log_z_stderr
 
 
 def test_bridge_log_ratio(rbm: RBM, exact: float) -> None:
     ref = _rbm(7, 3, seed=2)
-    res = bridge_log_ratio(rbm, ref, n_chains=3000, seed=15)
+    res = bridge_sampling(ratio_path(ref, rbm), n_chains=3000, seed=15)
     truth = exact - float(exact_log_z(ref).log_z)
     assert res.is_ratio and abs(res.log_ratio - truth) <= K_SIGMA * res.log_z_stderr
     assert res.log_z == pytest.approx(res.reference_log_z + res.log_ratio, abs=1e-12)
@@ -236,8 +245,8 @@ def test_log_prob_with_exact_log_z_matches_exact_log_prob(rbm: RBM, data: torch.
     assert same.per_example is None
 
 
-def test_log_prob_bands_follow_the_log_z_band(rbm: RBM, data: torch.Tensor) -> None:
-    lz = ais_log_z(rbm, n_chains=50, betas=5, seed=2)
+def test_log_prob_bands_follow_the_log_z_band(rbm: RBM, path, data: torch.Tensor) -> None:
+    lz = ais(path, n_chains=50, betas=5, seed=2)
     res = dataset_log_prob(rbm, data, lz)
     b, m = lz.band, res.mean_neg_free_energy
     assert res.mean_log_prob == pytest.approx(m - lz.log_z, abs=1e-12)
@@ -274,8 +283,8 @@ def test_log_prob_none_bands_propagate(rbm: RBM, data: torch.Tensor) -> None:
         json.loads(json.dumps(r.to_dict(include_per_example=True), allow_nan=False))
 
 
-def test_log_prob_with_sandwich_gives_conservative_value(rbm: RBM, data: torch.Tensor) -> None:
-    s = sandwich_log_z(rbm, n_chains=100, betas=11, seed=1)
+def test_log_prob_with_sandwich_gives_conservative_value(rbm: RBM, path, data: torch.Tensor) -> None:
+    s = sandwich(path, n_chains=100, betas=11, seed=1)
     res = dataset_log_prob(rbm, data, s)
     assert res.mean_log_prob_conservative == pytest.approx(
         res.mean_neg_free_energy - s.settings["log_z_upper"], abs=1e-12
@@ -290,7 +299,7 @@ def test_log_prob_validation(rbm: RBM, data: torch.Tensor) -> None:
         dataset_log_prob(rbm, data[:, :5], lz)
     with pytest.raises(DataError, match="binary"):
         dataset_log_prob(rbm, data * 0.5, lz)
-    with pytest.raises(DataError, match="no examples"):
+    with pytest.raises(DataError, match="empty"):  # check_binary's message for zero rows
         dataset_log_prob(rbm, data[:0], lz)
     with pytest.raises(BoltzkitError, match="batch_size"):
         dataset_log_prob(rbm, data, lz, batch_size=0)

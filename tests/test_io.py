@@ -17,6 +17,8 @@ import boltzkit
 from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.io import (
     METADATA_KEY,
+    ArraySpec,
+    ModelKind,
     atomic_open,
     atomic_write_bytes,
     atomic_write_text,
@@ -24,10 +26,15 @@ from boltzkit.io import (
     import_npz,
     load_model,
     read_metadata,
+    register_kind,
+    registered_kinds,
     save_model,
     save_result_json,
     to_json_text,
+    to_jsonable,
+    unregister_kind,
 )
+from boltzkit.models import BoltzmannMachine
 from boltzkit.models.rbm import RBM
 
 N_VISIBLE, N_HIDDEN = 7, 3
@@ -179,6 +186,8 @@ def test_plain_npz_from_elsewhere_loads(tmp_path: Path) -> None:
         "kind": "rbm",
         "n_visible": N_VISIBLE,
         "n_hidden": N_HIDDEN,
+        "layer_sizes": [N_VISIBLE, N_HIDDEN],
+        "arrays": ["W", "vbias", "hbias"],
         "dtype": "float64",
         "source_format": "npz",
     }
@@ -415,13 +424,26 @@ def test_metadata_disagreeing_with_tensors(tmp_path: Path) -> None:
 
 def test_other_model_kind_is_refused(tmp_path: Path) -> None:
     a = arrays(make_rbm())
+    path = tmp_path / "hopfield.safetensors"
+    save_file(
+        {n: torch.from_numpy(x) for n, x in a.items()}, path, metadata={METADATA_KEY: '{"kind": "hopfield"}'}
+    )
+    with pytest.raises(ModelFileError, match="another kind") as info:
+        load_model(path)
+    assert "'hopfield'" in str(info.value)
+    assert "'rbm', 'srbm', 'bm', 'dbm'" in str(info.value)  # the kinds it can read
+
+
+def test_kind_disagreeing_with_arrays_is_refused(tmp_path: Path) -> None:
+    # RBM arrays in a file that says it holds a DBM: the DBM's arrays are missing.
+    a = arrays(make_rbm())
     path = tmp_path / "dbm.safetensors"
     save_file(
         {n: torch.from_numpy(x) for n, x in a.items()}, path, metadata={METADATA_KEY: '{"kind": "dbm"}'}
     )
-    with pytest.raises(ModelFileError, match="another kind") as info:
+    with pytest.raises(ModelFileError, match="lacks the arrays 'W_0', 'W_1', 'bias_0'.* of a DBM") as info:
         load_model(path)
-    assert "'dbm'" in str(info.value)
+    assert "'W'" in str(info.value).split("Expected")[0]  # what the file holds
 
 
 def test_corrupt_metadata_json(tmp_path: Path) -> None:
@@ -591,3 +613,371 @@ def test_to_json_text_is_strict() -> None:
     assert to_json_text({"a": [1, 2.5, None]}, indent=None) == '{"a": [1, 2.5, null]}'
     with pytest.raises(BoltzkitError, match=r"inf at x"):
         to_json_text({"x": math.inf})
+
+
+# ---------------------------------------------------------------------- the Boltzmann machine family
+def make_machine(kind: str, dtype: torch.dtype = torch.float64, seed: int = 3) -> BoltzmannMachine:
+    """A random member of the family with non-zero couplings and biases."""
+    gen = torch.Generator().manual_seed(seed)
+    keys = {
+        "rbm": ((4, 3), [(0, 1)]),
+        "srbm": ((4, 3), [(0, 1), (0, 0)]),
+        "bm": ((4, 3), [(0, 1), (0, 0), (1, 1)]),
+        "dbm": ((4, 3, 2), [(0, 1), (1, 2)]),
+        "deep-bm": ((3, 2, 2), [(0, 1), (1, 2), (1, 1), (0, 2)]),
+    }
+    sizes, structure = keys[kind]
+    model = BoltzmannMachine.random(sizes, structure, scale=0.7, bias_scale=0.5, generator=gen, dtype=dtype)
+    if kind == "rbm":
+        model = RBM(4, 3, weights=model.W, vbias=model.vbias, hbias=model.hbias, dtype=dtype)
+    return model
+
+
+def family_arrays(model: BoltzmannMachine) -> dict[str, np.ndarray]:
+    return {name: p.detach().numpy().copy() for name, p in model.named_parameters()}
+
+
+def assert_same_machine(a: BoltzmannMachine, b: BoltzmannMachine) -> None:
+    assert type(a) is type(b)
+    assert (a.kind, a.layer_sizes, a.coupling_keys) == (b.kind, b.layer_sizes, b.coupling_keys)
+    pa, pb = dict(a.named_parameters()), dict(b.named_parameters())
+    assert list(pa) == list(pb)
+    for name in pa:
+        assert pa[name].dtype == pb[name].dtype, name
+        assert torch.equal(pa[name].detach(), pb[name].detach()), name
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind", ["rbm", "srbm", "bm", "dbm", "deep-bm"])
+def test_every_kind_round_trips(tmp_path: Path, kind: str, dtype: torch.dtype, suffix: str) -> None:
+    model = make_machine(kind, dtype)
+    path = tmp_path / f"model{suffix}"
+    save_model(model, path, metadata={"data": "toy"})
+    loaded, md = load_model(path)
+    assert_same_machine(model, loaded)
+    assert md["kind"] == model.kind == kind.removeprefix("deep-")
+    assert md["layer_sizes"] == list(model.layer_sizes)
+    assert md["arrays"] == [name for name, _ in model.named_parameters()]
+    assert md["dtype"] == str(dtype).removeprefix("torch.")
+    assert md["format"] == "boltzkit.model" and md["format_version"] == 1
+    assert md["data"] == "toy"
+    assert md["source_format"] == suffix.removeprefix(".")
+    if len(model.layer_sizes) == 2:
+        assert (md["n_visible"], md["n_hidden"]) == model.layer_sizes
+    else:
+        assert "n_visible" not in md and "n_hidden" not in md
+    assert files_in(tmp_path) == [path.name]
+    if suffix == ".npz":  # the archive holds exactly the parameters (and the metadata), no pickle
+        with np.load(path, allow_pickle=False) as f:
+            assert sorted(f.files) == sorted([*md["arrays"], METADATA_KEY])
+        assert_same_machine(model, import_npz(path))
+
+
+def test_dbm_arrays_are_named_by_layer(tmp_path: Path) -> None:
+    path = tmp_path / "dbm.npz"
+    export_npz(make_machine("dbm"), path)
+    with np.load(path, allow_pickle=False) as f:
+        assert sorted(f.files) == ["W_0", "W_1", "bias_0", "bias_1", "bias_2", METADATA_KEY]
+        assert f["W_0"].shape == (4, 3) and f["W_1"].shape == (3, 2) and f["bias_2"].shape == (2,)
+
+
+def test_bm_npz_from_elsewhere_keeps_its_laterals(tmp_path: Path) -> None:
+    from boltzkit.estimators.exact import exact_log_z
+
+    bm = make_machine("bm")
+    path = tmp_path / "bm.npz"
+    np.savez(path, **family_arrays(bm))  # plain arrays W, L, J, vbias, hbias: no metadata
+    loaded, md = load_model(path)
+    assert loaded.kind == "bm" and md["kind"] == "bm"
+    assert_same_machine(bm, loaded)
+    log_z = exact_log_z(bm).log_z
+    assert exact_log_z(loaded).log_z == log_z
+    # what dropping the laterals would give is far off: they must not be ignored
+    rbm = RBM(4, 3, weights=bm.W, vbias=bm.vbias, hbias=bm.hbias, dtype=bm.dtype)
+    assert abs(exact_log_z(rbm).log_z - log_z) > 0.1
+
+
+def test_plain_npz_kind_is_recognised_by_names(tmp_path: Path) -> None:
+    for kind in ("srbm", "bm", "dbm", "deep-bm"):
+        model = make_machine(kind)
+        path = tmp_path / f"{kind}.npz"
+        np.savez(path, **family_arrays(model))
+        loaded, md = load_model(path)
+        assert_same_machine(model, loaded)
+        assert md["kind"] == model.kind
+
+
+def test_unknown_extra_array_is_refused(tmp_path: Path) -> None:
+    a = arrays(make_rbm())
+    path = tmp_path / "extra.npz"
+    np.savez(path, **a, momentum=np.zeros((7, 3), np.float32), step=np.zeros(()))
+    with pytest.raises(ModelFileError, match=r"does not have: 'momentum', 'step'") as info:
+        load_model(path)
+    msg = str(info.value)
+    assert "no array in a model file is ignored" in msg
+    assert "Expected: arrays W (n_visible x n_hidden)" in msg
+    # the same in a safetensors file, and a lateral in a file that says it is an RBM
+    path = tmp_path / "extra.safetensors"
+    save_model(make_machine("srbm"), path)
+    tensors = load_file(path)
+    with safe_open(path, framework="pt") as f:
+        stored = f.metadata()
+    md = json.loads(stored[METADATA_KEY])
+    md.update(kind="rbm", arrays=["W", "vbias", "hbias"])
+    save_file(tensors, path, metadata={METADATA_KEY: json.dumps(md)})
+    with pytest.raises(ModelFileError, match=r"an array that a RBM file does not have: 'L'"):
+        load_model(path)
+
+
+def lateral_npz(tmp_path: Path, name: str, **changes: np.ndarray) -> Path:
+    a = family_arrays(make_machine("bm"))
+    a.update(changes)
+    path = tmp_path / f"{name}.npz"
+    np.savez(path, **a)
+    return path
+
+
+def test_asymmetric_laterals_are_refused(tmp_path: Path) -> None:
+    L = family_arrays(make_machine("bm"))["L"]
+    L[1, 3] += 0.25
+    with pytest.raises(ModelFileError, match="lateral couplings L are not symmetric") as info:
+        load_model(lateral_npz(tmp_path, "asym", L=L))
+    msg = str(info.value)
+    assert f"L[1, 3] = {L[1, 3]:g} but L[3, 1] = {L[3, 1]:g}" in msg
+    assert "1 of 6 pairs" in msg and "asym.npz" in msg
+
+
+def test_rounding_level_asymmetry_is_accepted(tmp_path: Path) -> None:
+    L = family_arrays(make_machine("bm"))["L"]
+    L[1, 3] *= 1 + 1e-12
+    loaded, _ = load_model(lateral_npz(tmp_path, "rounding", L=L))
+    assert torch.equal(loaded.L.detach(), loaded.L.detach().t())
+
+
+def test_lateral_diagonal_must_be_zero(tmp_path: Path) -> None:
+    J = family_arrays(make_machine("bm"))["J"]
+    J[2, 2] = 0.5
+    with pytest.raises(ModelFileError, match="lateral couplings J have a non-zero diagonal") as info:
+        load_model(lateral_npz(tmp_path, "diag", J=J))
+    msg = str(info.value)
+    assert "J[2, 2] = 0.5" in msg and "1 of 3 diagonal entries" in msg
+    assert "hbias" in msg  # where the diagonal belongs
+
+
+def test_lateral_of_wrong_shape_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="lateral couplings L have the wrong shape") as info:
+        load_model(lateral_npz(tmp_path, "shape", L=np.zeros((3, 3))))
+    msg = str(info.value)
+    assert "L (3, 3)" in msg and "(n_visible, n_visible) = (4, 4)" in msg
+    assert "looks like J" in msg  # 3 x 3 is the hidden layer's size
+
+
+def test_nan_in_a_lateral_is_counted(tmp_path: Path) -> None:
+    J = family_arrays(make_machine("bm"))["J"]
+    J[0, 1] = np.nan
+    with pytest.raises(ModelFileError, match="non-finite") as info:
+        load_model(lateral_npz(tmp_path, "nan", J=J))
+    msg = str(info.value)
+    assert "J has 1 NaN and 0 inf values (of 9)" in msg
+    assert "W has" not in msg
+
+
+def test_integer_lateral_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="J is not floating point"):
+        load_model(lateral_npz(tmp_path, "int", J=np.zeros((3, 3), np.int32)))
+
+
+def test_dbm_with_a_gap_is_refused(tmp_path: Path) -> None:
+    z = np.zeros
+    path = tmp_path / "gap.npz"
+    np.savez(path, W_0=z((4, 3)), W_2=z((2, 2)), bias_0=z(4), bias_1=z(3), bias_2=z(2), bias_3=z(2))
+    with pytest.raises(ModelFileError, match=r"DBM arrays have a gap in their numbering: 'W_1' is missing"):
+        load_model(path)
+
+
+def test_dbm_shapes_must_chain(tmp_path: Path) -> None:
+    a = family_arrays(make_machine("dbm"))
+    a["W_1"] = np.zeros((2, 2))  # layer 1 has 3 units
+    path = tmp_path / "chain.npz"
+    np.savez(path, **a)
+    with pytest.raises(ModelFileError, match="DBM arrays do not chain: W_1 is 2 x 2") as info:
+        load_model(path)
+    assert "W_1 (3, 2)" in str(info.value)
+    a["W_1"] = np.zeros((2, 3))
+    np.savez(path, **a)
+    with pytest.raises(ModelFileError, match="W_1 looks transposed"):
+        load_model(path)
+
+
+def test_dbm_needs_three_layers_and_its_own_names(tmp_path: Path) -> None:
+    z = np.zeros
+    path = tmp_path / "short.npz"
+    np.savez(path, W_0=z((4, 3)), bias_0=z(4), bias_1=z(3))
+    with pytest.raises(ModelFileError, match=r"lacks the arrays 'W_1', 'bias_2' of a DBM"):
+        load_model(path)
+
+
+def test_old_format_rbm_file_loads(tmp_path: Path) -> None:
+    # Written by boltzkit before layer_sizes and arrays were recorded.
+    rbm = make_rbm()
+    md = {
+        "format": "boltzkit.model",
+        "format_version": 1,
+        "kind": "rbm",
+        "n_visible": N_VISIBLE,
+        "n_hidden": N_HIDDEN,
+        "dtype": "float32",
+        "boltzkit_version": "0.1.0",
+        "created": "2024-05-01T12:00:00+00:00",
+        "training": {"method": "cd", "k": 1},
+        "data": "mnist",
+    }
+    path = tmp_path / "old.safetensors"
+    save_file(
+        {n: torch.from_numpy(x) for n, x in arrays(rbm).items()},
+        path,
+        metadata={METADATA_KEY: json.dumps(md)},
+    )
+    loaded, out = load_model(path)
+    assert isinstance(loaded, RBM)
+    assert_same_parameters(rbm, loaded)
+    assert out["training"] == md["training"] and out["created"] == md["created"]
+    assert out["layer_sizes"] == [N_VISIBLE, N_HIDDEN] and out["arrays"] == ["W", "vbias", "hbias"]
+    old_npz = tmp_path / "old.npz"
+    np.savez(old_npz, **arrays(rbm), boltzkit=np.array(json.dumps(md)))
+    assert_same_parameters(rbm, import_npz(old_npz))
+
+
+def test_metadata_layer_sizes_must_agree(tmp_path: Path) -> None:
+    path = tmp_path / "dbm.safetensors"
+    save_model(make_machine("dbm"), path)
+    tensors = load_file(path)
+    with safe_open(path, framework="pt") as f:
+        md = json.loads(f.metadata()[METADATA_KEY])
+    md["layer_sizes"] = [4, 3, 5]
+    save_file(tensors, path, metadata={METADATA_KEY: json.dumps(md)})
+    with pytest.raises(ModelFileError, match="metadata disagrees") as info:
+        load_model(path)
+    assert "[4, 3, 5]" in str(info.value) and "[4, 3, 2]" in str(info.value)
+
+
+def test_newer_format_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.safetensors"
+    md = json.dumps({"format": "boltzkit.model", "format_version": 99, "kind": "rbm"})
+    save_file(
+        {n: torch.from_numpy(x) for n, x in arrays(make_rbm()).items()}, path, metadata={METADATA_KEY: md}
+    )
+    with pytest.raises(ModelFileError, match="newer version of the format"):
+        load_model(path)
+
+
+def test_model_without_a_file_kind_is_refused(tmp_path: Path) -> None:
+    factorial = BoltzmannMachine.independent([torch.zeros(3), torch.zeros(2)])
+    with pytest.raises(ModelFileError, match="only RBMs, SRBMs, BMs and DBMs can be saved") as info:
+        save_model(factorial, tmp_path / "x.safetensors")
+    assert "kind 'independent'" in str(info.value)
+    assert files_in(tmp_path) == []
+
+
+def test_registering_a_kind_makes_it_readable_and_writable(tmp_path: Path) -> None:
+    # A toy kind: an RBM stored with its weights transposed under another name.
+    class TransposedRBM(RBM):
+        @property
+        def kind(self) -> str:
+            return "toy"
+
+    def arrays_(found: object) -> ArraySpec:
+        return ArraySpec(("Wt", "vbias", "hbias"), expected="arrays Wt (n_hidden x n_visible), vbias, hbias")
+
+    def check(tensors: dict[str, torch.Tensor], path: Path) -> tuple[int, ...]:
+        return (int(tensors["vbias"].shape[0]), int(tensors["hbias"].shape[0]))
+
+    def build(tensors, metadata, dtype, device):  # type: ignore[no-untyped-def]
+        n_h, n_v = tensors["Wt"].shape
+        return TransposedRBM(
+            n_v, n_h, weights=tensors["Wt"].t(), vbias=tensors["vbias"], hbias=tensors["hbias"], dtype=dtype
+        )
+
+    def tensors_of(model):  # type: ignore[no-untyped-def]
+        return {"Wt": model.W.t(), "vbias": model.vbias, "hbias": model.hbias}
+
+    assert registered_kinds() == ("rbm", "srbm", "bm", "dbm")
+    register_kind(
+        ModelKind("toy", "toy RBM", arrays_, check, build, model_type=TransposedRBM, tensors_of=tensors_of)
+    )
+    try:
+        with pytest.raises(BoltzkitError, match="registered already"):
+            register_kind(ModelKind("toy", "toy RBM", arrays_, check, build))
+        rbm = make_rbm()
+        model = TransposedRBM(N_VISIBLE, N_HIDDEN, weights=rbm.W, vbias=rbm.vbias, hbias=rbm.hbias)
+        for suffix in (".safetensors", ".npz"):
+            path = tmp_path / f"toy{suffix}"
+            save_model(model, path)
+            loaded, md = load_model(path)
+            assert isinstance(loaded, TransposedRBM) and md["kind"] == "toy"
+            assert md["arrays"] == ["Wt", "vbias", "hbias"]
+            assert torch.equal(loaded.W.detach(), rbm.W.detach())
+    finally:
+        unregister_kind("toy")
+    with pytest.raises(ModelFileError, match="another kind"):
+        load_model(tmp_path / "toy.safetensors")
+
+
+# ------------------------------------------------------------------------------- one JSON encoder
+def test_one_json_encoder_writes_a_dtype_one_way(tmp_path: Path) -> None:
+    from boltzkit.cli.common import jsonable
+    from boltzkit.estimators.result import LogZResult
+
+    assert to_jsonable(torch.float32) == "float32"
+    assert to_jsonable(torch.device("cpu")) == "cpu"
+    assert jsonable is to_jsonable
+    assert jsonable({"dtype": torch.float32}) == {"dtype": "float32"}  # the command line's --json
+    assert LogZResult.exact(1.0, dtype=torch.float32).to_dict()["dtype"] == "float32"  # results
+    assert json.loads(to_json_text({"dtype": torch.float32})) == {"dtype": "float32"}  # files
+    path = tmp_path / "rbm.safetensors"
+    save_model(make_rbm(), path, metadata={"training": {"dtype": torch.float64}})
+    assert read_metadata(path)["training"] == {"dtype": "float64"}
+
+
+def test_to_jsonable_converts_the_usual_types(tmp_path: Path) -> None:
+    import enum
+
+    class Color(enum.Enum):
+        RED = "red"
+
+    value = {
+        "nan": math.nan,
+        "inf": [math.inf, -math.inf],
+        "tensor": torch.tensor([[1.0, 2.0]]),
+        "scalar": torch.tensor(3),
+        "array": np.arange(3),
+        "np_float": np.float32(0.5),
+        "np_int": np.int64(7),
+        "np_bool": np.bool_(True),
+        "path": tmp_path,
+        "enum": Color.RED,
+        "tuple": (1, None),
+        "set": {2, 1},
+        "np_dtype": np.dtype("float64"),
+        3: "int key",
+    }
+    assert to_jsonable(value) == {
+        "nan": None,
+        "inf": [None, None],
+        "tensor": [[1.0, 2.0]],
+        "scalar": 3,
+        "array": [0, 1, 2],
+        "np_float": 0.5,
+        "np_int": 7,
+        "np_bool": True,
+        "path": str(tmp_path),
+        "enum": "red",
+        "tuple": [1, None],
+        "set": [1, 2],
+        "np_dtype": "float64",
+        "3": "int key",
+    }
+    assert to_jsonable(object()).startswith("<object")  # lenient: anything else as a string
+    with pytest.raises(BoltzkitError, match=r"nan at a\[0\]"):
+        to_jsonable({"a": [math.nan]}, strict=True)

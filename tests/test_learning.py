@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 
 import pytest
 import torch
 
 from boltzkit.errors import BoltzkitError, DataError, ModelFileError
 from boltzkit.estimators.exact import exact_log_prob, exact_log_z, layer_log_probs
+from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.learning import (
     Callback,
     CDLearner,
-    ExactLogLikelihood,
     GeometricK,
     History,
     LinearK,
+    LogLikelihood,
     PCDLearner,
     Statistics,
     Trainer,
@@ -32,6 +34,7 @@ from boltzkit.learning.checkpoint import decode_state, encode_state
 from boltzkit.models import RBM
 
 SAMPLERS = ["gibbs", "flip", "blend:0.5"]
+EXACT = partial(exact_log_likelihoods, max_bits=20)  # the exact log-likelihood monitor
 
 
 # ----------------------------------------------------------------------------------- fixtures
@@ -132,13 +135,12 @@ def test_cd1_gibbs_is_v0_h0_v1_then_p_h_given_v1():
     v1p = torch.sigmoid(h0 @ rbm.W.detach().t() + rbm.vbias.detach())
     v1 = (torch.rand(v1p.shape, generator=g) < v1p).float()
     h1p = torch.sigmoid(v1 @ rbm.W.detach() + rbm.hbias.detach())
-    for fast in (True, False):
-        ph = CDLearner(1, fast=fast).phases(rbm, v0, torch.Generator().manual_seed(5))
-        assert torch.equal(ph.v_data, v0)
-        torch.testing.assert_close(ph.h_data, h0p)
-        assert torch.equal(ph.v_model, v1)
-        torch.testing.assert_close(ph.h_model, h1p)
-        torch.testing.assert_close(ph.reconstruction, ((v0 - v1p) ** 2).sum())
+    ph = CDLearner(1).phases(rbm, v0, torch.Generator().manual_seed(5))
+    assert torch.equal(ph.v_data, v0)
+    torch.testing.assert_close(ph.h_data, h0p)
+    assert torch.equal(ph.v_model, v1)
+    torch.testing.assert_close(ph.h_model, h1p)
+    torch.testing.assert_close(ph.reconstruction, ((v0 - v1p) ** 2).sum())
 
 
 def test_cd_first_visible_update_of_flip_starts_from_the_data():
@@ -154,27 +156,6 @@ def test_cd_first_visible_update_of_flip_starts_from_the_data():
     v1 = torch.where(torch.rand(v0.shape, generator=g) < p_move, 1 - v0, v0)
     ph = CDLearner(1, "flip").phases(rbm, v0, torch.Generator().manual_seed(9))
     assert torch.equal(ph.v_model, v1)
-
-
-@pytest.mark.parametrize("method", ["cd", "pcd"])
-def test_fast_gibbs_path_equals_generic_operator_path(method):
-    rbm = tiny_rbm(7, 5, dtype=torch.float32)
-    x = tiny_data(13, 7, dtype=torch.float32)
-
-    def run(fast):
-        learner = CDLearner(3, fast=fast) if method == "cd" else PCDLearner(11, 2, fast=fast)
-        assert learner.fast is fast
-        g = torch.Generator().manual_seed(3)
-        out = []
-        for _ in range(3):
-            learner.set_gradients(rbm, x, g)
-            ph = learner.phases(rbm, x, g)
-            out += [rbm.W.grad.clone(), rbm.vbias.grad.clone(), rbm.hbias.grad.clone()]
-            out += [ph.v_model.clone(), ph.h_model.clone(), ph.reconstruction.clone()]
-        return out
-
-    for a, b in zip(run(True), run(False), strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
 
 
 def test_set_gradients_is_minus_the_statistics_difference():
@@ -204,7 +185,7 @@ def test_positive_phase_is_the_exact_data_term():
     W, b, c = params
     log_f = (x @ b + torch.nn.functional.softplus(x @ W + c).sum(1)).mean()
     gW, gb, gc = torch.autograd.grad(log_f, params)
-    for learner in (CDLearner(2), PCDLearner(7, 1), CDLearner(1, "flip", fast=False)):
+    for learner in (CDLearner(2), PCDLearner(7, 1), CDLearner(1, "flip")):
         s = learner.statistics(rbm, x, torch.Generator().manual_seed(0))
         torch.testing.assert_close(s.vh_data, gW, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(s.v_data, gb, rtol=1e-12, atol=1e-12)
@@ -288,7 +269,7 @@ def test_training_on_bars_and_stripes_raises_the_exact_log_likelihood():
     ll0 = exact_mean_log_lik(init, x)
     rbm, hist = train_rbm(
         x, n_hidden=7, method="pcd", n_chains=32, epochs=150, lr=0.5, batch_size=8,
-        momentum=0.5, seed=0, progress=False, exact_ll_max_bits=0,
+        momentum=0.5, seed=0, progress=False,
     )  # fmt: skip
     ll = exact_mean_log_lik(rbm, x)
     assert ll0 < -10.5  # about 16 log(1/2) at the start
@@ -302,7 +283,7 @@ def test_every_sampler_trains_with_cd_and_pcd(method, sampler):
     x = bars_and_stripes()
     rbm, hist = train_rbm(
         x, n_hidden=7, method=method, sampler=sampler, k=2, n_chains=16, epochs=100, lr=0.5,
-        batch_size=8, momentum=0.5, seed=1, progress=False, exact_ll_max_bits=0,
+        batch_size=8, momentum=0.5, seed=1, progress=False,
     )  # fmt: skip
     init = init_rbm(16, 7, generator=torch.Generator().manual_seed(1), data=x)
     ll0, ll = exact_mean_log_lik(init, x), exact_mean_log_lik(rbm, x)
@@ -313,11 +294,16 @@ def test_every_sampler_trains_with_cd_and_pcd(method, sampler):
 
 def test_exact_log_likelihood_is_recorded_when_tractable():
     x = bars_and_stripes()
-    _, hist = train_rbm(x[:24], n_hidden=5, epochs=3, valid_x=x[24:], progress=False, batch_size=8)
+    model, hist = train_rbm(
+        x[:24], n_hidden=5, epochs=3, valid_x=x[24:], progress=False, batch_size=8, monitor=EXACT
+    )
     for rec in hist:
         assert {"epoch", "seconds", "elapsed", "recon_error", "lr", "k", "log_z"} <= set(rec)
         assert rec["train_log_lik"] < 0 and rec["valid_log_lik"] < 0
-    _, hist = train_rbm(x, n_hidden=5, epochs=1, progress=False, exact_ll_max_bits=4)
+    assert hist[-1]["train_log_lik"] == pytest.approx(exact_mean_log_lik(model, x[:24]), abs=1e-9)
+    _, hist = train_rbm(
+        x, n_hidden=5, epochs=1, progress=False, monitor=partial(exact_log_likelihoods, max_bits=4)
+    )
     assert "train_log_lik" not in hist[0]
 
 
@@ -367,7 +353,7 @@ def test_trainer_works_with_any_optimizer_and_scheduler():
     ll0 = exact_mean_log_lik(rbm, x)
     trainer = Trainer(
         rbm, CDLearner(3), opt, x, epochs=40, batch_size=8, generator=g, scheduler=sched,
-        scheduler_interval="epoch", callbacks=[ExactLogLikelihood(every=20)],
+        scheduler_interval="epoch", callbacks=[LogLikelihood(EXACT, every=20)],
     )  # fmt: skip
     hist = trainer.fit()
     assert hist[-1]["lr"] == pytest.approx(0.05) and hist[0]["lr"] == pytest.approx(0.1)
@@ -385,7 +371,9 @@ def test_progress_bar_goes_to_stderr(capsys):
 def test_history_is_written_as_csv_and_json(tmp_path):
     x = bars_and_stripes()
     base = tmp_path / "run" / "history"
-    _, hist = train_rbm(x, n_hidden=5, epochs=3, batch_size=8, history_path=base, progress=False)
+    _, hist = train_rbm(
+        x, n_hidden=5, epochs=3, batch_size=8, history_path=base, progress=False, monitor=EXACT
+    )
     csv_path, json_path = history_paths(base)
     assert csv_path.name == "history.csv" and json_path.name == "history.json"
     records = json.loads(json_path.read_text())
@@ -422,7 +410,7 @@ class _KillAfter(Callback):
 )
 def test_resume_reaches_the_parameters_of_an_uninterrupted_run(tmp_path, kw):
     x = bars_and_stripes()
-    common = dict(n_hidden=7, epochs=4, lr=0.1, batch_size=7, seed=5, progress=False, **kw)
+    common = dict(n_hidden=7, epochs=4, lr=0.1, batch_size=7, seed=5, progress=False, monitor=EXACT, **kw)
     full, full_hist = train_rbm(x, **common)
     ckpt = tmp_path / "ckpt.safetensors"
     with pytest.raises(_Killed):

@@ -26,7 +26,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import torch
 import typer
 from typer.core import TyperCommand
@@ -35,6 +34,7 @@ from boltzkit._numerics import resolve_device
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
+from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.models.rbm import RBM
 
 # ------------------------------------------------------------------------------------- errors
@@ -85,25 +85,6 @@ class BoltzkitCommand(TyperCommand):
 
 
 # ------------------------------------------------------------------------------------- output
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON types; NaN and infinities become ``None``."""
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, (np.generic, np.ndarray, torch.Tensor)):
-        return jsonable(value.tolist())
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, Enum):
-        return jsonable(value.value)
-    if isinstance(value, (Path, torch.device, torch.dtype)):
-        return str(value)
-    return str(value)
 
 
 def json_line(record: Mapping[str, Any]) -> str:

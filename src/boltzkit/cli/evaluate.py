@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from boltzkit.atomic import atomic_open
 from boltzkit.cli.common import (
     BaseRateOpt,
     BetasOpt,
@@ -39,7 +40,7 @@ from boltzkit.cli.common import (
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import dataset_log_prob
-from boltzkit.io import atomic_open, load_model
+from boltzkit.io import load_model
 
 PER_EXAMPLE_FORMATS = (".npy", ".txt", ".csv")
 

@@ -17,6 +17,7 @@ import numpy as np
 import typer
 
 from boltzkit._numerics import make_generator
+from boltzkit.atomic import atomic_open
 from boltzkit.cli.common import (
     DeviceOpt,
     JsonFlag,
@@ -31,7 +32,7 @@ from boltzkit.cli.common import (
     show_progress,
 )
 from boltzkit.errors import BoltzkitError
-from boltzkit.io import atomic_open, load_model
+from boltzkit.io import load_model
 from boltzkit.samplers import make_operator, sample
 
 #: Width in pixels that a PNG grid is scaled up towards (by whole pixels per unit, at most 16).

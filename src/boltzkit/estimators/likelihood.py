@@ -36,7 +36,7 @@ from torch import Tensor
 
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.exact import enumeration_plan, exact_log_unnormalized_visible
+from boltzkit.estimators.exact import enumeration_plan, exact_log_unnormalized_visible, exact_log_z
 from boltzkit.estimators.result import LogProbResult, LogZResult
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field, mean_field_bound
@@ -195,4 +195,34 @@ def dataset_log_prob(
     )
 
 
-__all__ = ["VISIBLE_METHODS", "dataset_log_prob", "log_unnormalized_visible"]
+@torch.no_grad()
+def exact_log_likelihoods(
+    model: BoltzmannMachine,
+    datasets: dict[str, Tensor],
+    *,
+    max_bits: int = 20,
+    batch_size: int = 8192,
+) -> dict[str, float]:
+    """Exact ``log Z`` and mean log-likelihood of each data set, when tractable; else ``{}``.
+
+    The monitor that training records each epoch (``{"log_z", "train_log_lik", "valid_log_lik"}``
+    for ``datasets = {"train": x, "valid": y}``): ``log Z`` enumerates the fewest units
+    (:func:`~boltzkit.estimators.exact.exact_log_z`), ``log p*(v)`` is exact (closed form or the
+    hidden units that do not sum out enumerated). Nothing is measured when more than ``max_bits``
+    units would be enumerated by either.
+    """
+    if enumeration_plan(model).n_bits > max_bits or enumeration_plan(model, given=(0,)).n_bits > max_bits:
+        return {}
+    m64 = model.as_float64()
+    log_z = float(exact_log_z(m64, max_bits=max_bits).log_z)
+    out: dict[str, float] = {"log_z": log_z}
+    for name, x in datasets.items():
+        total = 0.0
+        for start in range(0, x.shape[0], batch_size):
+            chunk = x[start : start + batch_size].to(device=m64.device, dtype=torch.float64)
+            total += float(exact_log_unnormalized_visible(m64, chunk, max_bits=max_bits).sum())
+        out[f"{name}_log_lik"] = total / max(1, x.shape[0]) - log_z
+    return out
+
+
+__all__ = ["VISIBLE_METHODS", "dataset_log_prob", "exact_log_likelihoods", "log_unnormalized_visible"]

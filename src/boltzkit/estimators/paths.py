@@ -270,6 +270,7 @@ class GeometricPath(AnnealingPath):
         n_b_only = sum(u.size for u in self.union if u.a is None)
         self.offset = (n_b_only - n_a_only) * LOG2
         self._delta_bounds = self._input_bounds()
+        self._kept_linear, self._kept_couplings = self._kept_terms()
         self._zero_in_a = {
             u
             for u in self.summed
@@ -433,6 +434,46 @@ class GeometricPath(AnnealingPath):
             out.append(model.energy_of(self.project(state, mi), kept))
         return out[0], out[1]
 
+    def _kept_terms(self) -> tuple[dict[int, Tensor], list[tuple[float, int, int, Tensor]]]:
+        """``E_A - E_B`` over the kept layers as float64 linear coefficients ``(b_B - b_A)_u`` per
+        union layer and coupling terms ``(sign, u, w, W)`` (``sign`` +1 for B's, -1 for A's;
+        laterals with their factor 1/2 folded in)."""
+        linear: dict[int, Tensor] = {}
+        couplings: list[tuple[float, int, int, Tensor]] = []
+        for mi, (model, sign) in enumerate(zip(self.models, (-1.0, 1.0), strict=True)):
+            where = {(ul.a if mi == 0 else ul.b): u for u, ul in enumerate(self.union)}
+            where.pop(None, None)
+            for index, u in where.items():
+                if u in self.summed or not self.union[u].size:
+                    continue
+                b = model.bias(index).detach().to(torch.float64)
+                linear[u] = linear.get(u, 0.0) + sign * b
+            for l, m in model.coupling_keys:
+                ul, um = where[l], where[m]
+                if ul in self.summed or um in self.summed:
+                    continue
+                w = model.coupling(l, m).detach()
+                couplings.append((sign * (0.5 if l == m else 1.0), ul, um, w))
+        return {u: v for u, v in linear.items() if isinstance(v, Tensor)}, couplings
+
+    def _kept_difference(self, state: ChainState) -> Tensor:
+        """``E_A(x) - E_B(x)`` over the kept layers, float64, shape ``(n_chains,)``: the slope of
+        ``log p*_beta`` in ``beta`` apart from the summed-out layers."""
+        x = state.layers
+        x64 = {u: x[u].to(torch.float64) for u in self._kept_linear}
+        out = None
+        for u, coef in self._kept_linear.items():
+            out = x64[u] @ coef if out is None else torch.addmv(out, x64[u], coef)
+        for scale, u, w, weight in self._kept_couplings:
+            xw = x64.get(w)
+            if xw is None:
+                xw = x64[w] = x[w].to(torch.float64)
+            term = ((x[u].to(weight.dtype) @ weight).to(torch.float64) * xw).sum(1)
+            out = term * scale if out is None else out.add(term, alpha=scale)
+        if out is None:
+            out = torch.zeros(x[0].shape[0], dtype=torch.float64, device=self.device)
+        return out
+
     def _summed_pieces(self, state: ChainState) -> list[tuple[int, Tensor | float, Tensor]]:
         """For each summed layer ``u``: ``(u, a^A_u, a^B_u - a^A_u)`` in float64 (``a^A_u`` is the
         number 0 where A adds nothing: a layer A lacks, or a base layer with zero bias)."""
@@ -463,6 +504,7 @@ class GeometricPath(AnnealingPath):
         return pieces
 
     # ------------------------------------------------------------------ AnnealingPath API
+    @torch.no_grad()
     def log_f(self, state: ChainState, beta: float) -> Tensor:
         beta = float(beta)
         e_a, e_b = self._kept_energies(state)
@@ -471,10 +513,10 @@ class GeometricPath(AnnealingPath):
             out = out + softplus(base + beta * slope).sum(1)
         return out
 
+    @torch.no_grad()
     def d_log_f(self, state: ChainState, beta: float) -> Tensor:
         """``E_A - E_B`` (kept layers) ``+ sum_u sigma(a_u(beta)) . (a^B_u - a^A_u)``."""
-        e_a, e_b = self._kept_energies(state)
-        out = e_a - e_b
+        out = self._kept_difference(state)
         for _, base, slope in self._summed_pieces(state):
             out = out + (torch.sigmoid(base + float(beta) * slope) * slope).sum(1)
         return out
@@ -496,14 +538,14 @@ class GeometricPath(AnnealingPath):
             return r.prod(1).log_().neg_()
         return softplus(a_to).sum(1) - softplus(a_to - step * slope).sum(1)
 
+    @torch.no_grad()
     def step(self, state, beta_from, beta_to, operator, generator, *, sweeps=1, move=True):
         """Fused AIS step: the inputs to the summed-out layers serve both the log-weight increment
         and their fresh draw at ``beta_to``; the kept energies give the rest of the increment
         ``(beta_to - beta_from)(E_A - E_B)``."""
         beta_from, beta_to = float(beta_from), float(beta_to)
         step = beta_to - beta_from
-        e_a, e_b = self._kept_energies(state)
-        delta = (e_a - e_b) * step
+        delta = self._kept_difference(state) * step
         fresh: dict[int, Tensor] = {}
         for u, base, slope in self._summed_pieces(state):
             a_to = slope * beta_to + base if isinstance(base, Tensor) else slope * beta_to
@@ -522,6 +564,7 @@ class GeometricPath(AnnealingPath):
             state, _ = operator.step(model, state, generator=generator)
         return delta, state
 
+    @torch.no_grad()
     def transition(self, state, beta, operator, generator, *, sweeps=1):
         model = _Intermediate(self, float(beta))
         for sweep in range(int(sweeps)):
@@ -553,6 +596,7 @@ class GeometricPath(AnnealingPath):
                 parts[u] = x.layers[index]
         return self._fill(parts, x.n_chains, generator)
 
+    @torch.no_grad()
     def sample_start(self, n_chains, generator):
         a = self.model_a
         if self.is_base:
@@ -580,12 +624,14 @@ class GeometricPath(AnnealingPath):
     def end_is_exact(self) -> bool:
         return enumeration_plan(self.model_b).n_bits <= self.max_bits
 
+    @torch.no_grad()
     def sample_end(self, n_chains, generator):
         if not self.end_is_exact:
             return None
         table = enumerate_states(self.model_b, max_bits=self.max_bits)
         return self._from_model_state(1, table.sample(self.model_b, n_chains, generator), generator)
 
+    @torch.no_grad()
     def from_visible(self, v, generator):
         return self._fill({0: v}, v.shape[0], generator)
 

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import log_add_exp, log_sub_exp
+from boltzkit.jsonio import to_jsonable
 
 
 def _log_mean_and_log_sigma(log_w: Tensor) -> tuple[float, float]:
@@ -287,10 +288,10 @@ class LogZResult:
         out["n_chains"] = self.n_chains
         out["n_betas"] = self.n_betas
         out["seconds"] = self.seconds
-        out.update({k: _jsonable(v) for k, v in self.settings.items() if k not in out})
+        out.update({k: to_jsonable(v) for k, v in self.settings.items() if k not in out})
         if include_weights and self.log_weights is not None:
             out["log_weights"] = self.log_weights.tolist()
-        return {k: _jsonable(v) for k, v in out.items()}
+        return {k: to_jsonable(v) for k, v in out.items()}
 
     def to_json(self, include_weights: bool = False) -> str:
         return json.dumps(self.to_dict(include_weights), allow_nan=False, default=str)
@@ -462,21 +463,7 @@ class LogProbResult:
             "log_z_method": self.log_z_method,
         }
         out.update({k: clean(v) for k, v in self.log_z_band.as_dict("log_z").items()})
-        out.update({k: _jsonable(v) for k, v in self.details.items() if k not in out})
+        out.update({k: to_jsonable(v) for k, v in self.details.items() if k not in out})
         if include_per_example and self.per_example is not None:
             out["per_example"] = self.per_example.tolist()
         return out
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Tensor):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)

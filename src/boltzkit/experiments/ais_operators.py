@@ -27,12 +27,12 @@ from typing import Any
 
 import torch
 
+from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import ais_log_z
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import exact_log_z
-from boltzkit.io import atomic_write_text
 from boltzkit.learning import train_rbm
 
 OPERATORS = ("gibbs", "flip", "blend:0.5")

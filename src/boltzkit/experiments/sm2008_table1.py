@@ -23,12 +23,13 @@ from typing import Any
 
 import torch
 
+from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
 from boltzkit.estimators.ais import ais_log_ratio, ais_log_z
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
 from boltzkit.estimators.result import LogZResult
-from boltzkit.io import atomic_write_text, load_model, save_model
+from boltzkit.io import load_model, save_model
 from boltzkit.learning import train_rbm
 
 

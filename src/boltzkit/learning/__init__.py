@@ -1,18 +1,28 @@
-"""Learning RBMs: CD-k (with k schedules) and PCD learners, the Trainer, callbacks, checkpoints.
+"""Learning Boltzmann machines: positive x negative phases (exact, mean-field or clamped; CD-k,
+PCD/SAP), the Trainer, callbacks, checkpoints.
 
 A learner turns a minibatch into the gradient of the negative log-likelihood estimate and writes it
 into ``param.grad``; the :class:`Trainer` runs the minibatch loop with any ``torch.optim``
 optimizer and scheduler, callbacks, and atomic checkpoints that resume a run exactly.
-:func:`train_rbm` wires it all up in one call.
+:func:`train` wires it all up for any model, :func:`train_model` initialises one first, and
+:func:`train_rbm` is the RBM recipe.
 """
 
-from boltzkit.learning.api import init_rbm, train_rbm, visible_bias_from_data
+from boltzkit.learning.api import (
+    init_model,
+    init_rbm,
+    make_positive,
+    train,
+    train_model,
+    train_rbm,
+    visible_bias_from_data,
+)
 from boltzkit.learning.callbacks import (
     Callback,
     Checkpointer,
-    ExactLogLikelihood,
     HistoryWriter,
     LambdaCallback,
+    LogLikelihood,
     ProgressBar,
 )
 from boltzkit.learning.checkpoint import (
@@ -21,15 +31,35 @@ from boltzkit.learning.checkpoint import (
 )
 from boltzkit.learning.gradients import CDLearner, Learner, PCDLearner, Phases, Statistics, make_learner
 from boltzkit.learning.history import History, history_paths
+from boltzkit.learning.phases import (
+    ClampedChains,
+    ContrastiveDivergence,
+    ExactConditional,
+    MeanFieldPhase,
+    NegativePhase,
+    Persistent,
+    PositivePhase,
+)
 from boltzkit.learning.schedules import ConstantK, GeometricK, KSchedule, LinearK, parse_k_schedule
-from boltzkit.learning.trainer import Trainer, check_binary_data, data_fingerprint
+from boltzkit.learning.trainer import Trainer, data_fingerprint
 
 __all__ = [
     "CDLearner",
+    "ClampedChains",
+    "ContrastiveDivergence",
+    "ExactConditional",
+    "LogLikelihood",
+    "MeanFieldPhase",
+    "NegativePhase",
+    "Persistent",
+    "PositivePhase",
+    "init_model",
+    "make_positive",
+    "train",
+    "train_model",
     "Callback",
     "Checkpointer",
     "ConstantK",
-    "ExactLogLikelihood",
     "GeometricK",
     "History",
     "HistoryWriter",
@@ -42,7 +72,6 @@ __all__ = [
     "ProgressBar",
     "Statistics",
     "Trainer",
-    "check_binary_data",
     "data_fingerprint",
     "history_paths",
     "init_rbm",

@@ -1,11 +1,13 @@
-"""One call to train an RBM: :func:`train_rbm`, used by the command line and paper reproductions."""
+"""One call to train a model: :func:`train` (any member of the family, from its initial state),
+:func:`train_model` (initialise a model of a kind, then train it) and :func:`train_rbm` (the
+recipe for RBMs), used by the command line and the paper reproductions."""
 
 from __future__ import annotations
 
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +15,24 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import make_generator, resolve_device
+from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
-from boltzkit.learning.callbacks import Callback, Checkpointer, ExactLogLikelihood, HistoryWriter, ProgressBar
+from boltzkit.learning.callbacks import Callback, Checkpointer, HistoryWriter, LogLikelihood, ProgressBar
 from boltzkit.learning.gradients import make_learner
 from boltzkit.learning.history import History
+from boltzkit.learning.phases import ClampedChains, ExactConditional, MeanFieldPhase, PositivePhase
 from boltzkit.learning.schedules import parse_k_schedule
-from boltzkit.learning.trainer import Trainer, check_binary_data, data_fingerprint
+from boltzkit.learning.trainer import Trainer, data_fingerprint
+from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.rbm import RBM
 from boltzkit.samplers.operators import make_operator
+
+#: Model kinds :func:`init_model` builds.
+TRAINABLE_KINDS = ("rbm", "srbm", "bm", "dbm")
+#: Learning methods.
+METHODS = ("cd", "pcd", "sap")
+#: Positive phases by name.
+POSITIVE_PHASES = ("auto", "exact", "mean-field", "clamped-chains")
 
 #: Visible-bias initialisation clips the data mean to ``[EPS, 1 - EPS]`` before the logit.
 VBIAS_CLIP = 1e-3
@@ -55,6 +67,77 @@ def init_rbm(
     return rbm
 
 
+def init_model(
+    kind: str,
+    n_visible: int,
+    hidden: Sequence[int] | int,
+    *,
+    generator: torch.Generator,
+    data: Tensor | None = None,
+    scale: float = 0.01,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> BoltzmannMachine:
+    """A fresh model of ``kind``: couplings between layers ``~ N(0, scale^2)`` from ``generator``,
+    laterals zero (an SRBM or BM starts as the RBM it extends), hidden biases 0, visible biases
+    from the data mean (:func:`visible_bias_from_data`) when ``data`` is given.
+
+    Parameters
+    ----------
+    kind
+        ``"rbm"``, ``"srbm"``, ``"bm"`` or ``"dbm"``.
+    n_visible
+        Visible units.
+    hidden
+        Hidden units: one number for rbm/srbm/bm, one per hidden layer for a DBM.
+    """
+    kind = str(kind).strip().lower()
+    if kind not in TRAINABLE_KINDS:
+        raise BoltzkitError("unknown model kind", got=repr(kind), expected=", ".join(TRAINABLE_KINDS))
+    sizes = [int(hidden)] if isinstance(hidden, int) else [int(h) for h in hidden]
+    if not sizes or any(h < 1 for h in sizes):
+        raise BoltzkitError("hidden layer sizes must be positive integers", got=hidden)
+    if kind != "dbm" and len(sizes) != 1:
+        raise BoltzkitError(
+            f"a {kind} has one hidden layer", got=f"{len(sizes)} sizes", hint="use --model dbm for several."
+        )
+    if kind == "rbm":
+        return init_rbm(
+            n_visible, sizes[0], generator=generator, data=data, scale=scale, dtype=dtype, device=device
+        )
+    layer_sizes = [int(n_visible), *sizes]
+    kw = {"generator": generator, "dtype": dtype, "device": device}
+    weights = [
+        torch.randn(a, b, **kw) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:], strict=True)
+    ]
+    if kind == "dbm":
+        model = BoltzmannMachine.dbm(layer_sizes, weights=weights, dtype=dtype, device=device)
+    elif kind == "srbm":
+        model = BoltzmannMachine.srbm(n_visible, sizes[0], W=weights[0], dtype=dtype, device=device)
+    else:
+        model = BoltzmannMachine.bm(n_visible, sizes[0], W=weights[0], dtype=dtype, device=device)
+    if data is not None:
+        with torch.no_grad():
+            model.bias(0).copy_(visible_bias_from_data(data).to(model.bias(0)))
+    return model
+
+
+def make_positive(spec: str | PositivePhase, *, damping: float = 0.5) -> PositivePhase | None:
+    """``"auto"`` (``None``: chosen per model), ``"exact"``, ``"mean-field"`` or ``"clamped-chains"``."""
+    if isinstance(spec, PositivePhase):
+        return spec
+    name = str(spec).strip().lower()
+    if name == "auto":
+        return None
+    if name == "exact":
+        return ExactConditional()
+    if name == "mean-field":
+        return MeanFieldPhase(damping=damping)
+    if name == "clamped-chains":
+        return ClampedChains()
+    raise BoltzkitError("unknown positive phase", got=repr(spec), expected=", ".join(POSITIVE_PHASES))
+
+
 def _positive_int(value: object, name: str, hint: str | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise BoltzkitError(
@@ -77,6 +160,242 @@ def _non_negative_float(
             bound += f" and < {upper:g}"
         raise BoltzkitError(f"{name} must be a finite number {bound}", got=repr(value))
     return v
+
+
+def train(
+    model: BoltzmannMachine,
+    train_x: Tensor,
+    *,
+    generator: torch.Generator,
+    method: str = "cd",
+    k: int = 1,
+    k_schedule: str | None = None,
+    epochs: int = 1,
+    lr: float = 0.05,
+    batch_size: int = 100,
+    sampler: str = "gibbs",
+    n_chains: int = 100,
+    positive: str | PositivePhase = "auto",
+    damping: float = 0.5,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    valid_x: Tensor | None = None,
+    checkpoint_path: str | os.PathLike | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
+    history_path: str | os.PathLike | None = None,
+    progress: bool = True,
+    monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
+    monitor_every: int = 1,
+    callbacks: Sequence[Callback] = (),
+    lr_decay: bool | None = None,
+    settings: dict[str, Any] | None = None,
+) -> History:
+    """Train any member of the Boltzmann machine family in place with SGD.
+
+    The gradient of the mean log-likelihood is ``E_data[T] - E_model[T]`` of the sufficient
+    statistics (S2 Eqs. 35, 47, 51): the data term from the positive phase (exact ``p(h | v)`` for
+    RBMs and SRBMs, damped mean-field for BMs and DBMs: S2 Sec. 4.3), the model term from CD-k
+    chains started at the data (S&M 2008, Eq. 7) or persistent chains (PCD, SAP: S2 Sec. 4.1.1),
+    with any sampler (Brügge, Fischer & Igel 2013).
+
+    Parameters
+    ----------
+    model
+        The model, trained in place (its dtype and device are the training's).
+    train_x
+        Binary training data, shape ``(n_examples, n_visible)``.
+    generator
+        The one ``torch.Generator`` behind shuffling and sampling (on the model's device).
+    method
+        ``"cd"``, ``"pcd"`` or ``"sap"`` (persistent chains; ``sap`` names S2's procedure).
+    k, k_schedule
+        Sweeps per update, fixed or by epoch (``"1:25"``, ``"geometric:1:25"``, ...).
+    epochs, lr, batch_size
+        Passes over the data, SGD learning rate, examples per update.
+    sampler
+        ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"A+B"`` (cycle) or ``"A*N"`` (repeat).
+    n_chains
+        Persistent chains (``pcd``/``sap``).
+    positive, damping
+        Positive phase (``"auto"``, ``"exact"``, ``"mean-field"``, ``"clamped-chains"``) and the
+        mean-field damping.
+    momentum, weight_decay
+        Of ``torch.optim.SGD``; weight decay applies to the couplings, not to the biases.
+    valid_x
+        Optional held-out data (for the monitor).
+    checkpoint_path, checkpoint_every, resume
+        Atomic checkpoints after the last epoch and every ``checkpoint_every`` epochs; ``resume``
+        continues from ``checkpoint_path`` when it exists (with the same settings), reaching the
+        parameters of an uninterrupted run.
+    history_path
+        Where to write the per-epoch history (``PATH.csv`` / ``PATH.json``).
+    progress
+        Show a progress bar on stderr.
+    monitor, monitor_every
+        ``monitor(model, {"train": x, "valid": x}) -> dict`` added to the epoch's record every
+        ``monitor_every`` epochs (e.g. :func:`boltzkit.estimators.likelihood.exact_log_likelihoods`).
+    callbacks
+        Extra callbacks.
+    lr_decay
+        Decay the learning rate linearly to 0 over all updates (S2 Sec. 5: "gradually decreased to
+        0"); default ``True`` for persistent chains and ``False`` for CD.
+    settings
+        Extra JSON-able settings stored in checkpoints.
+
+    Returns
+    -------
+    History
+        The per-epoch records.
+    """
+    method_name = str(method).strip().lower()
+    if method_name not in METHODS:
+        raise BoltzkitError("unknown learning method", got=repr(method), expected="'cd', 'pcd' or 'sap'")
+    k = _positive_int(k, "k", hint="k is the number of sampling sweeps per update, e.g. 1 for CD-1.")
+    schedule = parse_k_schedule(k_schedule if k_schedule is not None else k)
+    epochs = _positive_int(epochs, "epochs")
+    batch_size = _positive_int(batch_size, "batch_size")
+    n_chains = _positive_int(n_chains, "n_chains")
+    lr = _non_negative_float(lr, "the learning rate lr", strictly=True)
+    momentum = _non_negative_float(momentum, "momentum", upper=1.0)
+    weight_decay = _non_negative_float(weight_decay, "weight_decay")
+    checkpoint_every = int(checkpoint_every)
+    if checkpoint_every < 0:
+        raise BoltzkitError("checkpoint_every must be >= 0", got=checkpoint_every)
+    if resume and checkpoint_path is None:
+        raise BoltzkitError(
+            "resume needs a checkpoint path", hint="pass checkpoint_path (--checkpoint FILE)."
+        )
+    operator = make_operator(sampler)
+    positive_phase = make_positive(positive, damping=damping)
+    x = check_binary(train_x, source="training data", n_visible=model.n_visible)
+    x = x.to(device=model.device, dtype=model.dtype).contiguous()
+    if valid_x is not None:
+        valid_x = check_binary(valid_x, source="validation data", n_visible=model.n_visible)
+    if lr_decay is None:
+        lr_decay = method_name != "cd"
+    learner = make_learner(
+        method_name, k=schedule(0, epochs), sampler=operator, n_chains=n_chains, positive=positive_phase
+    )
+    coupling_names = {model.coupling_name(l, m) for l, m in model.coupling_keys}
+    named = list(model.named_parameters())
+    optimizer = torch.optim.SGD(
+        [
+            {"params": [p for n, p in named if n in coupling_names], "weight_decay": weight_decay},
+            {"params": [p for n, p in named if n not in coupling_names], "weight_decay": 0.0},
+        ],
+        lr=lr,
+        momentum=momentum,
+    )
+    scheduler = None
+    if lr_decay:
+        n_updates = epochs * math.ceil(x.shape[0] / min(batch_size, x.shape[0]))
+        scheduler = torch.optim.lr_scheduler.LinearLR(
+            optimizer, start_factor=1.0, end_factor=0.0, total_iters=n_updates
+        )
+    run_settings: dict[str, Any] = {
+        "kind": model.kind,
+        "layer_sizes": list(model.layer_sizes),
+        "method": method_name,
+        "k_schedule": schedule.spec,
+        "sampler": operator.name,
+        "n_chains": n_chains if method_name != "cd" else None,
+        "positive": learner.positive_phase(model).name,
+        "epochs": epochs,
+        "lr": lr,
+        "lr_decay": bool(lr_decay),
+        "batch_size": batch_size,
+        "momentum": momentum,
+        "weight_decay": weight_decay,
+        "device": model.device.type,
+        "dtype": str(model.dtype).replace("torch.", ""),
+        "train_data": data_fingerprint(x),
+        **(settings or {}),
+    }
+    cbs: list[Callback] = []
+    if monitor is not None:
+        cbs.append(LogLikelihood(monitor, every=monitor_every))
+    cbs.extend(callbacks)
+    if history_path is not None:
+        cbs.append(HistoryWriter(history_path))
+    if progress:
+        cbs.append(ProgressBar())
+    if checkpoint_path is not None:
+        cbs.append(Checkpointer(checkpoint_path, checkpoint_every))
+    trainer = Trainer(
+        model,
+        learner,
+        optimizer,
+        x,
+        epochs=epochs,
+        batch_size=batch_size,
+        generator=generator,
+        scheduler=scheduler,
+        scheduler_interval="batch",
+        k_schedule=schedule,
+        valid_x=valid_x,
+        callbacks=cbs,
+        settings=run_settings,
+        check_data=False,
+    )
+    if resume:
+        path = Path(checkpoint_path)  # type: ignore[arg-type]
+        if path.exists():
+            trainer.load_checkpoint(path)
+        else:
+            warnings.warn(f"no checkpoint at {path}; training from the start", stacklevel=2)
+    history = trainer.fit()
+    model.zero_grad(set_to_none=True)
+    return history
+
+
+def _check_dtype(dtype: object) -> None:
+    if (
+        not isinstance(dtype, torch.dtype)
+        or not dtype.is_floating_point
+        or dtype in (torch.float16, torch.bfloat16)
+    ):
+        raise BoltzkitError("dtype must be torch.float32 or torch.float64", got=repr(dtype))
+
+
+def train_model(
+    train_x: Tensor,
+    *,
+    kind: str = "rbm",
+    hidden: Sequence[int] | int = 500,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+    init_vbias_from_data: bool = True,
+    **kwargs: Any,
+) -> tuple[BoltzmannMachine, History]:
+    """Initialise a model of ``kind`` (:func:`init_model`) and :func:`train` it.
+
+    One ``torch.Generator`` seeded with ``seed`` draws the initial weights and then drives
+    training, so the same seed gives the same model. ``kwargs`` go to :func:`train`.
+
+    Returns
+    -------
+    (BoltzmannMachine, History)
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise BoltzkitError("seed must be an integer", got=repr(seed))
+    _check_dtype(dtype)
+    dev = resolve_device(device)
+    x = check_binary(train_x, source="training data")
+    gen = make_generator(int(seed), dev)
+    x_dev = x.to(device=dev, dtype=dtype)
+    model = init_model(
+        kind, int(x.shape[1]), hidden, generator=gen, data=x_dev if init_vbias_from_data else None,
+        dtype=dtype, device=dev,
+    )  # fmt: skip
+    settings = {
+        "seed": seed,
+        "init_vbias_from_data": bool(init_vbias_from_data),
+        **kwargs.pop("settings", {}),
+    }
+    history = train(model, x_dev, generator=gen, settings=settings, **kwargs)
+    return model, history
 
 
 def train_rbm(
@@ -103,11 +422,11 @@ def train_rbm(
     history_path: str | os.PathLike | None = None,
     progress: bool = True,
     init_vbias_from_data: bool = True,
-    exact_ll_max_bits: int = 20,
+    monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
     callbacks: Sequence[Callback] = (),
     lr_decay: bool | None = None,
 ) -> tuple[RBM, History]:
-    """Train a binary RBM by CD-k or PCD-k with SGD.
+    """Train a binary RBM by CD-k or PCD-k with SGD: the RBM recipe of :func:`train_model`.
 
     The gradient of the mean log-likelihood (Salakhutdinov & Murray 2008, Sec. 2) is
     ``E_data[v h^T] - E_model[v h^T]`` (biases alike); CD-k estimates the model term from ``k``
@@ -122,17 +441,12 @@ def train_rbm(
         Number of hidden units.
     method
         ``"cd"`` or ``"pcd"``.
-    k
-        Sweeps per update (fixed); ignored when ``k_schedule`` is given.
-    k_schedule
-        Spec of a schedule over epochs, e.g. ``"1:25"`` / ``"linear:1:25"`` (the CD25 model of
+    k, k_schedule
+        Sweeps per update (fixed), or a schedule over epochs, e.g. ``"1:25"`` (the CD25 model of
         S&M 2008 raised ``k`` from 1 to 25), ``"geometric:1:25"``, ``"constant:3"``.
-    epochs
-        Passes over the training data.
-    lr
-        Learning rate of SGD. For PCD it decays linearly to 0 over the run (see ``lr_decay``).
-    batch_size
-        Examples per update (the last minibatch of an epoch may be smaller).
+    epochs, lr, batch_size
+        Passes over the data; SGD learning rate (for PCD it decays linearly to 0, see
+        ``lr_decay``); examples per update.
     sampler
         ``"gibbs"``, ``"flip"`` or ``"blend:ALPHA"`` (``"blend:A_V,A_H"``).
     n_chains
@@ -143,29 +457,14 @@ def train_rbm(
         Seeds the single ``torch.Generator`` behind initialisation, shuffling and sampling.
     device, dtype
         Where and in what precision to train (``"auto"`` picks CUDA when present).
-    valid_x
-        Optional held-out data; its exact log-likelihood is recorded when tractable.
-    checkpoint_path
-        Checkpoint file; written after the last epoch and every ``checkpoint_every`` epochs.
-    checkpoint_every
-        Interval in epochs (0: only at the end).
-    resume
-        Continue from ``checkpoint_path`` when it exists (with the same settings); the result
-        equals that of an uninterrupted run. When it does not exist, training starts afresh.
-    history_path
-        Where to write the per-epoch history as CSV and JSON (``PATH.csv`` / ``PATH.json``).
-    progress
-        Show a progress bar on stderr.
+    valid_x, checkpoint_path, checkpoint_every, resume, history_path, progress, callbacks, lr_decay
+        As for :func:`train`.
     init_vbias_from_data
         Visible biases ``log(p / (1 - p))`` of the data means (else 0).
-    exact_ll_max_bits
-        Record exact ``log Z`` and mean log-likelihoods each epoch when
-        ``min(n_visible, n_hidden) <= exact_ll_max_bits``.
-    callbacks
-        Extra :class:`~boltzkit.learning.callbacks.Callback` instances.
-    lr_decay
-        Decay the learning rate linearly to 0 over all updates (``torch.optim.lr_scheduler.LinearLR``);
-        default ``True`` for PCD and ``False`` for CD.
+    monitor
+        ``monitor(model, datasets) -> dict`` recorded each epoch, e.g.
+        ``functools.partial(boltzkit.estimators.likelihood.exact_log_likelihoods, max_bits=20)``
+        (exact log Z and log-likelihoods when tractable).
 
     Returns
     -------
@@ -185,120 +484,49 @@ def train_rbm(
     >>> len(hist), rbm.W.shape
     (2, torch.Size([16, 5]))
     """
-    # ------------------------------------------------------------------------ validation
     n_hidden = _positive_int(n_hidden, "n_hidden")
-    method_name = str(method).strip().lower()
-    if method_name not in ("cd", "pcd"):
+    if str(method).strip().lower() not in ("cd", "pcd"):
         raise BoltzkitError("unknown learning method", got=repr(method), expected="'cd' or 'pcd'")
-    k = _positive_int(k, "k", hint="k is the number of sampling sweeps per update, e.g. 1 for CD-1.")
-    schedule = parse_k_schedule(k_schedule if k_schedule is not None else k)
-    epochs = _positive_int(epochs, "epochs")
-    batch_size = _positive_int(batch_size, "batch_size")
-    n_chains = _positive_int(n_chains, "n_chains")
-    lr = _non_negative_float(lr, "the learning rate lr", strictly=True)
-    momentum = _non_negative_float(momentum, "momentum", upper=1.0)
-    weight_decay = _non_negative_float(weight_decay, "weight_decay")
-    checkpoint_every = int(checkpoint_every)
-    if checkpoint_every < 0:
-        raise BoltzkitError("checkpoint_every must be >= 0", got=checkpoint_every)
-    if resume and checkpoint_path is None:
-        raise BoltzkitError(
-            "resume needs a checkpoint path", hint="pass checkpoint_path (--checkpoint FILE)."
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise BoltzkitError("seed must be an integer", got=repr(seed))
-    if (
-        not isinstance(dtype, torch.dtype)
-        or not dtype.is_floating_point
-        or dtype
-        in (
-            torch.float16,
-            torch.bfloat16,
-        )
-    ):
-        raise BoltzkitError("dtype must be torch.float32 or torch.float64", got=repr(dtype))
-    operator = make_operator(sampler)
-    dev = resolve_device(device)
-    train_x = check_binary_data(train_x, "training data")
-    n_visible = int(train_x.shape[1])
-    if valid_x is not None:
-        valid_x = check_binary_data(valid_x, "validation data", n_visible)
-    if lr_decay is None:
-        lr_decay = method_name == "pcd"
-
-    # ---------------------------------------------------------------------- construction
-    x = train_x.to(device=dev, dtype=dtype).contiguous()
-    gen = make_generator(int(seed), dev)
-    rbm = init_rbm(
-        n_visible, n_hidden, generator=gen, data=x if init_vbias_from_data else None, dtype=dtype, device=dev
-    )
-    learner = make_learner(method_name, k=schedule(0, epochs), sampler=operator, n_chains=n_chains)
-    optimizer = torch.optim.SGD(
-        [
-            {"params": [rbm.W], "weight_decay": weight_decay},
-            {"params": [rbm.vbias, rbm.hbias], "weight_decay": 0.0},
-        ],
-        lr=lr,
-        momentum=momentum,
-    )
-    scheduler = None
-    if lr_decay:
-        n_updates = epochs * math.ceil(x.shape[0] / min(batch_size, x.shape[0]))
-        scheduler = torch.optim.lr_scheduler.LinearLR(
-            optimizer, start_factor=1.0, end_factor=0.0, total_iters=n_updates
-        )
-    settings: dict[str, Any] = {
-        "n_visible": n_visible,
-        "n_hidden": n_hidden,
-        "method": method_name,
-        "k_schedule": schedule.spec,
-        "sampler": operator.name,
-        "n_chains": n_chains if method_name == "pcd" else None,
-        "epochs": epochs,
-        "lr": lr,
-        "lr_decay": bool(lr_decay),
-        "batch_size": batch_size,
-        "momentum": momentum,
-        "weight_decay": weight_decay,
-        "seed": seed,
-        "device": dev.type,
-        "dtype": str(dtype).replace("torch.", ""),
-        "init_vbias_from_data": bool(init_vbias_from_data),
-        "train_data": data_fingerprint(x),
-    }
-    cbs: list[Callback] = [ExactLogLikelihood(exact_ll_max_bits)]
-    cbs.extend(callbacks)
-    if history_path is not None:
-        cbs.append(HistoryWriter(history_path))
-    if progress:
-        cbs.append(ProgressBar())
-    if checkpoint_path is not None:
-        cbs.append(Checkpointer(checkpoint_path, checkpoint_every))
-    trainer = Trainer(
-        rbm,
-        learner,
-        optimizer,
-        x,
+    model, history = train_model(
+        train_x,
+        kind="rbm",
+        hidden=n_hidden,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        init_vbias_from_data=init_vbias_from_data,
+        method=method,
+        k=k,
+        k_schedule=k_schedule,
         epochs=epochs,
+        lr=lr,
         batch_size=batch_size,
-        generator=gen,
-        scheduler=scheduler,
-        scheduler_interval="batch",
-        k_schedule=schedule,
+        sampler=sampler,
+        n_chains=n_chains,
+        momentum=momentum,
+        weight_decay=weight_decay,
         valid_x=valid_x,
-        callbacks=cbs,
-        settings=settings,
-        check_data=False,
+        checkpoint_path=checkpoint_path,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
+        history_path=history_path,
+        progress=progress,
+        monitor=monitor,
+        callbacks=callbacks,
+        lr_decay=lr_decay,
     )
-    if resume:
-        path = Path(checkpoint_path)  # type: ignore[arg-type]
-        if path.exists():
-            trainer.load_checkpoint(path)
-        else:
-            warnings.warn(f"no checkpoint at {path}; training from the start", stacklevel=2)
-    history = trainer.fit()
-    rbm.zero_grad(set_to_none=True)
-    return rbm, history
+    return model, history  # type: ignore[return-value]
 
 
-__all__ = ["init_rbm", "train_rbm", "visible_bias_from_data"]
+__all__ = [
+    "METHODS",
+    "POSITIVE_PHASES",
+    "TRAINABLE_KINDS",
+    "init_model",
+    "init_rbm",
+    "make_positive",
+    "train",
+    "train_model",
+    "train_rbm",
+    "visible_bias_from_data",
+]

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 from tqdm.auto import tqdm
 
-from boltzkit.estimators.exact import exact_log_prob, exact_log_z
 from boltzkit.learning.history import history_paths
 
 if TYPE_CHECKING:
@@ -48,66 +48,50 @@ class Callback:
         """After the last epoch (or after a stop)."""
 
 
-class ExactLogLikelihood(Callback):
-    """Exact mean log-likelihood of the training (and validation) data, when tractable.
+class LogLikelihood(Callback):
+    """Log-likelihood monitor: calls a function that measures the model and adds its numbers to
+    the epoch's record.
 
-    ``log p(v) = -F(v) - log Z`` with ``log Z`` summed exactly over the smaller layer
-    (:func:`boltzkit.estimators.exact.exact_log_z`), all in float64. Records ``log_z``,
-    ``train_log_lik`` and ``valid_log_lik`` (nats per example). Does nothing when
-    ``min(n_visible, n_hidden) > max_bits``.
+    The learning layer does not know how log Z is obtained: the caller hands in ``evaluate``
+    (e.g. :func:`boltzkit.estimators.likelihood.exact_log_likelihoods`, which enumerates when the
+    model is small enough and returns nothing otherwise).
 
     Parameters
     ----------
-    max_bits
-        Largest smaller-layer size that is enumerated (``2^max_bits`` states per evaluation).
+    evaluate
+        ``evaluate(model, datasets) -> dict`` with ``datasets = {"train": x, "valid": x}`` (the
+        trainer's data unless given here); the returned items (e.g. ``log_z``,
+        ``train_log_lik``) go into the record.
     every
         Evaluate every ``every`` epochs (and always at the last one).
     train_x, valid_x
         Data to evaluate; default the trainer's training and validation data.
-    chunk_rows
-        Rows of data per batch of free energies.
     """
 
     order = 0
 
     def __init__(
         self,
-        max_bits: int = 20,
+        evaluate: Callable[[Any, dict[str, torch.Tensor]], dict[str, Any]],
         *,
         every: int = 1,
         train_x: torch.Tensor | None = None,
         valid_x: torch.Tensor | None = None,
-        chunk_rows: int = 8192,
     ) -> None:
-        self.max_bits = int(max_bits)
+        self.evaluate = evaluate
         self.every = max(1, int(every))
         self.train_x = train_x
         self.valid_x = valid_x
-        self.chunk_rows = int(chunk_rows)
-
-    def tractable(self, trainer: Trainer) -> bool:
-        return min(trainer.model.n_visible, trainer.model.n_hidden) <= self.max_bits
-
-    @torch.no_grad()
-    def mean_log_lik(self, rbm64: Any, x: torch.Tensor, log_z: float) -> float:
-        total = 0.0
-        for start in range(0, x.shape[0], self.chunk_rows):
-            chunk = x[start : start + self.chunk_rows].to(device=rbm64.device, dtype=torch.float64)
-            total += float(exact_log_prob(rbm64, chunk, log_z).sum())
-        return total / max(1, x.shape[0])
 
     def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
         epoch = record["epoch"]
-        if not self.tractable(trainer) or (epoch % self.every and epoch != trainer.epochs):
+        if epoch % self.every and epoch != trainer.epochs:
             return
-        rbm64 = trainer.model.as_float64()
-        log_z = float(exact_log_z(rbm64, max_bits=self.max_bits).log_z)
-        record["log_z"] = log_z
-        train_x = self.train_x if self.train_x is not None else trainer.train_x
-        record["train_log_lik"] = self.mean_log_lik(rbm64, train_x, log_z)
+        datasets = {"train": self.train_x if self.train_x is not None else trainer.train_x}
         valid_x = self.valid_x if self.valid_x is not None else trainer.valid_x
         if valid_x is not None:
-            record["valid_log_lik"] = self.mean_log_lik(rbm64, valid_x, log_z)
+            datasets["valid"] = valid_x
+        record.update(self.evaluate(trainer.model, datasets))
 
 
 class HistoryWriter(Callback):
@@ -235,8 +219,8 @@ class LambdaCallback(Callback):
 __all__ = [
     "Callback",
     "Checkpointer",
-    "ExactLogLikelihood",
     "HistoryWriter",
     "LambdaCallback",
+    "LogLikelihood",
     "ProgressBar",
 ]

@@ -26,8 +26,8 @@ from safetensors.torch import load as _st_load
 from safetensors.torch import save as _st_save
 from torch import Tensor
 
+from boltzkit.atomic import atomic_write_bytes
 from boltzkit.errors import ModelFileError
-from boltzkit.io import atomic_write_bytes
 
 #: Key of the JSON document in the safetensors header metadata.
 METADATA_KEY = "boltzkit_checkpoint"

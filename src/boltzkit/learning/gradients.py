@@ -1,206 +1,231 @@
-"""Learners: positive and negative statistics of an RBM and the gradients they give.
+"""Learners: a positive phase times a negative phase, written into ``param.grad``.
 
-The gradient of the mean log-likelihood of data ``{v^(n)}`` under an RBM (Salakhutdinov & Murray
-2008, Sec. 2, the equation before Eq. 7) is a difference of a data and a model expectation::
+A :class:`Learner` turns a minibatch into the gradient of the negative log-likelihood estimate of
+any member of the Boltzmann machine family (Salakhutdinov 2008, "S2", Eqs. 35, 47, 51, with the
+sign flipped for minimisation)::
 
-    d <log p(v)>_data / dW_ij = E_data[v_i h_j] - E_model[v_i h_j]
-    d <log p(v)>_data / db_i  = E_data[v_i]     - E_model[v_i]
-    d <log p(v)>_data / dc_j  = E_data[h_j]     - E_model[h_j]
+    W_lm.grad = <x_l x_m^T>_negative - <x_l x_m^T>_positive        (laterals: zero diagonal)
+    b_l.grad  = <x_l>_negative - <x_l>_positive
 
-The data term is exact once the hidden units are summed out ("Rao-Blackwellised"): ``h_j`` is
-replaced by ``p(h_j = 1 | v) = sigma(c_j + (W^T v)_j)``. The model term is estimated from samples
-``v^-`` of a Markov chain, again with ``p(h | v^-)`` in place of ``h``:
+so that any ``torch.optim`` optimizer descends it; weight decay, momentum and learning-rate
+schedules belong to the optimizer. Gradients are direct matrix products, never autograd. The
+phases are in :mod:`boltzkit.learning.phases`:
 
-* **CD-k** (Hinton 2002; S&M 2008, Eq. 7) starts one chain at every example of the minibatch:
-  ``h^0 ~ p(h | v^0)``, then ``k`` sweeps ``v^0 -> h^0 -> v^1 -> h^1 -> ... -> v^k`` of a transition
-  operator, and uses ``(v^k, p(h | v^k))``.
-* **PCD-k** (Tieleman 2008) keeps ``n_chains`` persistent chains and advances them ``k`` sweeps per
-  update, with the parameters of that update.
+* **CD-k** (:class:`CDLearner`; Hinton 2002, S&M 2008 Eq. 7): chains started at the data.
+* **PCD-k / SAP** (:class:`PCDLearner`; Tieleman 2008, S2 Sec. 4.1.1): persistent chains.
+* The positive phase defaults to the exact conditional ``p(h | v)`` where the hidden units are
+  independent given ``v`` (RBM, SRBM) and to damped mean-field with the data clamped otherwise
+  (BM, DBM; S2 Sec. 4.3).
 
-Either sampler may be Gibbs, flip-the-state or their blend (Brügge, Fischer & Igel 2013, Sec. 4.2
-replaces Gibbs by flip-the-state in CD and PCD). A learner writes the gradient of the *negative*
-log-likelihood estimate into ``param.grad``::
-
-    W.grad = -( v_data^T p(h|v_data) / n_data - v_model^T p(h|v_model) / n_model )
-
-(and likewise for the biases), so that any ``torch.optim`` optimizer descends it; weight decay,
-momentum and learning-rate schedules belong to the optimizer. Gradients are computed with direct
-matrix products, never autograd.
-
-Block Gibbs (the default) runs a hand-written loop with reusable buffers: one CD-1 update costs
-three ``(batch, n_visible) x (n_visible, n_hidden)``-sized products for the chain, two for the
-gradient, one uniform draw per sampled unit, and a few elementwise passes. It consumes the
-generator exactly like the generic path through :meth:`TransitionOperator.step`, so both give the
-same numbers from the same seed.
+Chains run any transition operator (Gibbs, flip-the-state, a blend, or a composition: Brügge,
+Fischer & Igel 2013, Sec. 4.2 replace Gibbs by flip-the-state in CD and PCD); the sweeps are the
+operators' own (one fused kernel in :mod:`boltzkit.samplers`).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.rbm import RBM
-from boltzkit.samplers.operators import Gibbs, TransitionOperator, make_operator
+from boltzkit.learning.phases import (
+    ContrastiveDivergence,
+    MeanFieldPhase,
+    NegativePhase,
+    Persistent,
+    PositivePhase,
+    default_positive,
+    sample_means,
+)
+from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.samplers.operators import TransitionOperator
 from boltzkit.state import ChainState
-
-_VISIBLE_ONLY = (1,)  # clamp the hidden layer: a sweep then updates the visible layer alone
 
 
 @dataclass(frozen=True)
 class Phases:
-    """Samples behind one gradient estimate.
+    """The states behind one gradient estimate.
 
     Attributes
     ----------
-    v_data
-        Data minibatch ``v^0``, shape ``(n_data, n_visible)``.
-    h_data
-        ``p(h = 1 | v^0)``, shape ``(n_data, n_hidden)``.
-    v_model
-        Negative-phase visible states ``v^k``, shape ``(n_model, n_visible)``.
-    h_model
-        ``p(h = 1 | v^k)``, shape ``(n_model, n_hidden)``.
+    positive
+        The data term's state: ``v`` and the hidden layers' conditional (or mean-field) means.
+    negative
+        The model term's state (Rao-Blackwellised chain states).
     reconstruction
-        Sum over the minibatch of ``||v^0 - p(v | h^0)||^2`` with ``h^0 ~ p(h | v^0)`` (0-d tensor),
-        or ``None`` when not tracked.
-
-    Notes
-    -----
-    The tensors may be a learner's internal buffers, overwritten by its next call: clone them to
-    keep them.
+        Sum over the minibatch of ``||v^0 - p(v = 1 | h^0, ...)||^2`` with ``h^0`` drawn from the
+        positive phase (0-d tensor), or ``None`` when not tracked.
     """
 
-    v_data: Tensor
-    h_data: Tensor
-    v_model: Tensor
-    h_model: Tensor
+    positive: ChainState
+    negative: ChainState
     reconstruction: Tensor | None = None
+
+    @property
+    def v_data(self) -> Tensor:
+        return self.positive.layers[0]
+
+    @property
+    def h_data(self) -> Tensor:
+        """The first hidden layer of the positive phase (``p(h | v)`` for an RBM)."""
+        return self.positive.layers[1]
+
+    @property
+    def v_model(self) -> Tensor:
+        return self.negative.layers[0]
+
+    @property
+    def h_model(self) -> Tensor:
+        return self.negative.layers[1]
 
 
 @dataclass(frozen=True)
 class Statistics:
-    """Sufficient statistics of both phases, as means (float64).
+    """Mean sufficient statistics of both phases (float64), keyed by parameter name.
 
-    ``vh_*`` has shape ``(n_visible, n_hidden)``, ``v_*`` ``(n_visible,)``, ``h_*`` ``(n_hidden,)``.
+    For a coupling ``W_lm`` the mean of ``x_l x_m^T``, for a bias the mean of ``x_l``.
     """
 
-    vh_data: Tensor
-    v_data: Tensor
-    h_data: Tensor
-    vh_model: Tensor
-    v_model: Tensor
-    h_model: Tensor
+    data: dict[str, Tensor]
+    model: dict[str, Tensor]
 
     @classmethod
-    def from_phases(cls, phases: Phases) -> Statistics:
-        def means(v: Tensor, h: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-            v64, h64 = v.to(torch.float64), h.to(torch.float64)
-            return v64.t() @ h64 / v.shape[0], v64.mean(0), h64.mean(0)
+    def from_phases(cls, model: BoltzmannMachine, phases: Phases) -> Statistics:
+        def means(state: ChainState) -> dict[str, Tensor]:
+            x = [t.to(torch.float64) for t in state.layers]
+            n = x[0].shape[0]
+            out = {}
+            for l, m in model.coupling_keys:
+                s = x[l].t() @ x[m] / n
+                if l == m:
+                    s.fill_diagonal_(0.0)
+                out[model.coupling_name(l, m)] = s
+            for l in range(model.n_layers):
+                out[model.bias_name(l)] = x[l].mean(0)
+            return out
 
-        return cls(*means(phases.v_data, phases.h_data), *means(phases.v_model, phases.h_model))
+        return cls(means(phases.positive), means(phases.negative))
 
     def gradients(self) -> dict[str, Tensor]:
-        """Gradient of the negative log-likelihood estimate: ``{"W", "vbias", "hbias"}``."""
-        return {
-            "W": self.vh_model - self.vh_data,
-            "vbias": self.v_model - self.v_data,
-            "hbias": self.h_model - self.h_data,
-        }
+        """Gradient of the negative log-likelihood estimate, by parameter name."""
+        return {name: self.model[name] - self.data[name] for name in self.data}
+
+    # the RBM's names, for convenience
+    @property
+    def vh_data(self) -> Tensor:
+        return self.data["W"]
+
+    @property
+    def v_data(self) -> Tensor:
+        return self.data["vbias"]
+
+    @property
+    def h_data(self) -> Tensor:
+        return self.data["hbias"]
+
+    @property
+    def vh_model(self) -> Tensor:
+        return self.model["W"]
+
+    @property
+    def v_model(self) -> Tensor:
+        return self.model["vbias"]
+
+    @property
+    def h_model(self) -> Tensor:
+        return self.model["hbias"]
 
 
-def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BoltzkitError(f"{name} must be a positive integer", got=repr(value), expected="an integer >= 1")
-    return value
-
-
-class _Buffers:
-    """Scratch tensors keyed by name and shape, allocated once and reused."""
-
-    MAX_ENTRIES = 64
-
-    def __init__(self) -> None:
-        self._store: dict[tuple[str, tuple[int, ...]], Tensor] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], like: Tensor) -> Tensor:
-        key = (name, shape)
-        buf = self._store.get(key)
-        if buf is None or buf.dtype != like.dtype or buf.device != like.device:
-            if len(self._store) >= self.MAX_ENTRIES:  # many batch shapes: start over
-                self._store.clear()
-            buf = torch.empty(shape, dtype=like.dtype, device=like.device)
-            self._store[key] = buf
-        return buf
-
-    def clear(self) -> None:
-        self._store.clear()
-
-
-def _grad_buffer(param: torch.nn.Parameter) -> Tensor:
-    """``param.grad``, allocated (uninitialised) when absent; the learner overwrites it."""
-    if param.grad is None or param.grad.shape != param.shape or param.grad.dtype != param.dtype:
-        param.grad = torch.empty_like(param)
-    return param.grad
-
-
-class Learner(ABC):
-    """Turns a data minibatch into the RBM's log-likelihood gradient estimate.
+class Learner:
+    """Positive phase x negative phase -> ``param.grad`` (see the module docstring).
 
     Parameters
     ----------
-    k
-        Sweeps of the sampler per update (``k >= 1``); may be changed between updates (the
-        trainer sets it from a :class:`~boltzkit.learning.schedules.KSchedule`).
-    sampler
-        Transition operator or spec: ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``.
+    negative
+        The negative phase (CD-k or persistent chains).
+    positive
+        The positive phase; default: chosen per model by
+        :func:`~boltzkit.learning.phases.default_positive`.
     reconstruction
-        Track the reconstruction error ``||v^0 - p(v | h^0)||^2`` (see :class:`Phases`).
-    fast
-        Use the buffered block-Gibbs loop when the sampler is plain Gibbs (same numbers as the
-        generic path; ``False`` forces the generic path, for tests).
+        Track the reconstruction error ``||v^0 - p(v | h^0)||^2`` (one extra product per update
+        unless the CD-k negative phase computes it on the way).
     """
 
     method: str = "learner"
 
     def __init__(
         self,
-        k: int = 1,
-        sampler: str | TransitionOperator = "gibbs",
+        negative: NegativePhase,
+        positive: PositivePhase | None = None,
         *,
         reconstruction: bool = True,
-        fast: bool = True,
     ) -> None:
-        self.k = _check_positive_int(k, "k")
-        self.operator = make_operator(sampler)
+        self.negative = negative
+        self.positive = positive
         self.reconstruction = bool(reconstruction)
-        self.fast = bool(fast) and type(self.operator) is Gibbs
-        self._buf = _Buffers()
+        self.method = negative.method
 
-    # -------------------------------------------------------------------------------- public
-    @abstractmethod
-    def phases(self, model: RBM, v_data: Tensor, generator: torch.Generator) -> Phases:
-        """Run the negative phase for minibatch ``v_data`` (shape ``(n, n_visible)``, the model's
-        dtype and device, values in {0, 1}) and return both phases' samples."""
+    # ------------------------------------------------------------------------- settings
+    @property
+    def k(self) -> int:
+        return self.negative.k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BoltzkitError("k must be a positive integer", got=repr(value), expected="an integer >= 1")
+        self.negative.k = value
+
+    @property
+    def operator(self) -> TransitionOperator:
+        return self.negative.operator
+
+    def positive_phase(self, model: BoltzmannMachine) -> PositivePhase:
+        return self.positive if self.positive is not None else default_positive(model)
+
+    # --------------------------------------------------------------------------- public
+    @torch.no_grad()
+    def phases(self, model: BoltzmannMachine, v_data: Tensor, generator: torch.Generator) -> Phases:
+        """Both phases for minibatch ``v_data`` (shape ``(n, n_visible)``, the model's dtype and
+        device, values in {0, 1})."""
+        pos_phase = self.positive_phase(model)
+        positive = pos_phase(model, v_data, generator)
+        recon = None
+        if self.reconstruction and not isinstance(self.negative, ContrastiveDivergence):
+            recon = self._reconstruction(model, v_data, positive, generator)
+        negative, v_probs = self.negative(model, v_data, positive, pos_phase, generator)
+        if self.reconstruction and recon is None:
+            if v_probs is None:  # the CD phase did not form them on the way (e.g. an SRBM)
+                v_probs = self._visible_probs(model, positive, generator)
+            d = v_probs - v_data
+            recon = torch.linalg.vecdot(d.flatten(), d.flatten())
+        return Phases(positive, negative, recon)
+
+    @staticmethod
+    def _visible_probs(model: BoltzmannMachine, positive: ChainState, generator: torch.Generator) -> Tensor:
+        state = sample_means(positive, generator, tuple(range(1, model.n_layers)))
+        return model.conditional_probs(state, 0)
+
+    def _reconstruction(
+        self, model: BoltzmannMachine, v: Tensor, positive: ChainState, generator: torch.Generator
+    ) -> Tensor:
+        d = self._visible_probs(model, positive, generator) - v
+        return torch.linalg.vecdot(d.flatten(), d.flatten())
 
     @torch.no_grad()
-    def statistics(self, model: RBM, v_data: Tensor, generator: torch.Generator) -> Statistics:
+    def statistics(self, model: BoltzmannMachine, v_data: Tensor, generator: torch.Generator) -> Statistics:
         """Mean sufficient statistics of both phases (float64), from :meth:`phases`."""
-        return Statistics.from_phases(self.phases(model, v_data, generator))
+        return Statistics.from_phases(model, self.phases(model, v_data, generator))
 
     @torch.no_grad()
-    def set_gradients(self, model: RBM, v_data: Tensor, generator: torch.Generator) -> Tensor | None:
-        """Write the negative log-likelihood gradient estimate into ``model``'s ``.grad``.
-
-        ``W.grad = v_m^T p(h|v_m) / n_m - v_d^T p(h|v_d) / n_d``, ``vbias.grad = mean(v_m) -
-        mean(v_d)``, ``hbias.grad = mean(p(h|v_m)) - mean(p(h|v_d))`` (S&M 2008, Eq. 7 with the
-        sign flipped for minimisation). Existing gradients are overwritten, not accumulated.
-        No input checks are made here (this is the inner loop).
+    def set_gradients(
+        self, model: BoltzmannMachine, v_data: Tensor, generator: torch.Generator
+    ) -> Tensor | None:
+        """Write the negative log-likelihood gradient estimate into ``model``'s ``.grad``
+        (overwritten, not accumulated). No input checks are made here (this is the inner loop).
 
         Returns
         -------
@@ -208,137 +233,59 @@ class Learner(ABC):
             The minibatch's summed reconstruction error (0-d tensor, not synchronised).
         """
         ph = self.phases(model, v_data, generator)
-        n_d = ph.v_data.shape[0]
-        n_m = ph.v_model.shape[0]
-        gW = _grad_buffer(model.W)
-        torch.mm(ph.v_data.t(), ph.h_data, out=gW)
-        gW.addmm_(ph.v_model.t(), ph.h_model, beta=-1.0 / n_d, alpha=1.0 / n_m)
-        gb = _grad_buffer(model.vbias)
-        torch.sum(ph.v_model, 0, out=gb)
-        gb.mul_(1.0 / n_m).sub_(ph.v_data.sum(0), alpha=1.0 / n_d)
-        gc = _grad_buffer(model.hbias)
-        torch.sum(ph.h_model, 0, out=gc)
-        gc.mul_(1.0 / n_m).sub_(ph.h_data.sum(0), alpha=1.0 / n_d)
+        model.set_gradients(ph.positive, ph.negative)
         return ph.reconstruction
 
-    def setup(self, model: RBM, train_x: Tensor, generator: torch.Generator) -> None:  # noqa: B027
-        """Called once by the trainer before the first update (PCD initialises its chains)."""
+    def setup(self, model: BoltzmannMachine, train_x: Tensor, generator: torch.Generator) -> None:
+        """Called once by the trainer before the first update (persistent chains start here)."""
+        if isinstance(self.negative, Persistent):
+            self.negative.positive_phase = self.positive_phase(model)
+        self.negative.setup(model, train_x, generator)
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint must hold to resume (tensors and JSON-able values)."""
-        return {"k": self.k}
+        return self.negative.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.k = int(state["k"])
+        self.negative.load_state_dict(state)
 
     def describe(self) -> str:
         """Short name, e.g. ``"CD-3 (gibbs)"``."""
-        return f"{self.method.upper()}-{self.k} ({self.operator.name})"
+        extra = f", {self.negative.n_chains} chains" if isinstance(self.negative, Persistent) else ""
+        if isinstance(self.positive, MeanFieldPhase):
+            extra += ", mean-field positive phase"
+        return f"{self.method.upper()}-{self.k} ({self.operator.name}{extra})"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(k={self.k}, sampler={self.operator.name!r})"
 
-    # ------------------------------------------------------------------------------ helpers
-    def _sample_into(
-        self, p: Tensor, name: str, generator: torch.Generator, out: Tensor | None = None
-    ) -> Tensor:
-        """``u < p`` as floats, ``u ~ U[0, 1)`` drawn like :func:`boltzkit._numerics.bernoulli`
-        (so both consume the generator identically), written to ``out`` or buffer ``name``."""
-        shape = tuple(p.shape)
-        u = self._buf.get(name + "_u", shape, p)
-        if out is None:
-            out = self._buf.get(name, shape, p)
-        torch.rand(shape, generator=generator, out=u)
-        return torch.gt(p, u, out=out)
-
-    def _hidden_prob_into(self, model: RBM, v: Tensor, name: str) -> Tensor:
-        """``sigma(c + v W)`` into buffer ``name``, shape ``(n, n_hidden)``."""
-        out = self._buf.get(name, (v.shape[0], model.n_hidden), v)
-        torch.addmm(model.hbias, v, model.W, out=out)
-        return torch.sigmoid(out, out=out)
-
-    def _visible_prob_into(self, model: RBM, h: Tensor, name: str) -> Tensor:
-        """``sigma(b + h W^T)`` into buffer ``name``, shape ``(n, n_visible)``."""
-        out = self._buf.get(name, (h.shape[0], model.n_visible), h)
-        torch.addmm(model.vbias, h, model.W.t(), out=out)
-        return torch.sigmoid(out, out=out)
-
-    def _recon(self, v0: Tensor, vp: Tensor) -> Tensor | None:
-        if not self.reconstruction:
-            return None
-        d = vp - v0
-        return torch.linalg.vecdot(d.flatten(), d.flatten())
-
 
 class CDLearner(Learner):
-    """Contrastive divergence CD-k (Hinton 2002; Salakhutdinov & Murray 2008, Eq. 7).
+    """Contrastive divergence CD-k with any operator (see :class:`ContrastiveDivergence`)."""
 
-    For a minibatch ``v^0``: ``h^0 ~ p(h | v^0)`` (an exact draw), the sampler's visible update
-    given ``h^0`` gives ``v^1`` (for Gibbs ``v^1 ~ p(v | h^0)``; flip-the-state starts from
-    ``v^0``), then ``k - 1`` full sweeps (hidden, then visible) give ``v^k``. The statistics are
-    ``(v^0, p(h|v^0))`` and ``(v^k, p(h|v^k))``. CD-1 with Gibbs is exactly
-    ``v^0 -> h^0 -> v^1 -> p(h | v^1)``.
-
-    Parameters
-    ----------
-    k, sampler, reconstruction, fast
-        See :class:`Learner`.
-    """
-
-    method = "cd"
-
-    @torch.no_grad()
-    def phases(self, model: RBM, v_data: Tensor, generator: torch.Generator) -> Phases:
-        if self.fast:
-            return self._phases_gibbs(model, v_data, generator)
-        return self._phases_generic(model, v_data, generator)
-
-    def _phases_gibbs(self, model: RBM, v0: Tensor, g: torch.Generator) -> Phases:
-        h0p = self._hidden_prob_into(model, v0, "h0p")
-        h = self._sample_into(h0p, "h", g)
-        recon = None
-        v = v0
-        for sweep in range(self.k):
-            if sweep > 0:
-                h = self._sample_into(self._hidden_prob_into(model, v, "hp"), "h", g)
-            vp = self._visible_prob_into(model, h, "vp")
-            if sweep == 0:
-                recon = self._recon(v0, vp)
-            v = self._sample_into(vp, "v", g)
-        hkp = self._hidden_prob_into(model, v, "hkp")
-        return Phases(v0, h0p, v, hkp, recon)
-
-    def _phases_generic(self, model: RBM, v0: Tensor, g: torch.Generator) -> Phases:
-        h0p = model.prob_h_given_v(v0)
-        state = ChainState((v0, bernoulli(h0p, g)))
-        recon = None
-        if self.reconstruction:
-            recon = self._recon(v0, model.prob_v_given_h(state.hidden))
-        # first sweep: the hidden half was the exact draw above; the sampler updates v given h^0
-        state, _ = self.operator.step(model, state, beta=1.0, generator=g, clamped=_VISIBLE_ONLY)
-        for _ in range(self.k - 1):
-            state, _ = self.operator.step(model, state, beta=1.0, generator=g)
-        return Phases(v0, h0p, state.visible, model.prob_h_given_v(state.visible), recon)
+    def __init__(
+        self,
+        k: int = 1,
+        sampler: str | TransitionOperator = "gibbs",
+        *,
+        positive: PositivePhase | None = None,
+        reconstruction: bool = True,
+    ) -> None:
+        super().__init__(ContrastiveDivergence(k, sampler), positive, reconstruction=reconstruction)
 
 
 class PCDLearner(Learner):
-    """Persistent contrastive divergence PCD-k (Tieleman 2008), also called SAP.
-
-    ``n_chains`` chains persist across updates; each update advances them ``k`` full sweeps
-    (hidden, then visible) of the sampler at the current parameters and uses ``(v^k, p(h|v^k))``.
-    The chains start at ``n_chains`` training examples drawn with replacement and
-    ``h ~ p(h | v)`` (:meth:`setup`), or at uniform random states when no data was given.
+    """Persistent chains (PCD-k, SAP) with any operator (see :class:`Persistent`).
 
     Parameters
     ----------
     n_chains
         Number of persistent chains.
-    k, sampler, reconstruction, fast
-        See :class:`Learner`. The reconstruction error costs PCD one extra product and draw
-        per update; switch it off for speed.
+    k, sampler
+        Sweeps per update and the operator.
+    positive, reconstruction
+        See :class:`Learner`.
     """
-
-    method = "pcd"
 
     def __init__(
         self,
@@ -346,87 +293,24 @@ class PCDLearner(Learner):
         k: int = 1,
         sampler: str | TransitionOperator = "gibbs",
         *,
+        positive: PositivePhase | None = None,
         reconstruction: bool = True,
-        fast: bool = True,
     ) -> None:
-        super().__init__(k, sampler, reconstruction=reconstruction, fast=fast)
-        self.n_chains = _check_positive_int(n_chains, "n_chains")
-        self.chains: ChainState | None = None
+        super().__init__(Persistent(n_chains, k, sampler), positive, reconstruction=reconstruction)
 
-    @torch.no_grad()
-    def init_chains(self, model: RBM, generator: torch.Generator, data: Tensor | None = None) -> None:
-        """Start the chains at random rows of ``data`` (with ``h ~ p(h|v)``) or uniformly at random."""
-        if data is None or data.shape[0] == 0:
-            self.chains = model.random_state(self.n_chains, generator)
-            return
-        idx = torch.randint(data.shape[0], (self.n_chains,), generator=generator, device=data.device)
-        v = data.index_select(0, idx).to(device=model.device, dtype=model.dtype)
-        self.chains = ChainState((v, model.sample_h_given_v(v, generator)))
+    @property
+    def n_chains(self) -> int:
+        return self.negative.n_chains
 
-    def setup(self, model: RBM, train_x: Tensor, generator: torch.Generator) -> None:
-        if self.chains is None:
-            self.init_chains(model, generator, train_x)
+    @property
+    def chains(self) -> ChainState | None:
+        return self.negative.chains
 
-    @torch.no_grad()
-    def phases(self, model: RBM, v_data: Tensor, generator: torch.Generator) -> Phases:
-        if self.chains is None:
-            self.init_chains(model, generator)
-        h0p = self._hidden_prob_into(model, v_data, "h0p") if self.fast else model.prob_h_given_v(v_data)
-        recon = None
-        if self.reconstruction:
-            h0 = self._sample_into(h0p, "h0", generator) if self.fast else bernoulli(h0p, generator)
-            vp = self._visible_prob_into(model, h0, "vp0") if self.fast else model.prob_v_given_h(h0)
-            recon = self._recon(v_data, vp)
-        if self.fast:
-            v, hkp = self._advance_gibbs(model, generator)
-        else:
-            state = self.chains
-            for _ in range(self.k):
-                state, _ = self.operator.step(model, state, beta=1.0, generator=generator)
-            self.chains = state
-            v = state.visible
-            hkp = model.prob_h_given_v(v)
-        return Phases(v_data, h0p, v, hkp, recon)
-
-    def _advance_gibbs(self, model: RBM, g: torch.Generator) -> tuple[Tensor, Tensor]:
-        v, h = self.chains.layers
-        # the chain state lives in two persistent tensors updated in place
-        if not (v.is_contiguous() and h.is_contiguous()) or v.dtype != model.dtype:
-            v = v.to(dtype=model.dtype).contiguous().clone()
-            h = h.to(dtype=model.dtype).contiguous().clone()
-        for _ in range(self.k):
-            self._sample_into(self._hidden_prob_into(model, v, "hp"), "h", g, out=h)
-            self._sample_into(self._visible_prob_into(model, h, "vp"), "v", g, out=v)
-        self.chains = ChainState((v, h))
-        return v, self._hidden_prob_into(model, v, "hkp")
-
-    def state_dict(self) -> dict[str, Any]:
-        out = super().state_dict()
-        out["n_chains"] = self.n_chains
-        if self.chains is not None:
-            out["chains_visible"] = self.chains.visible.clone()
-            out["chains_hidden"] = self.chains.hidden.clone()
-        return out
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
-        if int(state["n_chains"]) != self.n_chains:
-            raise BoltzkitError(
-                "the checkpoint's PCD chains do not match this learner",
-                got=f"{state['n_chains']} chains",
-                expected=f"{self.n_chains} chains",
-                hint="resume with the same --n-chains as the interrupted run.",
-            )
-        if "chains_visible" in state:
-            self.chains = ChainState((state["chains_visible"].clone(), state["chains_hidden"].clone()))
-        else:
-            self.chains = None
-
-    def describe(self) -> str:
-        return f"PCD-{self.k} ({self.operator.name}, {self.n_chains} chains)"
-
-    def __repr__(self) -> str:
-        return f"PCDLearner(n_chains={self.n_chains}, k={self.k}, sampler={self.operator.name!r})"
+    def init_chains(
+        self, model: BoltzmannMachine, generator: torch.Generator, data: Tensor | None = None
+    ) -> None:
+        """Start the chains at random rows of ``data`` or uniformly at random."""
+        self.negative.init_chains(model, generator, data, self.positive_phase(model))
 
 
 def make_learner(
@@ -435,18 +319,22 @@ def make_learner(
     k: int = 1,
     sampler: str | TransitionOperator = "gibbs",
     n_chains: int = 100,
+    positive: PositivePhase | None = None,
     reconstruction: bool = True,
 ) -> Learner:
-    """``"cd"`` -> :class:`CDLearner`, ``"pcd"`` (or ``"sap"``, ``"persistent"``) -> :class:`PCDLearner`."""
+    """``"cd"`` -> :class:`CDLearner`, ``"pcd"`` / ``"sap"`` / ``"persistent"`` -> :class:`PCDLearner`."""
     name = str(method).strip().lower()
     if name in ("cd", "contrastive-divergence"):
-        return CDLearner(k, sampler, reconstruction=reconstruction)
+        return CDLearner(k, sampler, positive=positive, reconstruction=reconstruction)
     if name in ("pcd", "sap", "persistent"):
-        return PCDLearner(n_chains, k, sampler, reconstruction=reconstruction)
+        learner = PCDLearner(n_chains, k, sampler, positive=positive, reconstruction=reconstruction)
+        learner.method = "sap" if name == "sap" else "pcd"
+        return learner
     raise BoltzkitError(
         "unknown learning method",
         got=repr(method),
-        expected="'cd' (contrastive divergence) or 'pcd' (persistent contrastive divergence)",
+        expected="'cd' (contrastive divergence), 'pcd' (persistent contrastive divergence) or 'sap' "
+        "(stochastic approximation: persistent chains, S2 Sec. 4.1.1)",
     )
 
 

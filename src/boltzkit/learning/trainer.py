@@ -23,7 +23,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.errors import BoltzkitError, DataError
+from boltzkit.data.dataset import check_binary
+from boltzkit.errors import BoltzkitError
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.checkpoint import (
     generator_state,
@@ -34,57 +35,10 @@ from boltzkit.learning.checkpoint import (
 from boltzkit.learning.gradients import Learner
 from boltzkit.learning.history import History
 from boltzkit.learning.schedules import ConstantK, KSchedule, parse_k_schedule
-from boltzkit.models.rbm import RBM
+from boltzkit.models.boltzmann import BoltzmannMachine
 
 
 # --------------------------------------------------------------------------------- validation
-def check_binary_data(x: object, name: str, n_visible: int | None = None) -> Tensor:
-    """Check that ``x`` is a 2-D tensor (or array) of zeros and ones with ``n_visible`` columns.
-
-    Returns it as a tensor (not copied when it already is one).
-
-    Raises
-    ------
-    DataError
-        With what was wrong: type, dimensionality, emptiness, width or non-binary values.
-    """
-    if not isinstance(x, Tensor):
-        try:
-            x = torch.as_tensor(x)
-        except Exception as exc:
-            raise DataError(
-                f"{name} must be a tensor or array", got=type(x).__name__, expected="a 2-D tensor"
-            ) from exc
-    if x.dim() != 2:
-        raise DataError(
-            f"{name} must be 2-D (examples x visible units)",
-            got=f"shape {tuple(x.shape)}",
-            expected="shape (n_examples, n_visible)",
-            hint="flatten images first, e.g. x.reshape(len(x), -1).",
-        )
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise DataError(f"{name} is empty", got=f"shape {tuple(x.shape)}")
-    if n_visible is not None and x.shape[1] != n_visible:
-        raise DataError(
-            f"{name} has the wrong number of columns",
-            got=x.shape[1],
-            expected=f"{n_visible} (the model's visible units)",
-        )
-    if x.is_complex():
-        raise DataError(f"{name} must be real-valued binary data", got=str(x.dtype))
-    if x.dtype != torch.bool:
-        bad = ~((x == 0) | (x == 1))
-        if bool(bad.any()):
-            first = bad.nonzero()[0].tolist()
-            raise DataError(
-                f"{name} must be binary (0/1)",
-                got=f"value {x[first[0], first[1]].item()!r} at row {first[0]}, column {first[1]}",
-                expected="only 0 and 1",
-                hint="binarize first, e.g. (x > 0.5) or stochastically with torch.bernoulli.",
-            )
-    return x
-
-
 def data_fingerprint(x: Tensor) -> str:
     """Cheap identity of a data matrix: shape, number of ones and a position-weighted sum."""
     n, d = x.shape
@@ -103,14 +57,15 @@ def _check_positive_int(value: object, name: str) -> int:
 
 # ------------------------------------------------------------------------------------- trainer
 class Trainer:
-    """Minibatch training of an RBM with a learner and any ``torch.optim`` optimizer.
+    """Minibatch training of a Boltzmann machine with a learner and any ``torch.optim`` optimizer.
 
     Parameters
     ----------
     model
-        The RBM; its parameters must be the ones ``optimizer`` holds.
+        Any member of the Boltzmann machine family; its parameters must be the ones ``optimizer``
+        holds.
     learner
-        CD-k or PCD-k (:mod:`boltzkit.learning.gradients`).
+        CD-k, PCD-k or SAP (:mod:`boltzkit.learning.gradients`).
     optimizer
         Any ``torch.optim.Optimizer`` over the model's parameters.
     train_x
@@ -147,7 +102,7 @@ class Trainer:
 
     def __init__(
         self,
-        model: RBM,
+        model: BoltzmannMachine,
         learner: Learner,
         optimizer: torch.optim.Optimizer,
         train_x: Tensor,
@@ -176,9 +131,9 @@ class Trainer:
         n_visible = model.n_visible
         kw = {"device": model.device, "dtype": model.dtype}
         if check_data:
-            train_x = check_binary_data(train_x, "training data", n_visible)
+            train_x = check_binary(train_x, source="training data", n_visible=n_visible)
             if valid_x is not None:
-                valid_x = check_binary_data(valid_x, "validation data", n_visible)
+                valid_x = check_binary(valid_x, source="validation data", n_visible=n_visible)
         self.train_x = train_x.to(**kw).contiguous()
         self.valid_x = None if valid_x is None else valid_x.to(**kw)
         if isinstance(generator, torch.Generator):
@@ -303,7 +258,7 @@ class Trainer:
             raise BoltzkitError(
                 "the checkpoint holds a model of a different shape",
                 got=f"{tuple(state['model_shape'])}",
-                expected=f"{tuple(self.model.layer_sizes)} (n_visible, n_hidden)",
+                expected=f"{tuple(self.model.layer_sizes)} (units per layer)",
                 hint="resume with the settings of the interrupted run, or start a new run.",
             )
         if state["learner_method"] != self.learner.method:
@@ -355,4 +310,4 @@ class Trainer:
         self.load_state_dict(load_checkpoint(path))
 
 
-__all__ = ["Trainer", "check_binary_data", "data_fingerprint"]
+__all__ = ["Trainer", "data_fingerprint"]

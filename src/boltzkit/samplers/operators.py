@@ -155,9 +155,12 @@ class UnitOperator(TransitionOperator):
 
     def update_units(self, logits: Tensor, current: Tensor, layer: int, generator: torch.Generator) -> Tensor:
         """New {0, 1} values for one block given its logits and current values."""
-        p_move = self.move_prob(logits, current, layer)
-        u = torch.rand(p_move.shape, generator=generator, device=p_move.device, dtype=p_move.dtype)
-        return torch.where(u < p_move, 1.0 - current, current)
+        u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
+        return self.decide(logits, current, u, layer)
+
+    def decide(self, logits: Tensor, current: Tensor, u: Tensor, layer: int) -> Tensor:
+        """New {0, 1} values given uniforms ``u``: a unit moves where ``u < P(move)``."""
+        return torch.where(u < self.move_prob(logits, current, layer), 1.0 - current, current)
 
     def step(
         self,
@@ -204,6 +207,10 @@ class Gibbs(UnitOperator):
     def update_units(self, logits, current, layer, generator):
         # The new value does not depend on the current one: draw it directly.
         return bernoulli(torch.sigmoid(logits), generator)
+
+    def decide(self, logits, current, u, layer):
+        # x = 1 where u < p(x = 1 | rest): the same kernel as moving where u < P(move)
+        return (u < torch.sigmoid(logits)).to(current.dtype)
 
 
 class Blend(UnitOperator):

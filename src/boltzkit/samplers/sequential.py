@@ -97,11 +97,12 @@ def sequential_update(
     for i0 in range(0, n_units, chunk):
         i1 = min(i0 + chunk, n_units)
         rows = slice(i0, i1)
-        lower_t = torch.tril(lateral_block(terms, rows, rows), diagonal=-1).t()  # (B, B)
+        # (y - x) tril(L_cc, -1)^T = (y - x) triu(L_cc, 1) for a symmetric L
+        upper = torch.triu(lateral_block(terms, rows, rows), diagonal=1)
         a0, x0, u0 = a[:, rows], x[:, rows].clone(), u[:, rows]
         y = _decide(operator, a0, x0, u0, b, layer)
         for _ in range(i1 - i0):  # converges in at most B iterations
-            z = _decide(operator, torch.addmm(a0, y - x0, lower_t), x0, u0, b, layer)
+            z = _decide(operator, torch.addmm(a0, y - x0, upper), x0, u0, b, layer)
             if torch.equal(z, y):
                 break
             y = z
@@ -113,10 +114,9 @@ def sequential_update(
 
 
 def _decide(operator: UnitOperator, inputs: Tensor, current: Tensor, u: Tensor, beta, layer: int) -> Tensor:
-    """The rule's new values: move where ``u < P(move)``."""
+    """The rule's new values given the uniforms (:meth:`UnitOperator.decide`)."""
     logits = inputs if isinstance(beta, float) and beta == 1.0 else inputs * beta
-    move = u < operator.move_prob(logits, current, layer)
-    return torch.where(move, 1.0 - current, current)
+    return operator.decide(logits, current, u, layer)
 
 
 @torch.no_grad()

@@ -1,0 +1,238 @@
+"""The Boltzmann machine family: energies, conditionals, summing out, pairwise forms, mean field.
+
+Every identity is checked against brute-force enumeration of tiny float64 models of each kind
+(Salakhutdinov 2008, "S2", Eqs. 45-50, 52-54).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from conftest import F64, STRUCTURES, bit_matrix, random_machine, random_rbm
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.exact import (
+    exact_joint_distribution,
+    exact_log_unnormalized_visible,
+    log_z_brute_force,
+)
+from boltzkit.models import RBM, BoltzmannMachine
+from boltzkit.models.mean_field import mean_field, mean_field_bound
+from boltzkit.state import ChainState
+
+KINDS = [("rbm", (5, 3)), ("srbm", (5, 3)), ("bm", (5, 3)), ("dbm", (3, 2, 3))]
+
+
+def _split(model, x: torch.Tensor) -> ChainState:
+    return model.split_units(x)
+
+
+# ---------------------------------------------------------------------------------- kinds
+def test_kinds_and_parameter_names_follow_the_structure():
+    assert random_rbm(3, 2, 0).kind == "rbm"
+    names = {
+        "srbm": ["W", "L", "vbias", "hbias"],
+        "bm": ["W", "L", "J", "vbias", "hbias"],
+    }
+    for kind, expected in names.items():
+        m = random_machine(kind, (5, 3), 0)
+        assert m.kind == kind and [n for n, _ in m.named_parameters()] == expected
+    d = random_machine("dbm", (5, 3, 2, 7), 0)
+    assert d.kind == "dbm"
+    assert [n for n, _ in d.named_parameters()] == [
+        "W_0",
+        "W_1",
+        "W_2",
+        "bias_0",
+        "bias_1",
+        "bias_2",
+        "bias_3",
+    ]
+    assert d.default_sum_out() == (1, 3) and [b.layer for b in d.blocks()] == [1, 3, 0, 2]
+    assert BoltzmannMachine.independent([torch.zeros(3)]).kind == "independent"
+    # an RBM is a member of the family, with its named parameters shared
+    rbm = random_rbm(5, 3, 1)
+    assert isinstance(rbm, BoltzmannMachine) and rbm.coupling(0, 1) is rbm.W
+    assert torch.equal(rbm.coupling(1, 0), rbm.W.t())
+
+
+def test_blocks_are_sequential_exactly_for_layers_with_laterals():
+    srbm = random_machine("srbm", (5, 3), 0)
+    assert [(b.layer, b.sequential) for b in srbm.blocks()] == [(1, False), (0, True)]
+    bm = random_machine("bm", (5, 3), 0)
+    assert [(b.layer, b.sequential) for b in bm.blocks()] == [(1, True), (0, True)]
+    assert srbm.default_sum_out() == (1,) and bm.default_sum_out() == ()
+    assert srbm.hidden_summable() and not bm.hidden_summable()
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        (torch.tensor([[0.0, 1.0], [2.0, 0.0]], dtype=F64), "symmetric"),
+        (torch.tensor([[1.0, 1.0], [1.0, 0.0]], dtype=F64), "zero diagonal"),
+        (torch.zeros(3, 3, dtype=F64), "wrong shape"),
+        (torch.tensor([[0.0, math.nan], [math.nan, 0.0]], dtype=F64), "NaN"),
+    ],
+)
+def test_bad_laterals_are_refused(value, match):
+    with pytest.raises(BoltzkitError, match=match):
+        BoltzmannMachine.srbm(2, 3, L=value, dtype=F64)
+
+
+def test_rounding_level_asymmetry_is_averaged_away():
+    a = torch.tensor([[0.0, 1.0], [1.0 + 1e-12, 0.0]], dtype=F64)
+    m = BoltzmannMachine.srbm(2, 1, L=a, dtype=F64)
+    assert torch.equal(m.L, m.L.t())
+
+
+def test_bad_structures_are_refused():
+    with pytest.raises(BoltzkitError, match="coupling key"):
+        BoltzmannMachine((3, 2), {(0, 2): None})
+    with pytest.raises(BoltzkitError, match="visible unit"):
+        BoltzmannMachine((0, 2), {})
+    with pytest.raises(BoltzkitError, match="one bias per layer"):
+        BoltzmannMachine((3, 2), {}, [None])
+    with pytest.raises(BoltzkitError, match="cannot be summed out"):
+        random_machine("bm", (3, 2), 0).log_unnormalized(
+            random_machine("bm", (3, 2), 0).random_state(2, torch.Generator()), sum_out=(1,)
+        )
+
+
+# ---------------------------------------------------------------------- energies and sums
+@pytest.mark.parametrize(("kind", "sizes"), KINDS)
+def test_energy_matches_the_pairwise_form_and_its_ising_constant(kind, sizes):
+    model = random_machine(kind, sizes, seed=3)
+    n = sum(sizes)
+    x = bit_matrix(n)
+    form = model.pairwise()
+    energy = model.joint_energy(_split(model, x))
+    by_form = -(0.5 * ((x @ form.couplings) * x).sum(1) + x @ form.biases)
+    torch.testing.assert_close(energy, by_form, rtol=0, atol=1e-12)
+    # Ising form: log Z = constant + log sum_s exp(sum_{i<j} J s_i s_j + h s)
+    s = 2 * x - 1
+    log_z_ising = float(
+        torch.logsumexp(0.5 * ((s @ form.ising_couplings) * s).sum(1) + s @ form.ising_fields, 0)
+    )
+    assert log_z_ising + form.ising_constant == pytest.approx(log_z_brute_force(model), abs=1e-12)
+    # the mask covers exactly the structure
+    assert int(form.mask.sum()) == int((form.couplings != 0).sum())
+
+
+@pytest.mark.parametrize(("kind", "sizes"), KINDS)
+@pytest.mark.parametrize("beta", [1.0, 0.37])
+def test_conditionals_are_ratios_of_the_joint(kind, sizes, beta):
+    model = random_machine(kind, sizes, seed=4, scale=1.3)
+    n = sum(sizes)
+    x = bit_matrix(n)
+    log_f = -beta * model.joint_energy(_split(model, x))
+    offsets = [0, *itertools.accumulate(sizes)]
+    for layer in range(len(sizes)):
+        logits = model.layer_input(_split(model, x), layer, beta)
+        for i in range(sizes[layer]):
+            unit = offsets[layer] + i
+            flipped = x.clone()
+            flipped[:, unit] = 1 - flipped[:, unit]
+            log_f_flip = -beta * model.joint_energy(_split(model, flipped))
+            on = torch.where(x[:, unit] > 0, log_f, log_f_flip)
+            off = torch.where(x[:, unit] > 0, log_f_flip, log_f)
+            torch.testing.assert_close(logits[:, i], on - off, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize(
+    ("kind", "sizes"), [("rbm", (5, 3)), ("srbm", (5, 3)), ("dbm", (3, 2, 3)), ("dbm", (2, 3, 2, 3))]
+)
+@pytest.mark.parametrize("beta", [1.0, 0.37])
+def test_summing_out_matches_enumeration(kind, sizes, beta):
+    model = random_machine(kind, sizes, seed=5)
+    summed = model.default_sum_out()
+    n = sum(sizes)
+    x = bit_matrix(n)
+    log_f = -beta * model.joint_energy(_split(model, x))
+    # group joint states by the kept units' values and sum out the rest
+    offsets = [0, *itertools.accumulate(sizes)]
+    kept_cols = [c for l in range(len(sizes)) if l not in summed for c in range(offsets[l], offsets[l + 1])]
+    weights = 2 ** torch.arange(len(kept_cols))
+    key = (x[:, kept_cols].long() * weights).sum(1)
+    expected = torch.stack([torch.logsumexp(log_f[key == k], 0) for k in range(1 << len(kept_cols))])
+    kept = bit_matrix(len(kept_cols))
+    full = torch.zeros(kept.shape[0], n, dtype=F64)
+    full[:, kept_cols] = kept
+    got = model.log_unnormalized(_split(model, full), beta, summed)
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-11)
+
+
+def test_srbm_free_energy_and_the_rbm_fast_paths_agree_with_the_general_ones():
+    rbm = random_rbm(7, 3, seed=6)
+    general = BoltzmannMachine(
+        (7, 3), {(0, 1): rbm.W.detach()}, [rbm.vbias.detach(), rbm.hbias.detach()], dtype=F64
+    )
+    state = rbm.random_state(13, torch.Generator().manual_seed(0))
+    for layer in (0, 1):
+        torch.testing.assert_close(rbm.layer_input(state, layer, 0.7), general.layer_input(state, layer, 0.7))
+    torch.testing.assert_close(rbm.free_energy(state.visible), general.free_energy(state.visible))
+    torch.testing.assert_close(rbm.joint_energy(state), general.joint_energy(state))
+    assert isinstance(RBM.from_model(general), RBM) and torch.equal(RBM.from_model(general).W, rbm.W)
+
+
+def test_set_gradients_writes_statistics_differences_with_zero_lateral_diagonals():
+    model = random_machine("bm", (5, 3), seed=7)
+    g = torch.Generator().manual_seed(1)
+    pos = ChainState((torch.rand(11, 5, generator=g, dtype=F64), torch.rand(11, 3, generator=g, dtype=F64)))
+    neg = model.random_state(13, g)
+    model.set_gradients(pos, neg)
+    for (l, m), name in (((0, 1), "W"), ((0, 0), "L"), ((1, 1), "J")):
+        expected = neg.layers[l].t() @ neg.layers[m] / 13 - pos.layers[l].t() @ pos.layers[m] / 11
+        if l == m:
+            expected.fill_diagonal_(0)
+        torch.testing.assert_close(getattr(model, name).grad, expected)
+    torch.testing.assert_close(model.hbias.grad, neg.hidden.mean(0) - pos.hidden.mean(0))
+
+
+# ------------------------------------------------------------------------------- mean field
+@pytest.mark.parametrize(("kind", "sizes"), [("bm", (5, 4)), ("dbm", (4, 3, 3)), ("srbm", (5, 3))])
+@pytest.mark.parametrize("seed", range(5))
+def test_mean_field_bound_is_below_the_exact_log_p_star(kind, sizes, seed):
+    model = random_machine(kind, sizes, seed=seed, scale=1.5)
+    v = bit_matrix(sizes[0])
+    exact = exact_log_unnormalized_visible(model, v)
+    for sequential in (False, True):
+        q = mean_field(model, {0: v}, sequential=sequential, tol=1e-10, max_iter=2000)
+        assert q.converged
+        bound = mean_field_bound(model, q)
+        assert bool((bound <= exact + 1e-9).all()), float((bound - exact).max())
+    if kind == "srbm":  # the posterior factorises: mean field is exact
+        torch.testing.assert_close(bound, exact, rtol=0, atol=1e-9)
+
+
+def test_sequential_mean_field_never_decreases_the_bound():
+    model = random_machine("bm", (6, 5), seed=11, scale=2.0)
+    v = bit_matrix(6)
+    last = None
+    q = None
+    for it in range(1, 8):
+        q = mean_field(
+            model, {0: v}, sequential=True, max_iter=it, tol=1e-300, init=None if q is None else None
+        )
+        b = mean_field_bound(model, q)
+        if last is not None:
+            assert bool((b >= last - 1e-10).all())
+        last = b
+
+
+def test_mean_field_refuses_bad_settings():
+    model = random_machine("bm", (3, 2), 0)
+    v = bit_matrix(3)
+    with pytest.raises(BoltzkitError, match="damping"):
+        mean_field(model, {0: v}, damping=1.0)
+    with pytest.raises(BoltzkitError, match="tolerance"):
+        mean_field(model, {0: v}, tol=0.0)
+
+
+def test_exact_distribution_of_every_kind_is_normalised():
+    for kind, sizes in KINDS:
+        _, log_p = exact_joint_distribution(random_machine(kind, sizes, seed=2))
+        assert float(torch.logsumexp(log_p, 0)) == pytest.approx(0.0, abs=1e-12)
+    assert set(STRUCTURES) == {"rbm", "srbm", "bm", "dbm"}
