@@ -35,7 +35,7 @@ from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
-from boltzkit.models.rbm import RBM
+from boltzkit.models.boltzmann import BoltzmannMachine
 
 # ------------------------------------------------------------------------------------- errors
 
@@ -146,7 +146,9 @@ LogZMethod = Enum("LogZMethod", {name: name for name in METHODS}, type=str)
 ModelArg = Annotated[
     Path,
     typer.Argument(
-        metavar="MODEL", help="Model file: boltzkit .safetensors, or .npz with arrays W, vbias, hbias."
+        metavar="MODEL",
+        help="Model file: boltzkit .safetensors, or .npz with arrays W, vbias, hbias (optional L, J) "
+        "or a DBM's W_0, W_1, ..., bias_0, bias_1, ...",
     ),
 ]
 DataOpt = Annotated[
@@ -245,13 +247,13 @@ def image_shape_of(metadata: Mapping[str, Any], n_visible: int) -> tuple[int, in
 
 
 def estimate(
-    rbm: RBM,
+    rbm: BoltzmannMachine,
     opts: LogZOptions,
     *,
     device: torch.device,
     progress: bool,
     data_dir: Path | None = None,
-    relative_to: RBM | None = None,
+    relative_to: BoltzmannMachine | None = None,
     recorded_data: str | None = None,
 ) -> LogZResult:
     """Run the ``log Z`` estimator of ``opts`` (``log Z_B - log Z_A`` with ``relative_to=A``).

@@ -1,14 +1,18 @@
-"""``boltzkit train``: train an RBM by CD-k or PCD-k and save it with its settings and metrics.
+"""``boltzkit train``: train an RBM, SRBM, BM or DBM and save it with its settings and metrics.
 
-After training, when the smaller layer has at most ``--exact-max-bits`` units, ``log Z`` and the
-mean log-likelihoods of the training data (and of the validation and test data, when there are
-any) are computed exactly; the reconstruction error is always reported.
+``--model rbm|srbm|bm|dbm`` with ``--hidden 500`` (a DBM: ``--hidden 500,1000``); ``--method cd``
+(CD-k), ``pcd`` or ``sap`` (persistent chains, Salakhutdinov 2008 Sec. 4.1.1); the positive phase
+is the exact ``p(h | v)`` for RBMs and SRBMs and damped mean-field for BMs and DBMs (``--positive``).
+After training, when ``log Z`` and ``log p*(v)`` need at most ``--exact-max-bits`` enumerated units,
+``log Z`` and the mean log-likelihoods of the training data (and of the validation and test data,
+when there are any) are computed exactly; the reconstruction error is always reported.
 """
 
 from __future__ import annotations
 
 import time
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,22 +36,48 @@ from boltzkit.cli.common import (
 )
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.likelihood import dataset_log_prob
+from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import save_model
-from boltzkit.learning import train_rbm
+from boltzkit.learning import train_model
+
+ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm")}, type=str)
+TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap")}, type=str)
+PositiveKind = Enum(
+    "PositiveKind", {k: k for k in ("auto", "exact", "mean-field", "clamped-chains")}, type=str
+)
 
 
-class ModelKind(str, Enum):
-    """Models ``train`` can fit."""
+def _hidden_sizes(text: str) -> list[int] | None:
+    try:
+        sizes = [int(part) for part in str(text).replace(" ", "").split(",") if part]
+    except ValueError:
+        return None
+    return sizes if sizes and all(n >= 1 for n in sizes) else None
 
-    rbm = "rbm"
+
+def _check_hidden(text: str) -> str:
+    """``--hidden`` must be positive whole numbers separated by commas (a usage error otherwise)."""
+    if _hidden_sizes(text) is None:
+        raise typer.BadParameter(f"{text!r} is not a list of positive whole numbers, e.g. 500 or 500,1000")
+    return text
 
 
-class TrainMethod(str, Enum):
-    """Learning rules."""
-
-    cd = "cd"
-    pcd = "pcd"
+def parse_hidden(text: str, kind: str) -> list[int]:
+    """``"500"`` or ``"500,1000"`` (one size per hidden layer; several only for a DBM)."""
+    sizes = _hidden_sizes(text)
+    if sizes is None:
+        raise BoltzkitError(
+            "--hidden must be positive whole numbers separated by commas",
+            got=text,
+            hint="for example --hidden 500, or --model dbm --hidden 500,1000",
+        )
+    if kind != "dbm" and len(sizes) != 1:
+        raise BoltzkitError(
+            f"a {kind} has one hidden layer",
+            got=f"--hidden {text}",
+            hint="use --model dbm for several layers.",
+        )
+    return sizes
 
 
 def _test_data(
@@ -68,8 +98,9 @@ def _test_data(
 def _summary(record: dict[str, Any]) -> str:
     settings = record["settings"]
     epochs = f"{settings['epochs']} epoch" + ("s" if settings["epochs"] != 1 else "")
+    shape = "x".join(str(n) for n in record["layer_sizes"])
     lines = [
-        f"trained RBM {record['n_visible']}x{record['n_hidden']} on {record['data']} "
+        f"trained {record['kind'].upper()} {shape} on {record['data']} "
         f"({settings['method']}-{settings['k_schedule'] or settings['k']}, {epochs}) "
         f"in {fmt(record['seconds'], 1)} s -> {record['out']}",
         f"reconstruction error: {fmt(record.get('recon_error'))}",
@@ -90,11 +121,30 @@ def _summary(record: dict[str, Any]) -> str:
 def command(
     data: DataOpt,
     out: Annotated[Path, typer.Option("--out", help="Where to save the model (.safetensors or .npz).")],
-    hidden: Annotated[int, typer.Option("--hidden", min=1, help="Number of hidden units.")] = 25,
-    model: Annotated[ModelKind, typer.Option("--model", help="Model to train.")] = ModelKind.rbm,
+    hidden: Annotated[
+        str,
+        typer.Option(
+            "--hidden",
+            help="Hidden units; for a DBM one number per layer, e.g. 500,1000.",
+            callback=_check_hidden,
+        ),
+    ] = "25",
+    model: Annotated[ModelKind, typer.Option("--model", help="Model to train.")] = ModelKind["rbm"],
     method: Annotated[
-        TrainMethod, typer.Option("--method", help="CD-k or persistent CD-k.")
-    ] = TrainMethod.cd,
+        TrainMethod,
+        typer.Option("--method", help="cd (CD-k), pcd (persistent CD-k) or sap (persistent chains, S2)."),
+    ] = TrainMethod["cd"],
+    positive: Annotated[
+        PositiveKind,
+        typer.Option(
+            "--positive",
+            help="Positive phase: auto (exact p(h|v) for RBM/SRBM, mean-field for BM/DBM), exact, "
+            "mean-field or clamped-chains.",
+        ),
+    ] = PositiveKind["auto"],
+    damping: Annotated[
+        float, non_negative_float_option("--damping", help="Mean-field damping, in [0, 1).")
+    ] = 0.5,
     k: Annotated[int, typer.Option("--k", min=1, help="Sampling sweeps per update.")] = 1,
     k_schedule: Annotated[
         str | None,
@@ -104,7 +154,7 @@ def command(
     lr: Annotated[float, positive_float_option("--lr", help="Learning rate (> 0).")] = 0.05,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Examples per update.")] = 100,
     sampler: SamplerOpt = "gibbs",
-    chains: Annotated[int, typer.Option("--chains", min=1, help="Persistent chains (PCD only).")] = 100,
+    chains: Annotated[int, typer.Option("--chains", min=1, help="Persistent chains (pcd, sap).")] = 100,
     momentum: Annotated[
         float, non_negative_float_option("--momentum", help="SGD momentum, in [0, 1).")
     ] = 0.0,
@@ -134,7 +184,7 @@ def command(
             "--exact-max-bits",
             min=0,
             max=30,
-            help="Exact log Z and log-likelihoods up to 2^N states (0: never).",
+            help="Exact log Z and log-likelihoods when at most N units must be enumerated (0: never).",
         ),
     ] = 20,
     checkpoint: Annotated[
@@ -152,9 +202,10 @@ def command(
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
-    """Train an RBM on binary data and save it with its training settings and final metrics."""
+    """Train an RBM, SRBM, BM or DBM on binary data and save it with its settings and final metrics."""
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
+    hidden_sizes = parse_hidden(hidden, model.value)
     dev = device_from(device)
     train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
     valid = None
@@ -167,10 +218,14 @@ def command(
         checkpoint = out.with_name(out.name + ".ckpt")
 
     t0 = time.perf_counter()
-    rbm, hist = train_rbm(
+    monitor = partial(exact_log_likelihoods, max_bits=exact_max_bits) if exact_max_bits > 0 else None
+    trained, hist = train_model(
         train.x,
-        n_hidden=hidden,
+        kind=model.value,
+        hidden=hidden_sizes,
         method=method.value,
+        positive=positive.value,
+        damping=damping,
         k=k,
         k_schedule=k_schedule,
         epochs=epochs,
@@ -188,7 +243,7 @@ def command(
         resume=resume,
         history_path=history,
         progress=show_progress(progress),
-        exact_ll_max_bits=exact_max_bits,
+        monitor=monitor,
     )
     seconds = time.perf_counter() - t0
 
@@ -197,18 +252,21 @@ def command(
         key: last.get(key) for key in ("recon_error", "log_z", "train_log_lik", "valid_log_lik")
     }
     metrics["test_log_lik"] = None
-    if test is not None and metrics["log_z"] is not None:
-        metrics["test_log_lik"] = dataset_log_prob(rbm, test.x, metrics["log_z"]).mean_log_prob
+    if test is not None and monitor is not None and metrics["log_z"] is not None:
+        metrics["test_log_lik"] = monitor(trained, {"test": test.x.to(trained.device)}).get("test_log_lik")
     settings = {
         "model": model.value,
+        "hidden": hidden_sizes,
         "method": method.value,
+        "positive": positive.value,
+        "damping": damping,
         "k": k,
         "k_schedule": k_schedule,
         "epochs": epochs,
         "lr": lr,
         "batch_size": batch_size,
         "sampler": sampler,
-        "chains": chains if method is TrainMethod.pcd else None,
+        "chains": chains if method.value != "cd" else None,
         "momentum": momentum,
         "weight_decay": weight_decay,
         "seed": seed,
@@ -219,7 +277,7 @@ def command(
         "test_data": None if test is None else test.name,
     }
     save_model(
-        rbm,
+        trained,
         out,
         metadata={
             "data": train.name,
@@ -232,8 +290,10 @@ def command(
     record = {
         "out": str(out),
         "data": train.name,
-        "n_visible": rbm.n_visible,
-        "n_hidden": rbm.n_hidden,
+        "kind": trained.kind,
+        "layer_sizes": list(trained.layer_sizes),
+        "n_visible": trained.n_visible,
+        "n_hidden": trained.n_hidden,
         "seconds": seconds,
         **metrics,
         "settings": settings,

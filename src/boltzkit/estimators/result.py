@@ -16,7 +16,6 @@ them with ``reciprocal=True`` and maps the bands through ``Z = Z_0 / r``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,7 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import log_add_exp, log_sub_exp
-from boltzkit.jsonio import to_jsonable
+from boltzkit.jsonio import dumps, to_jsonable
 
 
 def _log_mean_and_log_sigma(log_w: Tensor) -> tuple[float, float]:
@@ -294,7 +293,7 @@ class LogZResult:
         return {k: to_jsonable(v) for k, v in out.items()}
 
     def to_json(self, include_weights: bool = False) -> str:
-        return json.dumps(self.to_dict(include_weights), allow_nan=False, default=str)
+        return dumps(self.to_dict(include_weights))
 
 
 @dataclass(frozen=True)

@@ -30,16 +30,17 @@ import torch
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import ais_log_z
+from boltzkit.estimators.ais import ais
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import exact_log_z
+from boltzkit.estimators.paths import base_rate_path
 from boltzkit.learning import train_rbm
 
 OPERATORS = ("gibbs", "flip", "blend:0.5")
 
 
 def _models(quick: bool, data_dir: str | None, seed: int, device) -> list[tuple[str, Any, torch.Tensor]]:
-    common = {"seed": seed, "device": device, "progress": False, "exact_ll_max_bits": 0}
+    common = {"seed": seed, "device": device, "progress": False}
     models = []
     bas = load_dataset("bars-and-stripes").x
     rbm, _ = train_rbm(
@@ -83,19 +84,17 @@ def run_ais_operators(
     rows: list[dict[str, Any]] = []
     for name, rbm, data in _models(quick, data_dir, seed, device):
         exact = float(exact_log_z(rbm).log_z)  # enumerates the smaller layer
-        base = fit_base_rate(data)
+        path = base_rate_path(rbm, base_vbias=fit_base_rate(data), device=device)
         for k in lengths:
             for op in OPERATORS:
                 estimates, stderrs, ess, seconds = [], [], [], 0.0
                 for r in range(n_runs):
-                    res = ais_log_z(
-                        rbm,
+                    res = ais(
+                        path,
                         n_chains=n_chains,
                         betas=k + 1,
                         sampler=op,
-                        base_vbias=base,
                         seed=seed * 1_000_003 + 7919 * r + k,
-                        device=device,
                     )
                     estimates.append(res.log_z)
                     stderrs.append(res.log_z_stderr)

@@ -25,11 +25,13 @@ import torch
 
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
-from boltzkit.estimators.ais import ais_log_ratio, ais_log_z
+from boltzkit.estimators.ais import ais
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
+from boltzkit.estimators.paths import base_rate_path, ratio_path
 from boltzkit.estimators.result import LogZResult
 from boltzkit.io import load_model, save_model
+from boltzkit.jsonio import save_json
 from boltzkit.learning import train_rbm
 
 
@@ -117,7 +119,7 @@ def _load_json(path: Path) -> dict[str, Any] | None:
 
 
 def _save_json(path: Path, obj: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, allow_nan=False, default=str))
+    save_json(obj, path)
 
 
 def _train(spec, settings, train_x, test_x, out_dir, seed, device, progress) -> tuple[Any, dict[str, Any]]:
@@ -141,7 +143,6 @@ def _train(spec, settings, train_x, test_x, out_dir, seed, device, progress) -> 
         seed=seed,
         device=device,
         progress=progress,
-        exact_ll_max_bits=0,
         checkpoint_path=checkpoint,
         checkpoint_every=1,
         resume=checkpoint.is_file(),
@@ -189,28 +190,26 @@ def _run_model(spec, settings, data, out_dir, *, seed, device, n_chains, betas, 
     if spec.n_hidden <= EXACT_MAX_BITS:
         exact = exact_log_z(rbm, max_bits=EXACT_MAX_BITS, dtype=exact_dtype)
         record["exact"] = {"log_z": exact.log_z, "seconds": exact.seconds, "dtype": str(exact_dtype)}
-    ais = ais_log_z(
-        rbm,
+    ais_result = ais(
+        base_rate_path(rbm, data=train_x, device=device),
         n_chains=n_chains,
         betas=betas,
-        base_rate_data=train_x,
         seed=seed + 1,
-        device=device,
         progress=progress,
     )
     ais10 = LogZResult.from_log_weights(
         "ais",
-        ais.log_weights[:10],
-        log_z_start=ais.log_z_start,
-        n_betas=ais.n_betas,
-        seconds=ais.seconds * 10 / n_chains,
+        ais_result.log_weights[:10],
+        log_z_start=ais_result.log_z_start,
+        n_betas=ais_result.n_betas,
+        seconds=ais_result.seconds * 10 / n_chains,
     )
-    record["ais_100"] = _ais_record(ais)
+    record["ais_100"] = _ais_record(ais_result)
     record["ais_10"] = _ais_record(ais10)
-    record["ais_settings"] = {k: v for k, v in ais.settings.items()}
-    record["log_weights"] = ais.log_weights.tolist()
+    record["ais_settings"] = {k: v for k, v in ais_result.settings.items()}
+    record["log_weights"] = ais_result.log_weights.tolist()
     for split, x in (("train", train_x), ("test", test_x)):
-        est = dataset_log_prob(rbm, x, ais)
+        est = dataset_log_prob(rbm, x, ais_result)
         record[f"{split}_estimate"] = est.to_dict()
         if exact is not None:
             record[f"{split}_true"] = dataset_log_prob(rbm, x, exact).to_dict()
@@ -226,15 +225,12 @@ def _run_ratio(out_dir, *, seed, device, n_chains, progress, exact_dtype) -> dic
         return done
     rbm_b, _ = load_model(out_dir / "models" / f"{_slug('CD1(20)')}.safetensors", device=device)
     rbm_a, _ = load_model(out_dir / "models" / f"{_slug('CD1(25)')}.safetensors", device=device)
-    res = ais_log_ratio(
-        rbm_b,
-        rbm_a,
+    res = ais(
+        ratio_path(rbm_a, rbm_b, max_bits=EXACT_MAX_BITS, device=device),
         n_chains=n_chains,
         betas=10_001,
         seed=seed + 2,
-        device=device,
         progress=progress,
-        max_bits=EXACT_MAX_BITS,
     )
     d = res.to_dict()
     z_b = _load_json(out_dir / "results" / f"{_slug('CD1(20)')}.json")["exact"]["log_z"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from boltzkit.io import atomic_write_text
+from boltzkit.atomic import atomic_write_text
 
 
 def _clean(value: Any) -> Any:
