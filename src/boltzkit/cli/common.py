@@ -179,7 +179,8 @@ BetasOpt = Annotated[
     str | None,
     typer.Option(
         "--betas",
-        help="AIS schedule: 'paper' (14,500 steps), N (linear points), 'adaptive[:N]' or a file of betas "
+        help="AIS schedule: 'paper' (14,500 steps, S&M 2008), 's2' (10,000, Salakhutdinov 2008), N (linear "
+        "points), 'adaptive[:N]' or a file of betas "
         "[default: paper; 10001 points with --relative-to].",
     ),
 ]

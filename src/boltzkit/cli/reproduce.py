@@ -32,7 +32,7 @@ def command(
         int | None, typer.Option("--epochs", min=1, help="Training epochs [default: by mode].")
     ] = None,
     seed: SeedOpt = 0,
-    device: DeviceOpt = "cpu",
+    device: DeviceOpt = "auto",
     data_dir: DataDirOpt = None,
     progress: ProgressFlag = None,
     json_output: JsonFlag = False,

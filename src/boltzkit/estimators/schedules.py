@@ -2,6 +2,8 @@
 
 * :func:`paper_betas` -- Salakhutdinov & Murray (2008), Sec. 5.1: 500 betas uniform on [0, 0.5],
   4,000 on [0.5, 0.9] and 10,000 on [0.9, 1.0]: 14,500 steps (14,501 betas, no duplicates).
+* :func:`s2_betas` -- Salakhutdinov (2008), Sec. 5.1: 1,000 betas uniform on [0, 0.5], 4,000 on
+  [0.5, 0.9] and 5,000 on [0.9, 1.0]: 10,000 steps (the toy and MNIST models of Tables 1-2).
 * :func:`linear_betas` -- ``n_points`` uniform betas (two points, ``[0, 1]``, is simple importance
   sampling).
 * :func:`load_betas` -- a user file.
@@ -24,6 +26,7 @@ from torch import Tensor
 from boltzkit.errors import BoltzkitError
 
 PAPER_SEGMENTS = ((0.0, 0.5, 500), (0.5, 0.9, 4000), (0.9, 1.0, 10000))
+S2_SEGMENTS = ((0.0, 0.5, 1000), (0.5, 0.9, 4000), (0.9, 1.0, 5000))
 
 
 def segmented_betas(segments: tuple[tuple[float, float, int], ...]) -> Tensor:
@@ -38,6 +41,13 @@ def paper_betas(scale: float = 1.0) -> Tensor:
     """The schedule of S&M (2008), Sec. 5.1 (14,500 steps); ``scale`` multiplies every segment's
     number of steps (e.g. 0.1 for a quick run with the same shape)."""
     segs = tuple((a, b, max(1, round(n * scale))) for a, b, n in PAPER_SEGMENTS)
+    return segmented_betas(segs)
+
+
+def s2_betas(scale: float = 1.0) -> Tensor:
+    """The schedule of Salakhutdinov (2008), Sec. 5.1 (10,000 steps); ``scale`` multiplies every
+    segment's number of steps."""
+    segs = tuple((a, b, max(1, round(n * scale))) for a, b, n in S2_SEGMENTS)
     return segmented_betas(segs)
 
 
@@ -126,6 +136,8 @@ def parse_schedule(spec: str | int | Tensor) -> tuple[Tensor | None, str]:
     text = str(spec).strip()
     if text == "paper":
         return paper_betas(), "paper (500/4,000/10,000)"
+    if text == "s2":
+        return s2_betas(), "s2 (1,000/4,000/5,000)"
     if text == "adaptive" or text.startswith("adaptive:"):
         tail = text.partition(":")[2].strip()
         if text != "adaptive" and not (tail.isdigit() and int(tail) >= 1):
@@ -143,6 +155,6 @@ def parse_schedule(spec: str | int | Tensor) -> tuple[Tensor | None, str]:
     raise BoltzkitError(
         "unknown beta schedule",
         got=spec,
-        expected="'paper', a number of linear points N, 'adaptive' / 'adaptive:N', or a file of betas",
+        expected="'paper', 's2', a number of linear points N, 'adaptive' / 'adaptive:N', or a file of betas",
         hint="for example --betas paper or --betas 10000",
     )

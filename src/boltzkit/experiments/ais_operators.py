@@ -69,7 +69,7 @@ def run_ais_operators(
     quick: bool = False,
     data_dir: str | None = None,
     seed: int = 0,
-    device: str | torch.device = "cpu",
+    device: str | torch.device = "auto",
     n_chains: int = 100,
     betas: str | int | None = None,
     epochs: int | None = None,

@@ -430,7 +430,7 @@ def run_table1(
     quick: bool = False,
     data_dir: str | None = None,
     seed: int = 0,
-    device: str | torch.device = "cpu",
+    device: str | torch.device = "auto",
     n_chains: int = 100,
     betas: str | int = "paper",
     epochs: int | None = None,
