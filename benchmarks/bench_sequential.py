@@ -73,6 +73,56 @@ def bare_fn(model: BoltzmannMachine, device: torch.device, updates: bool = True)
     return go
 
 
+def graph_fns(model: BoltzmannMachine, device: torch.device, chunk: int) -> dict:
+    """CUDA-graph variants of the same Gibbs sweep (the uniforms drawn outside the graph):
+
+    * ``unit-by-unit``: the definition, one unit at a time (784 small steps), captured once and
+      replayed;
+    * ``chunked, fixed iterations``: the library's chunked fixed-point iteration run for exactly
+      ``chunk`` iterations per chunk (enough for exactness, no convergence test, so no host
+      synchronisation and capturable).
+    """
+    kw = {"dtype": model.dtype, "device": device}
+    gen = torch.Generator(device=device).manual_seed(3)
+    v = (torch.rand(N_CHAINS, N_VISIBLE, generator=gen, **kw) < 0.5).to(model.dtype)
+    h = (torch.rand(N_CHAINS, N_HIDDEN, generator=gen, **kw) < 0.5).to(model.dtype)
+    u = torch.rand(N_CHAINS, N_VISIBLE, generator=gen, **kw)
+    W_t, L, b = model.W.detach().t(), model.L.detach(), model.vbias.detach()
+    uppers = [torch.triu(L[i : i + chunk, i : i + chunk], 1) for i in range(0, N_VISIBLE, chunk)]
+
+    def unit_by_unit() -> None:
+        a = torch.addmm(b, h, W_t).addmm_(v, L)
+        for i in range(N_VISIBLE):
+            new = (u[:, i] < torch.sigmoid(a[:, i])).to(v.dtype)
+            d = new - v[:, i]
+            v[:, i] = new
+            a.addr_(d, L[i])
+
+    def chunked() -> None:
+        a = torch.addmm(b, h, W_t).addmm_(v, L)
+        for k, i0 in enumerate(range(0, N_VISIBLE, chunk)):
+            rows = slice(i0, min(i0 + chunk, N_VISIBLE))
+            a0, x0, u0 = a[:, rows], v[:, rows].clone(), u[:, rows]
+            y = (u0 < torch.sigmoid(a0)).to(v.dtype)
+            for _ in range(rows.stop - rows.start):
+                y = (u0 < torch.sigmoid(torch.addmm(a0, y - x0, uppers[k]))).to(v.dtype)
+            v[:, rows] = y
+            a.addmm_(y - x0, L[rows, :])
+
+    out = {}
+    for name, fn in (("unit-by-unit", unit_by_unit), (f"chunked {chunk}, fixed iterations", chunked)):
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            fn()  # warm-up outside the graph
+        torch.cuda.current_stream(device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        out[f"CUDA graph: {name}"] = graph.replay
+    return out
+
+
 def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, chunks=None):
     dev = torch.device(device)
     repeats = repeats or (3 if quick else 15)
@@ -85,6 +135,8 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, ch
         fns = {f"chunk {c}": library_fn(model, dev, c) for c in chunks}
         fns["bare"] = bare_fn(model, dev)
         fns["input only"] = bare_fn(model, dev, updates=False)
+        graphs = graph_fns(model, dev, 16) if dev.type == "cuda" else {}
+        fns.update(graphs)
         samples: dict[str, list[float]] = {}
         t = interleaved(fns, repeats=repeats, device=dev, samples=samples)
         for c in chunks:
@@ -98,6 +150,19 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, ch
                     vs_bare=paired_ratio(samples[key], samples["bare"]),
                     device=dev,
                     note=f"{paired_ratio(samples[key], samples['input only']):.2f}x one input computation",
+                    samples=samples[key],
+                )
+            )
+        for key in graphs:
+            rows.append(
+                row(
+                    bench,
+                    key,
+                    t[key],
+                    bare_s=t["bare"],
+                    vs_bare=paired_ratio(samples[key], samples["bare"]),
+                    device=dev,
+                    note="replay of a captured graph (uniforms drawn outside it)",
                     samples=samples[key],
                 )
             )

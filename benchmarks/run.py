@@ -2,10 +2,10 @@
 
 Each benchmark times the library next to the bare cost of the same work (the matrix products and
 random numbers it needs, same shapes and dtype) with interleaved repetitions and reports medians;
-see bench_cd.py, bench_exact.py and bench_ais.py, each of which also runs alone.
+see bench_cd.py, bench_exact.py, bench_ais.py and bench_sequential.py, each of which also runs alone.
 
 Run: python benchmarks/run.py [--quick] [--device cpu|cuda] [--threads N] [--json FILE]
-     [--only cd,exact,ais] [--repeats N]
+     [--only cd,exact,ais,sequential] [--repeats N]
 
 Set BOLTZKIT_DATA_DIR to the folder with binarized MNIST for the CD-1 benchmark (else random data).
 """
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_ais  # noqa: E402
 import bench_cd  # noqa: E402
 import bench_exact  # noqa: E402
+import bench_sequential  # noqa: E402
 from _timing import (  # noqa: E402
     ForeignLoad,
     common_arguments,
@@ -33,13 +34,17 @@ from _timing import (  # noqa: E402
     set_threads,
 )
 
-BENCHMARKS = {"cd": bench_cd, "exact": bench_exact, "ais": bench_ais}
+BENCHMARKS = {"cd": bench_cd, "exact": bench_exact, "ais": bench_ais, "sequential": bench_sequential}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common_arguments(p)
-    p.add_argument("--only", default="cd,exact,ais", help="comma-separated subset of cd, exact, ais")
+    p.add_argument(
+        "--only",
+        default="cd,exact,ais,sequential",
+        help="comma-separated subset of cd, exact, ais, sequential",
+    )
     p.set_defaults(json=str(Path(__file__).resolve().parent / "results.json"))
     a = p.parse_args(argv)
     set_threads(a.threads)

@@ -39,6 +39,17 @@ from boltzkit.models.boltzmann import BoltzmannMachine
 
 
 # --------------------------------------------------------------------------------- validation
+def _to_model(value: Any, device: torch.device, dtype: torch.dtype) -> Any:
+    """Tensors in nested learner state (chains) moved to the model's device and dtype."""
+    if isinstance(value, Tensor):
+        return value.to(device=device, dtype=dtype)
+    if isinstance(value, dict):
+        return {k: _to_model(v, device, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_model(v, device, dtype) for v in value)
+    return value
+
+
 def data_fingerprint(x: Tensor) -> str:
     """Cheap identity of a data matrix: shape, number of ones and a position-weighted sum."""
     n, d = x.shape
@@ -291,11 +302,7 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
-        learner_state = {
-            k: (v.to(device=device, dtype=self.model.dtype) if isinstance(v, Tensor) else v)
-            for k, v in state["learner"].items()
-        }
-        self.learner.load_state_dict(learner_state)
+        self.learner.load_state_dict(_to_model(state["learner"], device, self.model.dtype))
         restore_generator(self.generator, state["generator"])
         self.epoch = int(state["epoch"])
         self.elapsed = float(state.get("elapsed", 0.0))
