@@ -6,12 +6,19 @@ and explicit seeds.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import pytest
 import torch
 
+from boltzkit.estimators.exact import exact_log_z
 from boltzkit.models import RBM, BoltzmannMachine
 
 F64 = torch.float64
+
+#: Stochastic estimates must lie within K_SIGMA standard errors of the exact value.
+K_SIGMA = 5.0
 
 #: Coupling structures of the family, by kind (two-layer kinds; a DBM has three layers here).
 STRUCTURES = {
@@ -31,15 +38,20 @@ def random_rbm(
     vbias_scale: float = 0.5,
     hbias_scale: float = 0.5,
     dtype: torch.dtype = F64,
+    draw_dtype: torch.dtype = F64,
 ) -> RBM:
-    """RBM with W ~ N(0, scale^2), b ~ N(0, vbias_scale^2), c ~ N(0, hbias_scale^2), drawn in float64."""
+    """RBM with W ~ N(0, scale^2), b ~ N(0, vbias_scale^2), c ~ N(0, hbias_scale^2), drawn in that
+    order from one generator seeded with ``seed``, in ``draw_dtype``, then stored as ``dtype``.
+
+    The numbers drawn depend on ``draw_dtype``: keep float64 unless a test's model was always drawn
+    in its own dtype (pass ``draw_dtype=dtype`` there)."""
     g = torch.Generator().manual_seed(seed)
     return RBM(
         n_visible,
         n_hidden,
-        weights=scale * torch.randn(n_visible, n_hidden, generator=g, dtype=F64),
-        vbias=vbias_scale * torch.randn(n_visible, generator=g, dtype=F64),
-        hbias=hbias_scale * torch.randn(n_hidden, generator=g, dtype=F64),
+        weights=scale * torch.randn(n_visible, n_hidden, generator=g, dtype=draw_dtype),
+        vbias=vbias_scale * torch.randn(n_visible, generator=g, dtype=draw_dtype),
+        hbias=hbias_scale * torch.randn(n_hidden, generator=g, dtype=draw_dtype),
         dtype=dtype,
     )
 
@@ -52,11 +64,15 @@ def random_machine(
     scale: float = 1.0,
     bias_scale: float = 0.5,
     dtype: torch.dtype = F64,
+    keys: Iterable[tuple[int, int]] | None = None,
 ) -> BoltzmannMachine:
     """A member of the family with the structure of ``kind`` (:data:`STRUCTURES`; a DBM of any
     depth couples adjacent layers), couplings ~ N(0, scale^2) (laterals symmetric, zero
-    diagonal) and biases ~ N(0, bias_scale^2)."""
-    keys = [(l, l + 1) for l in range(len(layer_sizes) - 1)] if kind == "dbm" else STRUCTURES[kind]
+    diagonal) and biases ~ N(0, bias_scale^2), drawn in float64.
+
+    ``keys``, where given, are the coupling keys instead of those of ``kind``."""
+    if keys is None:
+        keys = [(l, l + 1) for l in range(len(layer_sizes) - 1)] if kind == "dbm" else STRUCTURES[kind]
     g = torch.Generator().manual_seed(seed)
     model = BoltzmannMachine.random(
         layer_sizes, keys, scale=scale, bias_scale=bias_scale, generator=g, dtype=F64
@@ -77,6 +93,34 @@ def bars_and_stripes() -> torch.Tensor:
 def bit_matrix(n: int) -> torch.Tensor:
     """All ``2^n`` binary vectors of length ``n`` (bit ``j`` of row ``k`` is column ``j``), float64."""
     return ((torch.arange(1 << n)[:, None] >> torch.arange(n)) & 1).to(F64)
+
+
+def exact_log_z_value(model) -> float:
+    """The exact ``log Z`` of a small model, as a float."""
+    return float(exact_log_z(model).log_z)
+
+
+def mean_and_se(x: torch.Tensor) -> tuple[float, float]:
+    """Sample mean of ``x`` and its standard error (unbiased standard deviation / sqrt(n))."""
+    return float(x.mean()), float(x.std(unbiased=True)) / math.sqrt(x.numel())
+
+
+def bits_to_index(x: torch.Tensor) -> torch.Tensor:
+    """Index of each binary row of ``x``: bit ``j`` of the index is column ``j``."""
+    x = x.to(torch.int64)
+    return (x << torch.arange(x.shape[1], dtype=torch.int64)).sum(1)
+
+
+def assert_frequencies_match(index: torch.Tensor, p: torch.Tensor, n_se: float = 5.0) -> None:
+    """Empirical frequencies of ``index`` vs the exact ``p``, within ``n_se`` binomial SEs."""
+    n = index.numel()
+    freq = torch.bincount(index, minlength=p.numel()).to(F64) / n
+    se = torch.sqrt(p * (1 - p) / n)
+    # states of probability 0 must never be visited; others within n_se standard errors
+    bad = (freq - p).abs() > n_se * se
+    assert not bool(bad.any()), (
+        f"states {bad.nonzero().flatten().tolist()}: freq {freq[bad].tolist()} vs p {p[bad].tolist()}"
+    )
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -13,6 +13,7 @@ import math
 
 import pytest
 import torch
+from conftest import F64, K_SIGMA, exact_log_z_value, random_rbm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,15 +21,12 @@ from boltzkit._numerics import LOG2, make_generator, softplus
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import adaptive_betas, ais, anneal
 from boltzkit.estimators.base_rate import base_rate_log_z, fit_base_rate
-from boltzkit.estimators.exact import bit_states, exact_log_z
+from boltzkit.estimators.exact import bit_states
 from boltzkit.estimators.paths import base_rate_path, ratio_path
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import linear_betas
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.rbm import RBM
-
-K_SIGMA = 5.0
-F64 = torch.float64
 
 BAND_KEYS = ("minus_sigma", "plus_sigma", "minus_3sigma", "plus_3sigma")
 RECORD_KEYS = (
@@ -45,42 +43,6 @@ RECORD_KEYS = (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_intra_op_thread():
-    """These models are tiny: BLAS threads only add synchronization, which on a loaded 2-core
-    machine makes each small matmul wait milliseconds for a time slice. Restored afterwards."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n_threads)
-
-
-def _rbm(
-    n_visible: int,
-    n_hidden: int,
-    seed: int,
-    *,
-    scale: float = 1.0,
-    vbias_scale: float = 0.5,
-    hbias_scale: float = 0.5,
-    dtype: torch.dtype = F64,
-) -> RBM:
-    """Random RBM: W ~ N(0, scale^2), b ~ N(0, vbias_scale^2), c ~ N(0, hbias_scale^2)."""
-    g = torch.Generator().manual_seed(seed)
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=scale * torch.randn(n_visible, n_hidden, generator=g, dtype=F64),
-        vbias=vbias_scale * torch.randn(n_visible, generator=g, dtype=F64),
-        hbias=hbias_scale * torch.randn(n_hidden, generator=g, dtype=F64),
-        dtype=dtype,
-    )
-
-
-def _exact(rbm: RBM) -> float:
-    return float(exact_log_z(rbm).log_z)
-
-
 def _assert_within(result: LogZResult, exact: float) -> None:
     se = result.log_z_stderr
     assert se > 0, "a stochastic estimate must have a positive standard error"
@@ -94,25 +56,25 @@ def _log_mean_exp(x: torch.Tensor) -> float:
 # ---------------------------------------------------------------------------------- accuracy
 @pytest.mark.parametrize(("n_visible", "n_hidden", "seed"), [(7, 3, 1), (11, 5, 2), (5, 13, 3)])
 def test_ais_within_5_se_of_exact_on_tiny_models(n_visible: int, n_hidden: int, seed: int) -> None:
-    rbm = _rbm(n_visible, n_hidden, seed)
+    rbm = random_rbm(n_visible, n_hidden, seed)
     res = ais(base_rate_path(rbm), n_chains=100, betas=501, seed=seed)
     assert res.method == "ais" and res.n_chains == 100 and res.n_betas == 500
-    _assert_within(res, _exact(rbm))
+    _assert_within(res, exact_log_z_value(rbm))
 
 
 @pytest.mark.parametrize("sampler", ["gibbs", "flip", "blend:0.5"])
 @pytest.mark.parametrize("sweeps", [1, 2])
 def test_ais_with_each_operator_and_sweeps(sampler: str, sweeps: int) -> None:
-    rbm = _rbm(11, 5, 7, scale=1.2)
+    rbm = random_rbm(11, 5, 7, scale=1.2)
     res = ais(base_rate_path(rbm), n_chains=100, betas=301, sampler=sampler, sweeps=sweeps, seed=17)
     assert res.settings["sampler"] == sampler
     assert res.settings["sweeps"] == sweeps
     assert res.settings["total_sweeps"] == 300 * sweeps
-    _assert_within(res, _exact(rbm))
+    _assert_within(res, exact_log_z_value(rbm))
 
 
 def test_ais_with_base_rate_data_on_a_tiny_model() -> None:
-    rbm = _rbm(7, 5, 4)
+    rbm = random_rbm(7, 5, 4)
     g = torch.Generator().manual_seed(40)
     data = (torch.rand(61, 7, generator=g, dtype=F64) < 0.3).to(F64)
     res = ais(base_rate_path(rbm, data=data), n_chains=100, betas=501, seed=41)
@@ -120,26 +82,26 @@ def test_ais_with_base_rate_data_on_a_tiny_model() -> None:
     # log Z of the base model over {v, h}: its 5 hidden units are uniform (ALGORITHMS.md Sec. 1)
     log_z_base = base_rate_log_z(fit_base_rate(data)) + 5 * LOG2
     assert res.settings["log_z_base"] == pytest.approx(log_z_base, abs=1e-12)
-    _assert_within(res, _exact(rbm))
+    _assert_within(res, exact_log_z_value(rbm))
 
 
 def test_ais_on_a_float32_model_matches_the_float64_exact_value() -> None:
-    rbm64 = _rbm(11, 5, 8)
-    rbm32 = _rbm(11, 5, 8, dtype=torch.float32)
+    rbm64 = random_rbm(11, 5, 8)
+    rbm32 = random_rbm(11, 5, 8, dtype=torch.float32)
     res = ais(base_rate_path(rbm32), n_chains=100, betas=501, seed=9)
     assert res.settings["dtype"] == "float32"
     assert res.log_weights.dtype == F64
-    _assert_within(res, _exact(rbm64))
+    _assert_within(res, exact_log_z_value(rbm64))
 
 
 @pytest.fixture(scope="module")
 def mnist_sized() -> tuple[RBM, torch.Tensor, float]:
     """784 x 13 RBM, W ~ N(0, 0.25^2), b ~ N(0, 1), c ~ N(0, 0.5^2), and random binary data."""
-    rbm = _rbm(784, 13, 2024, scale=0.25, vbias_scale=1.0)
+    rbm = random_rbm(784, 13, 2024, scale=0.25, vbias_scale=1.0)
     g = torch.Generator().manual_seed(2025)
     p = torch.sigmoid(rbm.vbias.detach() + torch.randn(784, generator=g, dtype=F64))
     data = (torch.rand(500, 784, generator=g, dtype=F64) < p).to(F64)
-    return rbm, data, _exact(rbm)
+    return rbm, data, exact_log_z_value(rbm)
 
 
 def test_problem_of_the_mnist_sized_model_is_not_trivial(mnist_sized) -> None:
@@ -169,7 +131,7 @@ def test_ais_within_5_se_of_exact_on_an_mnist_sized_rbm(mnist_sized, with_data: 
 def test_two_point_grid_is_simple_importance_sampling(
     n_visible: int, n_hidden: int, n_chains: int, seed: int
 ) -> None:
-    rbm = _rbm(n_visible, n_hidden, seed % 1000)
+    rbm = random_rbm(n_visible, n_hidden, seed % 1000)
     base_vbias = 0.7 * torch.randn(n_visible, generator=torch.Generator().manual_seed(seed + 1), dtype=F64)
     two = torch.tensor([0.0, 1.0], dtype=F64)
     res = ais(base_rate_path(rbm, base_vbias=base_vbias), n_chains=n_chains, betas=two, seed=seed)
@@ -188,7 +150,7 @@ def test_two_point_grid_is_simple_importance_sampling(
 
 
 def test_two_point_anneal_makes_no_transition() -> None:
-    rbm = _rbm(5, 3, 12)
+    rbm = random_rbm(5, 3, 12)
     path = base_rate_path(rbm)
     g = torch.Generator().manual_seed(3)
     init = path.sample_start(11, g)
@@ -206,7 +168,7 @@ def test_zero_weights_give_exact_log_z_with_constant_weights(sampler: str) -> No
     c = 1.5 * torch.randn(5, generator=g, dtype=F64)
     rbm = RBM(7, 5, vbias=b, hbias=c, dtype=F64)
     closed_form = float(softplus(b).sum() + softplus(c).sum())
-    assert _exact(rbm) == pytest.approx(closed_form, abs=1e-12)
+    assert exact_log_z_value(rbm) == pytest.approx(closed_form, abs=1e-12)
     for kwargs in ({"base_vbias": rbm.vbias.detach()}, {}):  # the default base is the same
         res = ais(base_rate_path(rbm, **kwargs), n_chains=13, betas=23, sampler=sampler, seed=4)
         assert res.log_z == pytest.approx(closed_form, abs=1e-10)
@@ -227,9 +189,9 @@ def test_zero_weights_and_zero_hidden_biases_give_zero_log_weights() -> None:
 
 # ------------------------------------------------------------------------------ ratio path
 def test_ais_log_ratio_between_rbms_with_different_hidden_counts() -> None:
-    rbm_a = _rbm(11, 3, 51)
-    rbm_b = _rbm(11, 5, 52)
-    exact_a, exact_b = _exact(rbm_a), _exact(rbm_b)
+    rbm_a = random_rbm(11, 3, 51)
+    rbm_b = random_rbm(11, 5, 52)
+    exact_a, exact_b = exact_log_z_value(rbm_a), exact_log_z_value(rbm_b)
     res = ais(ratio_path(rbm_a, rbm_b), n_chains=100, betas=501, seed=53)
     assert res.is_ratio and res.n_betas == 500
     assert res.settings["start"] == "exact samples of A"
@@ -248,15 +210,18 @@ def test_ais_log_ratio_between_rbms_with_different_hidden_counts() -> None:
 
 
 def test_ais_log_ratio_with_more_hidden_than_visible_units_in_a() -> None:
-    rbm_a = _rbm(5, 7, 61)
-    rbm_b = _rbm(5, 3, 62)
+    rbm_a = random_rbm(5, 7, 61)
+    rbm_b = random_rbm(5, 3, 62)
     res = ais(ratio_path(rbm_a, rbm_b), n_chains=100, betas=301, seed=63)
-    assert abs(res.log_ratio - (_exact(rbm_b) - _exact(rbm_a))) <= K_SIGMA * res.log_z_stderr
+    assert (
+        abs(res.log_ratio - (exact_log_z_value(rbm_b) - exact_log_z_value(rbm_a)))
+        <= K_SIGMA * res.log_z_stderr
+    )
 
 
 def test_ais_log_ratio_with_approximate_start_is_labelled() -> None:
-    rbm_a = _rbm(11, 3, 71)
-    rbm_b = _rbm(11, 5, 72)
+    rbm_a = random_rbm(11, 3, 71)
+    rbm_b = random_rbm(11, 5, 72)
     path = ratio_path(rbm_a, rbm_b, max_bits=2, start_chain_steps=20)
     with pytest.warns(UserWarning, match="not exactly unbiased"):
         res = ais(path, n_chains=17, betas=31, seed=1)
@@ -269,17 +234,17 @@ def test_ais_log_ratio_with_approximate_start_is_labelled() -> None:
 
 def test_ratio_path_rejects_different_visible_layers() -> None:
     with pytest.raises(BoltzkitError, match="share their visible units"):
-        ratio_path(_rbm(5, 3, 2), _rbm(7, 3, 1))
+        ratio_path(random_rbm(5, 3, 2), random_rbm(7, 3, 1))
 
 
 # -------------------------------------------------------------- unbiasedness and lower bound
 @pytest.fixture(scope="module", params=["gibbs", "flip", "blend:0.5"])
 def many_noisy_runs(request) -> tuple[torch.Tensor, float]:
     """400 independent, deliberately noisy runs (4 chains, 2 steps) on a 7 x 3 model."""
-    rbm = _rbm(7, 3, 11, scale=1.2)
+    rbm = random_rbm(7, 3, 11, scale=1.2)
     path = base_rate_path(rbm)
     log_z = [ais(path, n_chains=4, betas=3, sampler=request.param, seed=10_000 + i).log_z for i in range(400)]
-    return torch.tensor(log_z, dtype=F64), _exact(rbm)
+    return torch.tensor(log_z, dtype=F64), exact_log_z_value(rbm)
 
 
 def test_z_hat_is_unbiased_over_many_seeds(many_noisy_runs) -> None:
@@ -301,7 +266,7 @@ def test_log_z_hat_is_a_stochastic_lower_bound(many_noisy_runs) -> None:
 
 # ------------------------------------------------------------------------ adaptive schedules
 def test_adaptive_betas_shape_and_estimate() -> None:
-    rbm = _rbm(11, 5, 81, scale=1.2)
+    rbm = random_rbm(11, 5, 81, scale=1.2)
     path = base_rate_path(rbm)
     betas = adaptive_betas(path, 200, n_chains=50, generator=torch.Generator().manual_seed(0))
     assert betas.dtype == F64 and betas.numel() == 201
@@ -310,12 +275,12 @@ def test_adaptive_betas_shape_and_estimate() -> None:
     res = ais(path, n_chains=100, betas="adaptive:300", seed=82)
     assert res.n_betas == 300
     assert res.settings["schedule"].startswith("adaptive (300 steps")
-    _assert_within(res, _exact(rbm))
+    _assert_within(res, exact_log_z_value(rbm))
 
 
 # ----------------------------------------------------------------------------- determinism
 def test_same_seed_same_log_weights_different_seed_different() -> None:
-    rbm = _rbm(7, 5, 91)
+    rbm = random_rbm(7, 5, 91)
     kw = {"n_chains": 23, "betas": 41, "sampler": "blend:0.5"}
     path = base_rate_path(rbm)
     a = ais(path, seed=123, **kw)
@@ -326,13 +291,13 @@ def test_same_seed_same_log_weights_different_seed_different() -> None:
     d = ais(path, seed=make_generator(123), **kw)
     assert torch.equal(a.log_weights, d.log_weights)
     assert d.settings["seed"] == "generator"
-    ra = ais(ratio_path(_rbm(7, 3, 92), rbm), n_chains=7, betas=21, seed=5)
-    rb = ais(ratio_path(_rbm(7, 3, 92), rbm), n_chains=7, betas=21, seed=5)
+    ra = ais(ratio_path(random_rbm(7, 3, 92), rbm), n_chains=7, betas=21, seed=5)
+    rb = ais(ratio_path(random_rbm(7, 3, 92), rbm), n_chains=7, betas=21, seed=5)
     assert torch.equal(ra.log_weights, rb.log_weights)
 
 
 def test_invalid_settings_are_refused() -> None:
-    rbm = _rbm(5, 3, 1)
+    rbm = random_rbm(5, 3, 1)
     path = base_rate_path(rbm)
     with pytest.raises(BoltzkitError, match="chains"):
         ais(path, n_chains=0, betas=5)
@@ -346,7 +311,7 @@ def test_invalid_settings_are_refused() -> None:
 
 # ---------------------------------------------------------------------------- result record
 def test_record_keys_and_bands_match_the_formulas() -> None:
-    rbm = _rbm(7, 3, 101)
+    rbm = random_rbm(7, 3, 101)
     res = ais(base_rate_path(rbm), n_chains=50, betas=101, seed=2)
     d = json.loads(res.to_json())
     for key in RECORD_KEYS:
@@ -395,7 +360,7 @@ def test_extreme_log_weights_do_not_overflow() -> None:
 
 
 def test_pool_of_two_runs_equals_one_run_over_the_concatenated_weights() -> None:
-    rbm = _rbm(7, 3, 111)
+    rbm = random_rbm(7, 3, 111)
     path = base_rate_path(rbm)
     r1 = ais(path, n_chains=13, betas=51, seed=1)
     r2 = ais(path, n_chains=17, betas=51, seed=2)
@@ -449,11 +414,11 @@ def test_base_rate_log_z_closed_form() -> None:
     # the factorial base model of a path (S2 Eq. 43): visible biases b, one uniform hidden layer
     visible_only = BoltzmannMachine.independent([b])
     assert visible_only.n_hidden == 0 and visible_only.kind == "independent"
-    assert _exact(visible_only) == pytest.approx(by_enumeration, abs=1e-12)
+    assert exact_log_z_value(visible_only) == pytest.approx(by_enumeration, abs=1e-12)
     path = base_rate_path(RBM(5, 3, dtype=F64), base_vbias=b)
     assert path.model_a.n_hidden == 3 and not path.model_a.coupling_keys
     assert path.log_z_a == pytest.approx(base_rate_log_z(b) + 3 * LOG2, abs=1e-12)
-    assert _exact(path.model_a) == pytest.approx(by_enumeration + 3 * LOG2, abs=1e-12)
+    assert exact_log_z_value(path.model_a) == pytest.approx(by_enumeration + 3 * LOG2, abs=1e-12)
 
 
 def _assert_base(path, vbias: torch.Tensor, like: RBM) -> None:
@@ -469,7 +434,7 @@ def _assert_base(path, vbias: torch.Tensor, like: RBM) -> None:
 
 
 def test_base_rate_path_sources() -> None:
-    rbm = _rbm(5, 3, 1)
+    rbm = random_rbm(5, 3, 1)
     given_b = torch.arange(5, dtype=F64) / 5
     path = base_rate_path(rbm, base_vbias=given_b)
     assert path.base_name == "given visible biases"

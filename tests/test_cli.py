@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import random_rbm
 from typer.testing import CliRunner
 
 from boltzkit import RBM
@@ -63,11 +64,8 @@ def assert_clean_failure(result, code: int | None = 1) -> str:
 @pytest.fixture(scope="module")
 def small_model(tmp_path_factory) -> tuple[Path, RBM]:
     """A random 7 x 5 RBM saved as a boltzkit file."""
-    gen = torch.Generator().manual_seed(11)
-    rbm = RBM.random(7, 5, scale=0.5, generator=gen)
-    with torch.no_grad():
-        rbm.vbias.copy_(torch.randn(7, generator=gen) * 0.3)
-        rbm.hbias.copy_(torch.randn(5, generator=gen) * 0.3)
+    f32 = torch.float32
+    rbm = random_rbm(7, 5, 11, scale=0.5, vbias_scale=0.3, hbias_scale=0.3, dtype=f32, draw_dtype=f32)
     path = tmp_path_factory.mktemp("models") / "rbm7x5.safetensors"
     save_model(rbm, path)
     return path, rbm

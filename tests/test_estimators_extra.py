@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import K_SIGMA, exact_log_z_value, mean_and_se, random_rbm
 
 from boltzkit.errors import BoltzkitError, DataError, IntractableError
 from boltzkit.estimators import (
@@ -33,25 +34,10 @@ from boltzkit.estimators import bridge as bridge_sampling
 from boltzkit.estimators.reverse import BOUND_EXACT, BOUND_HEURISTIC
 from boltzkit.models.rbm import RBM
 
-K_SIGMA = 5.0
-
-
-def _rbm(n_visible: int, n_hidden: int, seed: int, scale: float = 1.0) -> RBM:
-    g = torch.Generator().manual_seed(seed)
-    kw = {"generator": g, "dtype": torch.float64}
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=scale * torch.randn(n_visible, n_hidden, **kw),
-        vbias=0.5 * torch.randn(n_visible, **kw),
-        hbias=0.5 * torch.randn(n_hidden, **kw),
-        dtype=torch.float64,
-    )
-
 
 @pytest.fixture(scope="module")
 def rbm() -> RBM:
-    return _rbm(7, 5, seed=1)
+    return random_rbm(7, 5, seed=1)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +48,7 @@ def path(rbm: RBM):
 
 @pytest.fixture(scope="module")
 def exact(rbm: RBM) -> float:
-    return float(exact_log_z(rbm).log_z)
+    return exact_log_z_value(rbm)
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +65,6 @@ def _group_log_estimates(result: LogZResult, group: int) -> tuple[float, float]:
     return float(per.mean()), float(per.std(unbiased=True)) / math.sqrt(per.numel())
 
 
-def _mean_and_se(x: torch.Tensor) -> tuple[float, float]:
-    return float(x.mean()), float(x.std(unbiased=True)) / math.sqrt(x.numel())
-
-
 # -------------------------------------------------------------------------- reverse AIS, BDMC
 def test_forward_and_reverse_bracket_exact_log_z(path, exact: float) -> None:
     fwd = ais(path, n_chains=2000, betas=6, seed=11)
@@ -95,8 +77,8 @@ def test_forward_and_reverse_bracket_exact_log_z(path, exact: float) -> None:
     assert lo <= exact + K_SIGMA * se_lo
     assert hi >= exact - K_SIGMA * se_hi
     # single-chain bounds: log Z_0 + E[log w_fwd] <= log Z <= log Z_0 - E[log w_rev]
-    m_f, se_f = _mean_and_se(fwd.log_weights)
-    m_r, se_r = _mean_and_se(rev.log_weights)
+    m_f, se_f = mean_and_se(fwd.log_weights)
+    m_r, se_r = mean_and_se(rev.log_weights)
     assert fwd.log_z_start + m_f <= exact + K_SIGMA * se_f
     assert rev.log_z_start - m_r >= exact - K_SIGMA * se_r
     assert rev.log_z_start - m_r - (fwd.log_z_start + m_f) > K_SIGMA * math.hypot(se_f, se_r)
@@ -222,7 +204,7 @@ def test_bridge_with_gibbs_samples_is_labelled(rbm: RBM, exact: float) -> None:
 
 
 def test_bridge_log_ratio(rbm: RBM, exact: float) -> None:
-    ref = _rbm(7, 3, seed=2)
+    ref = random_rbm(7, 3, seed=2)
     res = bridge_sampling(ratio_path(ref, rbm), n_chains=3000, seed=15)
     truth = exact - float(exact_log_z(ref).log_z)
     assert res.is_ratio and abs(res.log_ratio - truth) <= K_SIGMA * res.log_z_stderr
@@ -334,13 +316,13 @@ def test_estimate_log_z_errors(rbm: RBM) -> None:
     with pytest.raises(IntractableError):
         estimate_log_z(rbm, "exact", max_bits=3)
     with pytest.raises(BoltzkitError, match="visible"):
-        estimate_log_ratio(rbm, _rbm(5, 3, seed=2))
+        estimate_log_ratio(rbm, random_rbm(5, 3, seed=2))
     with pytest.raises(BoltzkitError, match="unknown log Z method"):
-        estimate_log_ratio(rbm, _rbm(7, 3, seed=2), "mcmc")
+        estimate_log_ratio(rbm, random_rbm(7, 3, seed=2), "mcmc")
 
 
 def test_estimate_log_ratio_methods(rbm: RBM, exact: float) -> None:
-    ref = _rbm(7, 3, seed=2)
+    ref = random_rbm(7, 3, seed=2)
     log_z_a = float(exact_log_z(ref).log_z)
     truth = exact - log_z_a
     for method in METHODS:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import F64, assert_frequencies_match, bit_matrix, bits_to_index, random_rbm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,37 +30,9 @@ from boltzkit.estimators import (
     layer_log_probs,
     log_z_brute_force,
 )
-from boltzkit.estimators.exact import bit_states
 from boltzkit.samplers import make_operator, run_chains
 
-F64 = torch.float64
 SHAPES = [(5, 3), (3, 7), (7, 5)]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These tensors are tiny: intra-op threads only add contention on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def random_rbm(n_visible: int, n_hidden: int, seed: int, scale: float = 1.0, dtype=F64) -> RBM:
-    """RBM with W ~ N(0, scale^2) and biases ~ N(0, 0.5^2), drawn in float64."""
-    g = torch.Generator().manual_seed(seed)
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=torch.randn(n_visible, n_hidden, generator=g, dtype=F64) * scale,
-        vbias=torch.randn(n_visible, generator=g, dtype=F64) * 0.5,
-        hbias=torch.randn(n_hidden, generator=g, dtype=F64) * 0.5,
-        dtype=dtype,
-    )
-
-
-def all_bits(n: int) -> torch.Tensor:
-    return bit_states(0, 1 << n, n)
 
 
 def joint_table(rbm: RBM, beta: float = 1.0) -> torch.Tensor:
@@ -68,19 +41,6 @@ def joint_table(rbm: RBM, beta: float = 1.0) -> torch.Tensor:
     p = torch.softmax(beta * log_p, 0)
     # joint index = v_index + (h_index << n_visible): row-major (h, v), so transpose
     return p.reshape(1 << rbm.n_hidden, 1 << rbm.n_visible).t()
-
-
-def assert_frequencies_match(index: torch.Tensor, p: torch.Tensor, n_se: float = 5.0) -> None:
-    n = index.numel()
-    freq = torch.bincount(index, minlength=p.numel()).to(F64) / n
-    se = torch.sqrt(p * (1 - p) / n)
-    bad = (freq - p).abs() > n_se * se
-    assert not bool(bad.any()), f"freq {freq[bad].tolist()} vs p {p[bad].tolist()}"
-
-
-def to_index(x: torch.Tensor) -> torch.Tensor:
-    x = x.to(torch.int64)
-    return (x << torch.arange(x.shape[1], dtype=torch.int64)).sum(1)
 
 
 # --------------------------------------------------------------------------- reference values
@@ -114,7 +74,7 @@ def test_log_z_3x2_reference_by_every_enumeration():
     rbm = rbm_3x2_reference()
     by_hidden = exact_log_z(rbm)
     assert by_hidden.settings["enumerated_layer"] == "hidden" and by_hidden.settings["n_states"] == 4
-    by_visible = float(torch.logsumexp(rbm.log_unnormalized_visible(all_bits(3)).detach(), 0))
+    by_visible = float(torch.logsumexp(rbm.log_unnormalized_visible(bit_matrix(3)).detach(), 0))
     by_joint = log_z_brute_force(rbm)
     for value in (by_hidden.log_z, by_visible, by_joint):
         assert value == pytest.approx(3.870813, abs=5e-7)
@@ -127,8 +87,8 @@ def test_log_z_3x2_reference_by_every_enumeration():
 def test_hidden_visible_and_joint_enumeration_agree(shape):
     rbm = random_rbm(*shape, seed=sum(shape))
     n_v, n_h = shape
-    over_hidden = float(torch.logsumexp(rbm.log_unnormalized_hidden(all_bits(n_h)).detach(), 0))
-    over_visible = float(torch.logsumexp(rbm.log_unnormalized_visible(all_bits(n_v)).detach(), 0))
+    over_hidden = float(torch.logsumexp(rbm.log_unnormalized_hidden(bit_matrix(n_h)).detach(), 0))
+    over_visible = float(torch.logsumexp(rbm.log_unnormalized_visible(bit_matrix(n_v)).detach(), 0))
     brute = log_z_brute_force(rbm)
     result = exact_log_z(rbm)
     assert result.method == "exact"
@@ -161,8 +121,8 @@ def test_float32_arithmetic_is_close_and_float32_model_is_accepted():
 def test_free_energy_sums_out_hidden_units(shape, beta):
     rbm = random_rbm(*shape, seed=5)
     n_v, n_h = shape
-    v = all_bits(n_v)
-    h = all_bits(n_h)
+    v = bit_matrix(n_v)
+    h = bit_matrix(n_h)
     vv = v.repeat_interleave(h.shape[0], 0)
     hh = h.repeat(v.shape[0], 1)
     energies = rbm.energy(vv, hh).reshape(v.shape[0], h.shape[0])
@@ -178,8 +138,8 @@ def test_free_energy_sums_out_hidden_units(shape, beta):
 def test_conditionals_match_ratios_of_the_joint(beta):
     rbm = random_rbm(5, 3, seed=6)
     table = joint_table(rbm, beta)  # (2^5, 2^3)
-    v = all_bits(5)
-    h = all_bits(3)
+    v = bit_matrix(5)
+    h = bit_matrix(3)
     p_v = table.sum(1, keepdim=True)
     p_h = table.sum(0, keepdim=True)
     expected_h = (table @ h) / p_v  # p(h_j = 1 | v), (32, 3)
@@ -223,7 +183,7 @@ def test_closed_form_at_zero_coupling(shape):
     assert exact_log_z(rbm).log_z == pytest.approx(closed, abs=1e-12)
     assert log_z_brute_force(rbm) == pytest.approx(closed, abs=1e-12)
     # free energy at W = 0: -b^T v - sum softplus(c)
-    v = all_bits(shape[0])
+    v = bit_matrix(shape[0])
     torch.testing.assert_close(
         rbm.free_energy(v), -(v @ b) - torch.nn.functional.softplus(c).sum(), rtol=0, atol=1e-12
     )
@@ -255,7 +215,7 @@ def test_other_enumerations_refuse_too():
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_exact_log_prob_is_normalized(shape):
     rbm = random_rbm(*shape, seed=9)
-    v = all_bits(shape[0])
+    v = bit_matrix(shape[0])
     log_z = exact_log_z(rbm)
     lp = exact_log_prob(rbm, v)
     assert float(torch.logsumexp(lp, 0)) == pytest.approx(0.0, abs=1e-12)
@@ -272,7 +232,7 @@ def test_exact_sample_matches_joint_distribution(shape):
     assert float(p.min()) * n > 20  # every state is expected often enough for 5 SE
     samples = exact_sample(rbm, n, generator=torch.Generator().manual_seed(11))
     assert samples.visible.shape == (n, shape[0]) and samples.hidden.shape == (n, shape[1])
-    assert_frequencies_match(to_index(samples.concat()), p)
+    assert_frequencies_match(bits_to_index(samples.concat()), p)
 
 
 @pytest.mark.parametrize("shape", [(7, 3), (3, 7)], ids=["7x3", "3x7"])
@@ -283,7 +243,7 @@ def test_exact_sample_small_layer_marginal(shape):
     _, log_p = layer_log_probs(rbm, layer)
     samples = exact_sample(rbm, n, generator=13)
     x = samples.hidden if layer == "hidden" else samples.visible
-    assert_frequencies_match(to_index(x), log_p.exp())
+    assert_frequencies_match(bits_to_index(x), log_p.exp())
     # same seed, same samples
     again = exact_sample(rbm, n, generator=13)
     assert torch.equal(again.concat(), samples.concat())
@@ -296,7 +256,7 @@ def test_large_weights_stay_finite():
     log_z = exact_log_z(rbm)
     assert math.isfinite(log_z.log_z)
     assert log_z.log_z == pytest.approx(log_z_brute_force(rbm), rel=1e-10)
-    v = all_bits(5)
+    v = bit_matrix(5)
     assert bool(torch.isfinite(rbm.free_energy(v)).all())
     lp = exact_log_prob(rbm, v, log_z)
     assert bool(torch.isfinite(lp).all())
@@ -321,8 +281,8 @@ def test_softplus_is_exact_above_20():
         dtype=F64,
     )
     brute = log_z_brute_force(rbm)
-    v = all_bits(3)
-    h = all_bits(2)
+    v = bit_matrix(3)
+    h = bit_matrix(2)
     with torch.no_grad():
         over_visible = float(torch.logsumexp(rbm.log_unnormalized_visible(v), 0))
         over_hidden = float(torch.logsumexp(rbm.log_unnormalized_hidden(h), 0))

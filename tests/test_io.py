@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import random_rbm
 from safetensors.torch import load_file, safe_open, save_file
 
 import boltzkit
@@ -41,12 +42,10 @@ N_VISIBLE, N_HIDDEN = 7, 3
 
 
 def make_rbm(dtype: torch.dtype = torch.float32, seed: int = 5) -> RBM:
-    gen = torch.Generator().manual_seed(seed)
-    rbm = RBM.random(N_VISIBLE, N_HIDDEN, scale=0.5, generator=gen, dtype=dtype)
-    with torch.no_grad():
-        rbm.vbias.copy_(torch.randn(N_VISIBLE, generator=gen, dtype=dtype))
-        rbm.hbias.copy_(torch.randn(N_HIDDEN, generator=gen, dtype=dtype))
-    return rbm
+    """The 7 x 3 RBM of these tests: W ~ N(0, 0.5^2), b, c ~ N(0, 1), drawn in ``dtype``."""
+    return random_rbm(
+        N_VISIBLE, N_HIDDEN, seed, scale=0.5, vbias_scale=1.0, hbias_scale=1.0, dtype=dtype, draw_dtype=dtype
+    )
 
 
 def arrays(rbm: RBM) -> dict[str, np.ndarray]:

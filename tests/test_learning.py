@@ -8,6 +8,7 @@ from functools import partial
 
 import pytest
 import torch
+from conftest import bars_and_stripes, random_rbm
 
 from boltzkit.errors import BoltzkitError, DataError, ModelFileError
 from boltzkit.estimators.exact import exact_log_prob, exact_log_z, layer_log_probs
@@ -38,30 +39,6 @@ EXACT = partial(exact_log_likelihoods, max_bits=20)  # the exact log-likelihood 
 
 
 # ----------------------------------------------------------------------------------- fixtures
-def bars_and_stripes() -> torch.Tensor:
-    """The 32 patterns of 4x4 bars and stripes (all-off and all-on appear twice), shape (32, 16)."""
-    patterns = []
-    for code in range(16):
-        bits = torch.tensor([(code >> i) & 1 for i in range(4)], dtype=torch.float32)
-        patterns.append(bits[:, None].expand(4, 4).reshape(-1))  # horizontal bars
-        patterns.append(bits[None, :].expand(4, 4).reshape(-1))  # vertical stripes
-    return torch.stack(patterns)
-
-
-def tiny_rbm(
-    n_visible: int = 5, n_hidden: int = 3, scale: float = 1.0, seed: int = 0, dtype=torch.float64
-) -> RBM:
-    g = torch.Generator().manual_seed(seed)
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=scale * torch.randn(n_visible, n_hidden, generator=g, dtype=dtype),
-        vbias=0.5 * torch.randn(n_visible, generator=g, dtype=dtype),
-        hbias=0.5 * torch.randn(n_hidden, generator=g, dtype=dtype),
-        dtype=dtype,
-    )
-
-
 def tiny_data(n: int = 11, n_visible: int = 5, seed: int = 1, dtype=torch.float64) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return (torch.rand(n, n_visible, generator=g) < 0.4).to(dtype)
@@ -127,7 +104,7 @@ def test_k_schedule_rejects_bad_specs(spec):
 # --------------------------------------------------------------------------- learner chains
 def test_cd1_gibbs_is_v0_h0_v1_then_p_h_given_v1():
     """Replay CD-1 by hand from the same generator: v0 -> h0 ~ p(h|v0) -> v1 ~ p(v|h0) -> p(h|v1)."""
-    rbm = tiny_rbm(7, 3, dtype=torch.float32)
+    rbm = random_rbm(7, 3, 0, dtype=torch.float32, draw_dtype=torch.float32)
     v0 = tiny_data(11, 7, dtype=torch.float32)
     g = torch.Generator().manual_seed(5)
     h0p = torch.sigmoid(v0 @ rbm.W.detach() + rbm.hbias.detach())
@@ -145,7 +122,7 @@ def test_cd1_gibbs_is_v0_h0_v1_then_p_h_given_v1():
 
 def test_cd_first_visible_update_of_flip_starts_from_the_data():
     """With flip-the-state, v1 is the flip move from v0 given h0 (not a fresh Gibbs draw)."""
-    rbm = tiny_rbm(7, 3, dtype=torch.float32)
+    rbm = random_rbm(7, 3, 0, dtype=torch.float32, draw_dtype=torch.float32)
     v0 = tiny_data(13, 7, dtype=torch.float32)
     g = torch.Generator().manual_seed(9)
     h0p = rbm.prob_h_given_v(v0).detach()
@@ -159,7 +136,7 @@ def test_cd_first_visible_update_of_flip_starts_from_the_data():
 
 
 def test_set_gradients_is_minus_the_statistics_difference():
-    rbm = tiny_rbm(7, 5, dtype=torch.float64)
+    rbm = random_rbm(7, 5, 0)
     x = tiny_data(13, 7)
     learner = PCDLearner(17, 1, "blend:0.5")
     g = torch.Generator().manual_seed(2)
@@ -179,7 +156,7 @@ def test_set_gradients_is_minus_the_statistics_difference():
 # ---------------------------------------------------------------- gradients vs exact ones
 def test_positive_phase_is_the_exact_data_term():
     """The data term with p(h|v) equals d log p*(v)/d theta by autograd, for every learner."""
-    rbm = tiny_rbm(5, 3)
+    rbm = random_rbm(5, 3, 0)
     x = tiny_data(11, 5)
     params = [p.detach().clone().requires_grad_(True) for p in (rbm.W, rbm.vbias, rbm.hbias)]
     W, b, c = params
@@ -195,7 +172,7 @@ def test_positive_phase_is_the_exact_data_term():
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_pcd_negative_statistics_match_the_model_within_5_se(sampler):
     """After burn-in, PCD chains' Rao-Blackwellised statistics estimate E_model without bias."""
-    rbm = tiny_rbm(5, 3, scale=1.0, seed=4)
+    rbm = random_rbm(5, 3, 4)
     n_chains = 20000
     learner = PCDLearner(n_chains, k=1, sampler=sampler)
     g = torch.Generator().manual_seed(11)
@@ -218,7 +195,7 @@ def test_pcd_negative_statistics_match_the_model_within_5_se(sampler):
 
 
 def test_pcd_gradient_matches_the_exact_log_likelihood_gradient():
-    rbm = tiny_rbm(5, 3, scale=1.0, seed=6)
+    rbm = random_rbm(5, 3, 6)
     x = tiny_data(11, 5, seed=2)
     n_chains = 20000
     learner = PCDLearner(n_chains, k=1)
@@ -243,7 +220,7 @@ def test_pcd_gradient_matches_the_exact_log_likelihood_gradient():
 def test_cd_with_many_sweeps_approaches_the_exact_gradient():
     """CD-k chains started at the data converge to the model as k grows: CD-50 on a small-weight
     model is unbiased within 5 standard errors."""
-    rbm = tiny_rbm(5, 3, scale=0.5, seed=8)
+    rbm = random_rbm(5, 3, 8, scale=0.5)
     x = tiny_data(11, 5, seed=3).repeat(1500, 1)  # 16,500 chains started at the data
     learner = CDLearner(50)
     learner.set_gradients(rbm, x, torch.Generator().manual_seed(4))

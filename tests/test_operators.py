@@ -11,6 +11,7 @@ import math
 
 import pytest
 import torch
+from conftest import F64, assert_frequencies_match, bits_to_index, random_rbm
 
 from boltzkit import RBM, BoltzkitError, ChainState
 from boltzkit.diagnostics import (
@@ -37,51 +38,10 @@ from boltzkit.samplers import (
     run_chains,
 )
 
-F64 = torch.float64
 OPERATORS = [Gibbs(), FlipTheState(), Blend(0.5), Blend(0.2, 0.8)]
 OP_IDS = [op.name for op in OPERATORS]
 SHAPES = [(3, 2), (5, 3), (3, 5)]
 BETAS = [1.0, 0.37]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """These tensors are tiny: intra-op threads only add contention on a busy machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-def random_rbm(n_visible: int, n_hidden: int, seed: int, scale: float = 1.0) -> RBM:
-    """float64 RBM with W ~ N(0, scale^2) and biases ~ N(0, 0.5^2)."""
-    g = torch.Generator().manual_seed(seed)
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=torch.randn(n_visible, n_hidden, generator=g, dtype=F64) * scale,
-        vbias=torch.randn(n_visible, generator=g, dtype=F64) * 0.5,
-        hbias=torch.randn(n_hidden, generator=g, dtype=F64) * 0.5,
-        dtype=F64,
-    )
-
-
-def state_index(state: ChainState) -> torch.Tensor:
-    """Index of each chain's joint state: bit j is unit j, layers side by side, visible first."""
-    x = state.concat().to(torch.int64)
-    return (x << torch.arange(x.shape[1], dtype=torch.int64)).sum(1)
-
-
-def assert_frequencies_match(index: torch.Tensor, p: torch.Tensor, n_se: float = 5.0) -> None:
-    """Empirical frequencies of ``index`` vs the exact ``p``, within ``n_se`` binomial SEs."""
-    n = index.numel()
-    freq = torch.bincount(index, minlength=p.numel()).to(F64) / n
-    se = torch.sqrt(p * (1 - p) / n)
-    # states of probability 0 must never be visited; others within n_se standard errors
-    bad = (freq - p).abs() > n_se * se
-    assert not bool(bad.any()), (
-        f"states {bad.nonzero().flatten().tolist()}: freq {freq[bad].tolist()} vs p {p[bad].tolist()}"
-    )
 
 
 def pi_at(model: RBM, beta: float) -> torch.Tensor:
@@ -278,7 +238,7 @@ def test_sampled_joint_matches_exact_distribution(op):
     assert float((mu - pi).abs().max()) < 1e-9
     g = torch.Generator().manual_seed(20130)
     state = run_chains(rbm, op, rbm.random_state(n_chains, g), n_steps, generator=g)
-    assert_frequencies_match(state_index(state), pi)
+    assert_frequencies_match(bits_to_index(state.concat()), pi)
 
 
 @pytest.mark.parametrize("op", OPERATORS, ids=OP_IDS)
@@ -292,7 +252,7 @@ def test_one_step_with_per_chain_beta_matches_matrix_rows(op):
     state = rbm.split_units(x0.expand(2 * n, -1).clone())
     beta = torch.cat([torch.ones(n, dtype=F64), torch.full((n,), 0.37, dtype=F64)])
     new, _ = op.step(rbm, state, beta=beta, generator=torch.Generator().manual_seed(99))
-    idx = state_index(new)
+    idx = bits_to_index(new.concat())
     assert_frequencies_match(idx[:n], transition_matrix(rbm, op, beta=1.0)[start_index])
     assert_frequencies_match(idx[n:], transition_matrix(rbm, op, beta=0.37)[start_index])
 
@@ -374,7 +334,7 @@ def test_fresh_hidden_layer_makes_the_sweep_independent_of_stale_hidden_values()
     start = 0b11101  # v = (1, 0, 1), h = (1, 1)
     state = rbm.split_units(all_states(rbm)[start].expand(n, -1).clone())
     new, _ = op.step(rbm, state, generator=torch.Generator().manual_seed(8), fresh_layers=(1,))
-    assert_frequencies_match(state_index(new), P[start])
+    assert_frequencies_match(bits_to_index(new.concat()), P[start])
 
 
 def test_gibbs_fresh_layers_change_nothing():

@@ -11,10 +11,9 @@ statistical check allows ``K_SIGMA = 5`` standard errors taken from the estimate
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
+from conftest import F64, K_SIGMA, exact_log_z_value, mean_and_se, random_machine
 
 from boltzkit._numerics import LOG2, softplus
 from boltzkit.errors import BoltzkitError
@@ -22,7 +21,6 @@ from boltzkit.estimators import (
     ais,
     base_rate_path,
     estimate_log_ratio,
-    exact_log_z,
     ratio_path,
     sandwich,
     sis,
@@ -31,15 +29,6 @@ from boltzkit.estimators.exact import bit_states, log_unnormalized_marginal
 from boltzkit.estimators.reverse import BOUND_EXACT
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.state import ChainState
-
-K_SIGMA = 5.0
-F64 = torch.float64
-
-KEYS = {
-    "srbm": [(0, 1), (0, 0)],
-    "bm": [(0, 1), (0, 0), (1, 1)],
-    "dbm": [(0, 1), (1, 2)],
-}
 
 #: (kind, layer sizes): tiny and 16-visible members of each family.
 MODELS = [
@@ -53,68 +42,45 @@ MODELS = [
 MODEL_IDS = [f"{kind}-{'x'.join(map(str, sizes))}" for kind, sizes in MODELS]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_intra_op_thread():
-    """Tiny models: BLAS threads only add synchronization. Restored afterwards."""
-    n_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n_threads)
-
-
-def _model(kind: str, sizes: tuple[int, ...], seed: int, *, scale: float = 1.0) -> BoltzmannMachine:
-    """Random float64 member: couplings ~ N(0, scale^2) (laterals symmetric), biases ~ N(0, 0.5^2)."""
-    g = torch.Generator().manual_seed(seed)
-    return BoltzmannMachine.random(sizes, KEYS[kind], scale=scale, bias_scale=0.5, generator=g, dtype=F64)
-
-
-def _exact(model: BoltzmannMachine) -> float:
-    return float(exact_log_z(model).log_z)
-
-
 def _random_state(sizes: tuple[int, ...], n: int, seed: int) -> ChainState:
     g = torch.Generator().manual_seed(seed)
     return ChainState(tuple((torch.rand(n, s, generator=g, dtype=F64) < 0.5).to(F64) for s in sizes))
 
 
-def _mean_and_se(x: torch.Tensor) -> tuple[float, float]:
-    return float(x.mean()), float(x.std(unbiased=True)) / math.sqrt(x.numel())
-
-
 # ------------------------------------------------------------------------------ structure
 def test_default_summed_out_layers() -> None:
     # SRBM: the hidden layer (no laterals); BM with hidden laterals: nothing (joint space {v, h})
-    assert base_rate_path(_model("srbm", (7, 5), 1)).summed == (1,)
-    bm_path = base_rate_path(_model("bm", (7, 3), 1))
+    assert base_rate_path(random_machine("srbm", (7, 5), 1)).summed == (1,)
+    bm_path = base_rate_path(random_machine("bm", (7, 3), 1))
     assert bm_path.summed == () and bm_path.kept == (0, 1)
     # DBM: the odd layers
-    dbm_path = base_rate_path(_model("dbm", (7, 5, 3), 1))
+    dbm_path = base_rate_path(random_machine("dbm", (7, 5, 3), 1))
     assert dbm_path.summed == (1,) and dbm_path.kept == (0, 2)
-    deeper = base_rate_path(_model("dbm", (7, 5, 3, 2), 1))
-    assert deeper.summed == (1, 3) and deeper.kept == (0, 2)
+    deeper = base_rate_path(random_machine("dbm", (7, 5, 3, 2), 1))
+    assert deeper.model_b.kind == "dbm" and deeper.summed == (1, 3) and deeper.kept == (0, 2)
     # model to model: each model's own default, for the layers it owns (an SRBM's hidden layers
     # are coupled to v only, so both sum out)
-    srbms = ratio_path(_model("srbm", (7, 3), 2), _model("srbm", (7, 5), 3))
+    srbms = ratio_path(random_machine("srbm", (7, 3), 2), random_machine("srbm", (7, 5), 3))
     assert srbms.layer_sizes == (7, 5, 3) and srbms.summed == (1, 2)
     assert srbms.offset == pytest.approx((5 - 3) * LOG2, abs=1e-12)
-    bms = ratio_path(_model("bm", (7, 5), 2), _model("bm", (7, 3), 3))
+    bms = ratio_path(random_machine("bm", (7, 5), 2), random_machine("bm", (7, 3), 3))
     assert bms.layer_sizes == (7, 3, 5) and bms.summed == ()
 
 
 def test_explicit_sum_out_is_checked() -> None:
-    model = _model("dbm", (7, 5, 3), 1)
+    model = random_machine("dbm", (7, 5, 3), 1)
     assert base_rate_path(model, sum_out=(0, 2)).summed == (0, 2)
     assert base_rate_path(model, sum_out=()).summed == ()
     with pytest.raises(BoltzkitError, match="cannot be summed out"):
         base_rate_path(model, sum_out=(1, 2))  # coupled to each other
     with pytest.raises(BoltzkitError, match="cannot be summed out"):
-        base_rate_path(_model("bm", (7, 3), 1), sum_out=(1,))  # hidden laterals
+        base_rate_path(random_machine("bm", (7, 3), 1), sum_out=(1,))  # hidden laterals
 
 
 # ---------------------------------------------------------------------------------- log f
 @pytest.mark.parametrize(("kind", "sizes"), MODELS[:3], ids=MODEL_IDS[:3])
 def test_log_f_end_points_are_the_models_log_p_star(kind: str, sizes: tuple[int, ...]) -> None:
-    model = _model(kind, sizes, 21)
+    model = random_machine(kind, sizes, 21)
     b_a = torch.linspace(-1.0, 1.0, sizes[0], dtype=F64)
     path = base_rate_path(model, base_vbias=b_a)
     x = _random_state(sizes, 13, 22)
@@ -154,7 +120,7 @@ def test_log_f_end_points_are_the_models_log_p_star(kind: str, sizes: tuple[int,
 
 def test_dbm_log_f_sums_to_the_visible_marginal() -> None:
     """Summing log p*_1(v, h2) over all h2 gives the exact log p*(v) (h1 summed in closed form)."""
-    model = _model("dbm", (7, 5, 3), 23)
+    model = random_machine("dbm", (7, 5, 3), 23)
     path = base_rate_path(model)
     v = _random_state((7,), 5, 24).visible
     h2 = bit_states(0, 8, 3)
@@ -171,7 +137,7 @@ def test_dbm_log_f_sums_to_the_visible_marginal() -> None:
 def test_ratio_path_log_f_end_points(kind: str) -> None:
     """The layers of one model only are uniform at the other end: ``p*_0 = p*_A 2^{n_B-only}``
     (summed) and ``p*_1 = p*_B 2^{n_A-only}`` (S&M 2008, Eq. 16)."""
-    a, b = _model(kind, (7, 3), 31), _model(kind, (7, 5), 32)
+    a, b = random_machine(kind, (7, 3), 31), random_machine(kind, (7, 5), 32)
     path = ratio_path(a, b)
     assert path.is_ratio and path.layer_sizes == (7, 5, 3)
     x = _random_state(path.layer_sizes, 11, 33)
@@ -199,14 +165,14 @@ def test_ratio_path_log_f_end_points(kind: str) -> None:
 @pytest.mark.parametrize("sampler", ["gibbs", "flip"])
 @pytest.mark.parametrize(("kind", "sizes"), MODELS, ids=MODEL_IDS)
 def test_ais_within_5_se_of_exact(kind: str, sizes: tuple[int, ...], sampler: str) -> None:
-    model = _model(kind, sizes, 2)
+    model = random_machine(kind, sizes, 2)
     assert model.kind == kind
     path = base_rate_path(model)
     res = ais(path, n_chains=100, betas=301, sampler=sampler, seed=3)
     assert res.method == "ais" and res.n_chains == 100 and res.n_betas == 300
     assert res.settings["sampler"] == sampler and res.settings["base"] == path.base_name
     assert res.log_weights.dtype == F64
-    exact = _exact(model)
+    exact = exact_log_z_value(model)
     assert res.log_z_stderr > 0
     assert abs(res.log_z - exact) <= K_SIGMA * res.log_z_stderr, (res.log_z, exact, res.log_z_stderr)
 
@@ -216,27 +182,27 @@ def test_the_16_visible_problems_are_not_trivial() -> None:
     degenerate on the 16-visible models: a few of 100 draws carry all the weight, and its standard
     error is over ten times that of the AIS runs above (about 0.02-0.04 nats)."""
     for kind, sizes in MODELS[3:]:
-        res = sis(base_rate_path(_model(kind, sizes, 2)), n_chains=100, seed=3)
+        res = sis(base_rate_path(random_machine(kind, sizes, 2)), n_chains=100, seed=3)
         assert res.ess < 5, kind
         assert res.log_z_stderr > 0.5, kind
 
 
 def test_ais_with_base_rate_data_on_a_dbm() -> None:
-    model = _model("dbm", (16, 6, 4), 41)
+    model = random_machine("dbm", (16, 6, 4), 41)
     g = torch.Generator().manual_seed(42)
     data = (torch.rand(37, 16, generator=g, dtype=F64) < 0.3).to(F64)
     path = base_rate_path(model, data=data)
     assert path.base_name == "base rates of the data"
     res = ais(path, n_chains=100, betas=301, seed=43)
     assert res.settings["base"] == "base rates of the data"
-    assert abs(res.log_z - _exact(model)) <= K_SIGMA * res.log_z_stderr
+    assert abs(res.log_z - exact_log_z_value(model)) <= K_SIGMA * res.log_z_stderr
 
 
 # --------------------------------------------------------------------------------- sandwich
 @pytest.mark.parametrize(("kind", "sizes"), MODELS, ids=MODEL_IDS)
 def test_forward_and_reverse_ais_bracket_exact_log_z(kind: str, sizes: tuple[int, ...]) -> None:
-    model = _model(kind, sizes, 2)
-    exact = _exact(model)
+    model = random_machine(kind, sizes, 2)
+    exact = exact_log_z_value(model)
     path = base_rate_path(model)
     assert path.end_is_exact
     # a coarse schedule: the bracket is wide, and still holds
@@ -246,8 +212,8 @@ def test_forward_and_reverse_ais_bracket_exact_log_z(kind: str, sizes: tuple[int
     assert fwd.log_z <= exact + K_SIGMA * fwd.log_z_stderr
     assert rev.log_z >= exact - K_SIGMA * rev.log_z_stderr
     # single-chain bounds: log Z_0 + E[log w_fwd] <= log Z <= log Z_0 - E[log w_rev]
-    m_f, se_f = _mean_and_se(fwd.log_weights)
-    m_r, se_r = _mean_and_se(rev.log_weights)
+    m_f, se_f = mean_and_se(fwd.log_weights)
+    m_r, se_r = mean_and_se(rev.log_weights)
     assert s.settings["log_z_lower_per_chain"] == pytest.approx(fwd.log_z_start + m_f, abs=1e-12)
     assert s.settings["log_z_upper_per_chain"] == pytest.approx(rev.log_z_start - m_r, abs=1e-12)
     assert fwd.log_z_start + m_f <= exact + K_SIGMA * se_f
@@ -275,8 +241,8 @@ def test_forward_and_reverse_ais_bracket_exact_log_z(kind: str, sizes: tuple[int
 def test_ratio_path_within_5_se_of_exact_log_ratio(
     kind: str, sizes_a: tuple[int, int], sizes_b: tuple[int, int], sampler: str
 ) -> None:
-    a, b = _model(kind, sizes_a, 11), _model(kind, sizes_b, 12)
-    exact_a, exact_b = _exact(a), _exact(b)
+    a, b = random_machine(kind, sizes_a, 11), random_machine(kind, sizes_b, 12)
+    exact_a, exact_b = exact_log_z_value(a), exact_log_z_value(b)
     path = ratio_path(a, b)  # A first: estimates log Z_B - log Z_A
     assert path.exact_start and path.log_z_a == pytest.approx(exact_a, abs=1e-10)
     res = ais(path, n_chains=100, betas=301, sampler=sampler, seed=7)
@@ -287,19 +253,19 @@ def test_ratio_path_within_5_se_of_exact_log_ratio(
 
 
 def test_ratio_path_between_dbms_with_different_layer_sizes() -> None:
-    a, b = _model("dbm", (7, 3, 5), 13), _model("dbm", (7, 5, 3), 14)
+    a, b = random_machine("dbm", (7, 3, 5), 13), random_machine("dbm", (7, 5, 3), 14)
     path = ratio_path(a, b)
     assert path.layer_sizes == (7, 5, 3, 3, 5) and path.summed == (1, 3)
     res = ais(path, n_chains=100, betas=301, seed=15)
-    assert abs(res.log_ratio - (_exact(b) - _exact(a))) <= K_SIGMA * res.log_z_stderr
+    assert abs(res.log_ratio - (exact_log_z_value(b) - exact_log_z_value(a))) <= K_SIGMA * res.log_z_stderr
 
 
 def test_ratio_path_enumeration_dtype_is_honoured() -> None:
     """float32 enumeration of A: the same log Z_A up to float32 rounding, and really float32."""
-    a, b = _model("srbm", (16, 5), 11), _model("srbm", (16, 11), 12)
+    a, b = random_machine("srbm", (16, 5), 11), random_machine("srbm", (16, 11), 12)
     p64 = ratio_path(a, b)
     p32 = ratio_path(a, b, enumeration_dtype=torch.float32)
-    assert p64.log_z_a == pytest.approx(_exact(a), abs=1e-10)
+    assert p64.log_z_a == pytest.approx(exact_log_z_value(a), abs=1e-10)
     diff = abs(p32.log_z_a - p64.log_z_a)
     assert 0.0 < diff < 1e-3, diff
     assert p32.exact_start
@@ -311,8 +277,8 @@ def test_ratio_path_enumeration_dtype_is_honoured() -> None:
 
 def test_ratio_path_argument_order() -> None:
     """``ratio_path(A, B)`` estimates ``log Z_B - log Z_A``; swapping the models flips the sign."""
-    a, b = _model("bm", (7, 5), 16), _model("bm", (7, 3), 17)
-    truth = _exact(b) - _exact(a)
+    a, b = random_machine("bm", (7, 5), 16), random_machine("bm", (7, 3), 17)
+    truth = exact_log_z_value(b) - exact_log_z_value(a)
     forward = ais(ratio_path(a, b), n_chains=100, betas=201, seed=18)
     backward = ais(ratio_path(b, a), n_chains=100, betas=201, seed=19)
     assert abs(forward.log_ratio - truth) <= K_SIGMA * forward.log_z_stderr
@@ -322,8 +288,8 @@ def test_ratio_path_argument_order() -> None:
 # ---------------------------------------------------------------------------------- SIS
 @pytest.mark.parametrize("ratio", [False, True], ids=["base-rate", "bm-to-bm"])
 def test_sis_equals_ais_with_the_two_point_grid_on_a_bm(ratio: bool) -> None:
-    b = _model("bm", (7, 3), 51)
-    path = ratio_path(_model("bm", (7, 5), 52), b) if ratio else base_rate_path(b)
+    b = random_machine("bm", (7, 3), 51)
+    path = ratio_path(random_machine("bm", (7, 5), 52), b) if ratio else base_rate_path(b)
     by_sis = sis(path, n_chains=200, seed=4)
     by_ais = ais(path, n_chains=200, betas=2, seed=4)
     assert by_sis.method == "sis" and by_sis.n_betas == 1 and by_ais.n_betas == 1
@@ -341,9 +307,9 @@ def test_sis_equals_ais_with_the_two_point_grid_on_a_bm(ratio: bool) -> None:
 
 
 def test_sis_log_z_base_and_estimate_on_an_srbm() -> None:
-    model = _model("srbm", (7, 5), 53, scale=0.5)
+    model = random_machine("srbm", (7, 5), 53, scale=0.5)
     path = base_rate_path(model)
     b_a = model.bias(0).detach()
     assert path.log_z_a == pytest.approx(float(softplus(b_a).sum()) + 5 * LOG2, abs=1e-12)
     res = sis(path, n_chains=20_000, seed=54)
-    assert abs(res.log_z - _exact(model)) <= K_SIGMA * res.log_z_stderr
+    assert abs(res.log_z - exact_log_z_value(model)) <= K_SIGMA * res.log_z_stderr

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import F64
 
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.schedules import (
@@ -18,8 +19,6 @@ from boltzkit.estimators.schedules import (
     segmented_betas,
     validate_betas,
 )
-
-F64 = torch.float64
 
 
 def _check_schedule(betas: torch.Tensor) -> None:

@@ -24,7 +24,7 @@ products of one ``(n_chains, n) x (n, n)`` multiplication plus the small in-chun
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -32,8 +32,12 @@ from torch import Tensor
 from boltzkit._numerics import as_beta
 from boltzkit.state import ChainState
 
-if TYPE_CHECKING:
-    from boltzkit.samplers.operators import UnitOperator
+
+class UnitRule(Protocol):
+    """What the sweep needs of an operator: its per-unit rule given uniforms
+    (:meth:`boltzkit.samplers.operators.UnitOperator.decide`)."""
+
+    def decide(self, logits: Tensor, current: Tensor, u: Tensor, layer: int) -> Tensor: ...
 
 #: Units per chunk of the fused sequential sweep.
 CHUNK = 48
@@ -55,7 +59,7 @@ def sequential_update(
     model,
     state: ChainState,
     layer: int,
-    operator: UnitOperator,
+    operator: UnitRule,
     *,
     beta: float | Tensor = 1.0,
     generator: torch.Generator,
@@ -73,7 +77,7 @@ def sequential_update(
     layer
         The layer to update (units in index order).
     operator
-        A per-unit rule (:meth:`~boltzkit.samplers.operators.UnitOperator.move_prob`).
+        A per-unit rule (:meth:`~boltzkit.samplers.operators.UnitOperator.decide`).
     beta
         Inverse temperature: a float or one per chain, shape ``(n_chains,)``.
     generator
@@ -113,7 +117,7 @@ def sequential_update(
     return x
 
 
-def _decide(operator: UnitOperator, inputs: Tensor, current: Tensor, u: Tensor, beta, layer: int) -> Tensor:
+def _decide(operator: UnitRule, inputs: Tensor, current: Tensor, u: Tensor, beta, layer: int) -> Tensor:
     """The rule's new values given the uniforms (:meth:`UnitOperator.decide`)."""
     logits = inputs if isinstance(beta, float) and beta == 1.0 else inputs * beta
     return operator.decide(logits, current, u, layer)
@@ -124,7 +128,7 @@ def sequential_update_reference(
     model,
     state: ChainState,
     layer: int,
-    operator: UnitOperator,
+    operator: UnitRule,
     *,
     beta: float | Tensor = 1.0,
     generator: torch.Generator,
