@@ -167,6 +167,10 @@ def test_training_raises_the_exact_log_likelihood(kind, hidden, method, k, lr, e
     ll = float(exact_log_prob(model.as_float64(), x64, exact_log_z(model.as_float64())).mean())
     assert model.kind == kind
     assert ll > ll0 + gain, (ll0, ll)
+    for l, m in model.coupling_keys:  # updates keep the laterals exactly symmetric
+        if l == m:
+            lat = model.coupling(l, l)
+            assert torch.equal(lat, lat.t()) and not bool(torch.diagonal(lat).any())
     assert hist[-1]["train_log_lik"] == pytest.approx(ll, abs=1e-6)
     assert all(math.isfinite(r["recon_error"]) for r in hist)
 

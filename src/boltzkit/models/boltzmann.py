@@ -583,7 +583,8 @@ class BoltzmannMachine(EnergyModel):
             g = _grad_buffer(param)
             torch.mm(p[l].t(), p[m], out=g)
             g.addmm_(q[l].t(), q[m], beta=-1.0 / n_p, alpha=1.0 / n_q)
-            if l == m:
+            if l == m:  # a product x^T x is symmetric only up to rounding: make it exactly so,
+                g.copy_(torch.add(g, g.t()).mul_(0.5))  # so that updates keep L = L^T exactly
                 g.fill_diagonal_(0.0)
         for layer in range(self.n_layers):
             g = _grad_buffer(self.bias(layer))
