@@ -809,12 +809,19 @@ def test_dbm_shapes_must_chain(tmp_path: Path) -> None:
         load_model(path)
 
 
-def test_dbm_needs_three_layers_and_its_own_names(tmp_path: Path) -> None:
-    z = np.zeros
+def test_a_dbm_file_with_one_hidden_layer_is_an_rbm(tmp_path: Path) -> None:
+    g = np.random.default_rng(0)
+    w, b0, b1 = g.normal(size=(4, 3)), g.normal(size=4), g.normal(size=3)
     path = tmp_path / "short.npz"
-    np.savez(path, W_0=z((4, 3)), bias_0=z(4), bias_1=z(3))
-    with pytest.raises(ModelFileError, match=r"lacks the arrays 'W_1', 'bias_2' of a DBM"):
-        load_model(path)
+    np.savez(path, W_0=w, bias_0=b0, bias_1=b1)
+    model, md = load_model(path)
+    assert isinstance(model, RBM) and md["kind"] == "rbm"
+    np.testing.assert_array_equal(model.W.detach().numpy(), w)
+    np.testing.assert_array_equal(model.hbias.detach().numpy(), b1)
+    # two deep-named layers with a gap still name the DBM's missing arrays
+    np.savez(tmp_path / "gap.npz", W_0=w, bias_0=b0, bias_2=b1)
+    with pytest.raises(ModelFileError, match="DBM"):
+        load_model(tmp_path / "gap.npz")
 
 
 def test_old_format_rbm_file_loads(tmp_path: Path) -> None:

@@ -69,7 +69,11 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
     tensors: dict[str, Tensor] = {}
     md: dict[str, Any] | None = None
     with archive:
-        names = [n for n in archive.files if n != METADATA_KEY]
+        stored = [n for n in archive.files if n != METADATA_KEY]
+        # W_0, bias_0, bias_1 alone is a DBM with one hidden layer: an RBM, read as one
+        one_hidden = set(stored) == {"W_0", "bias_0", "bias_1"}
+        renamed = dict(zip(("W_0", "bias_0", "bias_1"), RBM_NAMES, strict=True)) if one_hidden else {}
+        names = [renamed.get(n, n) for n in stored]
         if METADATA_KEY in archive.files:
             text = _read_array(archive, METADATA_KEY, p)
             if text.ndim != 0 or text.dtype.kind != "U":
@@ -80,9 +84,11 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
                     hint=f"rename the array: the name {METADATA_KEY!r} is reserved for the metadata.",
                 )
             md = parse_metadata_text(str(text), p)
+        if renamed and md is not None:
+            md = {**md, "kind": "rbm"}
         check_names(kind_for(md, names), names, p, npz=True)
-        for name in names:
-            arr = _read_array(archive, name, p)
+        for stored_name, name in zip(stored, names, strict=True):
+            arr = _read_array(archive, stored_name, p)
             if arr.dtype.kind not in "fiub":
                 raise ModelFileError(
                     f"the model array {name} is not numeric",
@@ -95,6 +101,9 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
                 arr = arr.astype(arr.dtype.newbyteorder("="))
             tensors[name] = torch.from_numpy(np.ascontiguousarray(arr))
     return tensors, md
+
+
+RBM_NAMES = ("W", "vbias", "hbias")
 
 
 def _read_array(archive: Any, name: str, p: Any) -> np.ndarray:
