@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
@@ -68,13 +69,35 @@ def debug_enabled(ctx: typer.Context | None = None) -> bool:
     return bool(ctx is not None and ctx.find_root().params.get("debug"))
 
 
+def warn(message: str) -> None:
+    """One line ``warning: ...`` on stderr (the one way the command line warns)."""
+    typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
+
+
+def warn_if_unreliable(record: Mapping[str, Any]) -> None:
+    """A ``warning:`` line when an estimate's verdict (``reliable``) is false, saying what is wrong
+    and what to do."""
+    if record.get("reliable") is False:
+        advice = record.get("advice")
+        warn(f"{record.get('reliability_reason')}." + (f" Try: {advice}." if advice else ""))
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    warn(str(message))
+
+
 class BoltzkitCommand(TyperCommand):
-    """A typer command whose errors end in one line on stderr and exit status 1."""
+    """A typer command whose errors end in one line on stderr and exit status 1, and whose
+    warnings (Python's included) are one ``warning: ...`` line each."""
 
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; report an exception as ``error: ...`` and exit 1 (unless debugging)."""
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+                if not debug_enabled(ctx):
+                    warnings.showwarning = _one_line_warning
+                return super().invoke(ctx)
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:

@@ -40,6 +40,8 @@ from boltzkit.cli.common import (
     fmt,
     non_negative_float_option,
     show_progress,
+    warn,
+    warn_if_unreliable,
 )
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
@@ -148,4 +150,7 @@ def command(
     }
     if per_example is not None:
         record["per_example_file"] = str(per_example)
+    warn_if_unreliable(record)
+    if record.get("mean_field_converged") is False:
+        warn("the mean-field iteration did not converge; the bound holds but may be loose (raise --max-iter)")
     emit(record, as_json=as_json, human=lambda: _summary(record))

@@ -33,6 +33,7 @@ from boltzkit.cli.common import (
     fmt,
     jsonable,
     show_progress,
+    warn_if_unreliable,
 )
 from boltzkit.io import load_model, save_result_json
 
@@ -107,4 +108,5 @@ def command(
     if out is not None:
         save_result_json(jsonable(record), out)
         record["out"] = str(out)
+    warn_if_unreliable(record)
     emit(record, as_json=as_json, human=lambda: _summary(record))

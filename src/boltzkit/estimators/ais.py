@@ -193,6 +193,8 @@ def path_settings(path: AnnealingPath) -> dict[str, Any]:
             out["warning"] = "start samples are approximate: the estimate is not exactly unbiased"
     out["device"] = str(path.device)
     out["dtype"] = str(path.dtype).replace("torch.", "")
+    if path.trivial:
+        out["trivial_path"] = True
     return out
 
 

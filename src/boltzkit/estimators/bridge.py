@@ -46,6 +46,7 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.reliability import assess, combine
 from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
 from boltzkit.estimators.reverse import relax
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -74,6 +75,7 @@ def bridge_log_ratio_from_log_l(
     bridge: str = "geometric",
     max_iter: int = 200,
     tol: float = 1e-10,
+    trivial: bool = False,
 ) -> BridgeEstimate:
     """Bridge-sampling estimate of ``log(Z_B / Z_A)`` from log-likelihood ratios (Eqs. 30-31).
 
@@ -130,6 +132,12 @@ def bridge_log_ratio_from_log_l(
         log_sigma=log_sigma,
         ess_a=effective_sample_size(wa),
         ess_b=effective_sample_size(wb),
+        verdict=combine(
+            {
+                "samples of A": assess(wa, annealed=False, trivial=trivial),
+                "samples of B": assess(wb, annealed=False, trivial=trivial),
+            }
+        ),
         iterations=iterations,
         converged=converged,
     )
@@ -202,7 +210,9 @@ def bridge(
     def log_l(x) -> Tensor:
         return path.log_f(x, 1.0) - path.log_f(x, 0.0)
 
-    est = bridge_log_ratio_from_log_l(log_l(x_a), log_l(x_b), bridge=bridge, max_iter=max_iter, tol=tol)
+    est = bridge_log_ratio_from_log_l(
+        log_l(x_a), log_l(x_b), bridge=bridge, max_iter=max_iter, tol=tol, trivial=path.trivial
+    )
     sync(path.device)
     settings: dict[str, Any] = {
         "bridge": bridge,
@@ -241,6 +251,7 @@ def bridge(
         log_sigma=est.log_sigma,
         n_samples=2 * n,
         ess_value=min(est.ess_a, est.ess_b),
+        verdict=est.verdict,
     )
 
 

@@ -167,6 +167,9 @@ def dataset_log_prob(
             "mean_field_residual": residual,
             "mean_field_converged": converged,
         }
+    verdict = log_z.reliability()
+    if verdict is not None:  # the log-probabilities are as trustworthy as the log Z behind them
+        details = {**details, **verdict.as_dict()}
     neg_f = torch.cat(parts)
     mean_neg_f = float(neg_f.mean())
     value = float(log_z.log_z)

@@ -74,6 +74,8 @@ class AnnealingPath(ABC):
         ``log Z_B``.
     exact_start
         Whether :meth:`sample_start` draws exact samples of ``p_0`` (unbiased AIS).
+    trivial
+        The two ends are the same distribution (every weight is then equal, rightly).
     default_betas
         The schedule used when none is given.
     """
@@ -82,6 +84,7 @@ class AnnealingPath(ABC):
     offset: float
     is_ratio: bool
     exact_start: bool
+    trivial: bool = False
     default_betas: str | int = "paper"
     device: torch.device
     dtype: torch.dtype
@@ -271,6 +274,7 @@ class GeometricPath(AnnealingPath):
         self.offset = (n_b_only - n_a_only) * LOG2
         self._delta_bounds = self._input_bounds()
         self._kept_linear, self._kept_couplings = self._kept_terms()
+        self.trivial = self._is_trivial()
         self._zero_in_a = {
             u
             for u in self.summed
@@ -433,6 +437,23 @@ class GeometricPath(AnnealingPath):
             kept = [k for k in kept if k is not None]
             out.append(model.energy_of(self.project(state, mi), kept))
         return out[0], out[1]
+
+    @torch.no_grad()
+    def _is_trivial(self) -> bool:
+        """Whether A and B are the same distribution over the union: no couplings anywhere, equal
+        biases on shared layers and zero biases on layers of one model only."""
+        for model in self.models:
+            if any(bool(model.coupling(l, m).detach().any()) for l, m in model.coupling_keys):
+                return False
+        for ul in self.union:
+            ba = self.model_a.bias(ul.a).detach() if ul.a is not None else None
+            bb = self.model_b.bias(ul.b).detach() if ul.b is not None else None
+            if ba is not None and bb is not None:
+                if not torch.equal(ba.to(bb), bb):
+                    return False
+            elif bool((ba if ba is not None else bb).any()):
+                return False
+        return True
 
     def _kept_terms(self) -> tuple[dict[int, Tensor], list[tuple[float, int, int, Tensor]]]:
         """``E_A - E_B`` over the kept layers as float64 linear coefficients ``(b_B - b_A)_u`` per

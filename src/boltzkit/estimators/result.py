@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import log_add_exp, log_sub_exp
+from boltzkit.estimators.reliability import Reliability, assess, combine, effective_sample_size
 from boltzkit.jsonio import dumps, to_jsonable
 
 
@@ -46,10 +47,6 @@ def _log_mean_and_log_sigma(log_w: Tensor) -> tuple[float, float]:
     return log_mean, log_sigma
 
 
-def effective_sample_size(log_w: Tensor) -> float:
-    """Kish's ``(sum w)^2 / sum w^2`` of the importance weights."""
-    lw = log_w.detach().to(torch.float64).flatten()
-    return float(torch.exp(2 * torch.logsumexp(lw, 0) - torch.logsumexp(2 * lw, 0)))
 
 
 @dataclass(frozen=True)
@@ -194,6 +191,14 @@ class LogZResult:
         """Effective sample size of the weights (Kish)."""
         return None if self.log_weights is None else effective_sample_size(self.log_weights)
 
+    def reliability(self) -> Reliability | None:
+        """The verdict on the estimate (Pareto k-hat, ESS, degenerate spread;
+        :mod:`boltzkit.estimators.reliability`), or ``None`` for a record without weights."""
+        if self.log_weights is None:
+            return None
+        trivial = bool(self.settings.get("trivial_path", False))
+        return assess(self.log_weights, trivial=trivial, annealed=self.n_betas > 1)
+
     def _band(self) -> Band:
         """Band of the estimated quantity (``log Z`` or ``log Z_B/Z_A``)."""
         if self.log_weights is None:
@@ -287,6 +292,9 @@ class LogZResult:
         out["n_chains"] = self.n_chains
         out["n_betas"] = self.n_betas
         out["seconds"] = self.seconds
+        verdict = self.reliability()
+        if verdict is not None:
+            out.update(verdict.as_dict())
         out.update({k: to_jsonable(v) for k, v in self.settings.items() if k not in out})
         if include_weights and self.log_weights is not None:
             out["log_weights"] = self.log_weights.tolist()
@@ -321,6 +329,7 @@ class SpreadResult(LogZResult):
     log_sigma: float = -math.inf
     n_samples: int = 0
     ess_value: float | None = None
+    verdict: Reliability | None = None
 
     def _band(self) -> Band:
         return Band.from_log_mean(self.log_mean, self.log_sigma, self.log_z_start)
@@ -338,6 +347,9 @@ class SpreadResult(LogZResult):
     def ess(self) -> float | None:
         return self.ess_value
 
+    def reliability(self) -> Reliability | None:
+        return self.verdict
+
 
 @dataclass(frozen=True)
 class SandwichResult(LogZResult):
@@ -353,6 +365,19 @@ class SandwichResult(LogZResult):
 
     forward: LogZResult | None = None
     reverse: LogZResult | None = None
+
+    def reliability(self) -> Reliability | None:
+        """Both halves' verdicts; the ends crossing beyond noise is a problem too."""
+        if self.forward is None or self.reverse is None:
+            return super().reliability()
+        verdict = combine({"forward": self.forward.reliability(), "reverse": self.reverse.reliability()})
+        gap, gap_se = self.settings.get("gap"), self.settings.get("gap_stderr")
+        if gap is not None and gap_se is not None and gap < -3 * gap_se:
+            reason = f"the reverse (upper) estimate is {-gap:.3g} nats below the forward one, beyond noise"
+            why = reason if verdict.reliable else f"{verdict.reason}; {reason}"
+            advice = "check the reverse start samples; use more chains"
+            return Reliability(False, why, advice, verdict.k_hat, verdict.ess_fraction)
+        return verdict
 
     def to_dict(self, include_weights: bool = False) -> dict[str, Any]:
         """As :meth:`LogZResult.to_dict`; with weights, also ``reverse_log_weights``."""
@@ -378,6 +403,8 @@ class BridgeEstimate:
         Fixed-point iterations (0 for the geometric bridge).
     converged
         Whether the optimal-bridge iteration met its tolerance.
+    verdict
+        Reliability of the two sides' bridge weights (:mod:`boltzkit.estimators.reliability`).
     """
 
     log_r: float
@@ -386,6 +413,7 @@ class BridgeEstimate:
     ess_b: float
     iterations: int
     converged: bool
+    verdict: Reliability | None = None
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,26 @@ def _mean_log_w(log_w: Tensor) -> tuple[float, float]:
     return float(lw.mean()), se
 
 
+def _sandwich_note(gap: float, gap_se: float) -> str:
+    """Plain words on the gap between the reverse (upper) and forward (lower) estimates."""
+    if gap >= 0:
+        return (
+            f"the reverse (upper) estimate is {gap:.3g} nats above the forward (lower) one "
+            f"(standard error of the gap {gap_se:.2g})"
+        )
+    within = -gap <= 3 * gap_se
+    return (
+        f"the two ends cross: the reverse (upper) estimate is {-gap:.3g} nats below the forward (lower) "
+        f"one, {'within' if within else 'beyond'} 3 standard errors of the gap ({gap_se:.2g}); "
+        + (
+            "each is a stochastic bound and the schedule is fine enough for both to agree within noise"
+            if within
+            else "this should not happen with exact reverse starts: check the start samples and use more "
+            "chains"
+        )
+    )
+
+
 def _sandwich_settings(fwd: LogZResult, rev: LogZResult, ratio: bool) -> dict[str, Any]:
     """Lower/upper estimates, their bands and gaps (the BDMC diagnostic) for a sandwich record."""
     key = "log_ratio" if ratio else "log_z"
@@ -284,10 +304,15 @@ def _sandwich_settings(fwd: LogZResult, rev: LogZResult, ratio: bool) -> dict[st
     # single-chain bounds: E[log w_fwd] <= log(Z/Z_0) and -E[log w_rev] >= log(Z/Z_0)
     mf, sef = _mean_log_w(fwd.log_weights)
     mr, ser = _mean_log_w(rev.log_weights)
+    gap = r_band.value - f_band.value
+    gap_se = math.hypot(fwd.log_z_stderr, rev.log_z_stderr)
     out: dict[str, Any] = {
         f"{key}_lower": f_band.value,
         f"{key}_upper": r_band.value,
-        "gap": r_band.value - f_band.value,
+        "gap": gap,
+        "gap_stderr": gap_se,
+        "ends_cross": gap < 0,
+        "sandwich_note": _sandwich_note(gap, gap_se),
         f"{key}_lower_per_chain": fwd.log_z_start + mf,
         f"{key}_upper_per_chain": rev.log_z_start - mr,
         "gap_per_chain": -(mf + mr),

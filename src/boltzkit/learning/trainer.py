@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,8 +38,14 @@ from boltzkit.learning.history import History
 from boltzkit.learning.schedules import ConstantK, KSchedule, parse_k_schedule
 from boltzkit.models.boltzmann import BoltzmannMachine
 
-
 # --------------------------------------------------------------------------------- validation
+#: Parameters beyond this magnitude mean training diverged.
+EXPLODED = 1e4
+#: A fall of the training log-likelihood by more than this many nats (or this fraction of its
+#: best value, whichever is larger) from its best value is reported.
+FALL_NATS, FALL_FRACTION = 5.0, 0.1
+
+
 def _to_model(value: Any, device: torch.device, dtype: torch.dtype) -> Any:
     """Tensors in nested learner state (chains) moved to the model's device and dtype."""
     if isinstance(value, Tensor):
@@ -164,6 +171,7 @@ class Trainer:
         self.elapsed = 0.0
         self.history = History()
         self._stop = False
+        self._warned_fall = False
 
     # --------------------------------------------------------------------------------- loop
     def stop(self) -> None:
@@ -196,6 +204,7 @@ class Trainer:
         if self.train_x.device.type == "cuda":
             torch.cuda.synchronize(self.train_x.device)
         seconds = time.perf_counter() - t0
+        self._check_parameters(index + 1, lr)
         if self.scheduler is not None and self.scheduler_interval == "epoch":
             self.scheduler.step()
         self.epoch = index + 1
@@ -211,6 +220,46 @@ class Trainer:
         self.history.append(record)
         for cb in self.callbacks:
             cb.on_epoch_end(self, record)
+        self._watch_history(record)
+
+    @torch.no_grad()
+    def _check_parameters(self, epoch: int, lr: float) -> None:
+        """Stop a diverged run before its parameters are recorded: non-finite values, or values
+        beyond :data:`EXPLODED` (no trained Boltzmann machine has such weights)."""
+        hint = (
+            f"the learning rate {lr:g} is too large for this model and data: lower it (e.g. --lr "
+            f"{lr / 10:g}), and check --momentum; the last checkpoint, if any, holds the epoch before."
+        )
+        for name, param in self.model.named_parameters():
+            finite = torch.isfinite(param)
+            if not bool(finite.all()):
+                raise BoltzkitError(
+                    f"training diverged in epoch {epoch}: parameter {name} holds "
+                    f"{int((~finite).sum())} NaN or infinite values",
+                    hint=hint,
+                )
+            top = float(param.abs().max()) if param.numel() else 0.0
+            if top > EXPLODED:
+                raise BoltzkitError(
+                    f"training diverged in epoch {epoch}: parameter {name} reached |{name}| = {top:.3g}",
+                    expected=f"values below {EXPLODED:g}",
+                    hint=hint,
+                )
+
+    def _watch_history(self, record: dict[str, Any]) -> None:
+        """Warn once when the monitored training log-likelihood falls sharply from its best."""
+        value = record.get("train_log_lik")
+        if value is None or self._warned_fall:
+            return
+        best = max(r["train_log_lik"] for r in self.history.records if r.get("train_log_lik") is not None)
+        if best - value > max(FALL_NATS, FALL_FRACTION * abs(best)):
+            self._warned_fall = True
+            warnings.warn(
+                f"the training log-likelihood fell from {best:.4g} to {value:.4g} nats by epoch "
+                f"{record['epoch']}: the learning rate may be too large (or k too small for PCD's chains "
+                "to keep up)",
+                stacklevel=2,
+            )
 
     @torch.no_grad()
     def run_epoch(self) -> float | None:

@@ -1,0 +1,172 @@
+"""Estimates that say when they cannot be trusted (Pareto k-hat, ESS, degenerate spreads), the
+sandwich's gap, diverging training, and one-line warnings on the command line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import F64, bars_and_stripes, random_rbm
+from typer.testing import CliRunner
+
+from boltzkit import RBM
+from boltzkit.cli.main import app
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators import ais, base_rate_path, exact_log_z, ratio_path, sandwich, sis
+from boltzkit.estimators.reliability import assess, pareto_k_hat
+from boltzkit.io import save_model
+from boltzkit.learning import train_rbm
+
+# (seed, number of weights, tail shape xi of the synthetic weights, k-hat of ArviZ 0.23.4's psislw)
+ARVIZ_K_HAT = [
+    (0, 100, 0.2, 0.30454449046683457),
+    (1, 100, 0.8, 0.8306615312787944),
+    (2, 1000, 0.5, 0.6021848445374096),
+    (3, 1000, 1.2, 1.2690860238045416),
+    (4, 50, 0.0, 0.5372250453841005),
+    (5, 4000, 0.3, 0.4536239588692108),
+    (6, 200, -0.2, -0.4805130154273327),
+]
+
+
+def synthetic_log_weights(seed: int, n: int, xi: float) -> np.ndarray:
+    """Weights with a generalised-Pareto tail of shape xi (xi > 0: w = U^-xi), light-tailed normal
+    log-weights (xi = 0), or bounded weights (xi < 0)."""
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(size=n)
+    if xi > 0:
+        return -xi * np.log(u)
+    if xi == 0:
+        return rng.normal(size=n)
+    return np.log1p(-u)
+
+
+@pytest.mark.parametrize(("seed", "n", "xi", "reference"), ARVIZ_K_HAT)
+def test_k_hat_matches_arviz(seed, n, xi, reference):
+    """The reference numbers were computed with ArviZ's PSIS (``az.psislw``) on the same draws."""
+    assert pareto_k_hat(synthetic_log_weights(seed, n, xi)) == pytest.approx(reference, abs=1e-10)
+
+
+def test_k_hat_matches_arviz_live_when_installed():
+    az = pytest.importorskip("arviz")
+    for seed in range(5):
+        lw = synthetic_log_weights(seed, 500, 0.6)
+        _, k = az.psislw(lw.copy())
+        assert pareto_k_hat(torch.from_numpy(lw)) == pytest.approx(float(k), abs=1e-10)
+
+
+def test_k_hat_is_undefined_for_too_few_or_equal_weights():
+    assert math.isnan(pareto_k_hat(np.array([0.0, 1.0, 2.0])))
+    assert math.isnan(pareto_k_hat(np.zeros(100)))
+    heavy = synthetic_log_weights(3, 4000, 1.5)
+    assert pareto_k_hat(heavy) > 1.3 and pareto_k_hat(heavy - 1e4) == pytest.approx(pareto_k_hat(heavy))
+
+
+def test_verdict_from_weights():
+    ok = assess(torch.from_numpy(synthetic_log_weights(0, 200, 0.2)))
+    assert ok.reliable and ok.reason is None
+    heavy = assess(torch.from_numpy(synthetic_log_weights(3, 1000, 1.2)))
+    assert not heavy.reliable and "k-hat" in heavy.reason and heavy.advice
+    equal = torch.zeros(50, dtype=F64)
+    assert not assess(equal).reliable and "lockstep" in assess(equal).reason
+    assert assess(equal, trivial=True).reliable
+
+
+def _constant_weight_rbm(n_visible: int, n_hidden: int, w: float, seed: int) -> RBM:
+    g = torch.Generator().manual_seed(seed)
+    return RBM(
+        n_visible,
+        n_hidden,
+        weights=torch.full((n_visible, n_hidden), w, dtype=F64),
+        vbias=torch.randn(n_visible, generator=g, dtype=F64),
+        dtype=F64,
+    )
+
+
+def test_the_zero_width_band_is_reproduced_and_flagged():
+    """A start model with |W| = 100 puts all its mass on one state: every chain starts there and,
+    with few betas, moves in lockstep, so all weights are equal and the band has zero width while
+    the estimate is 14 nats off (seen as `logz A --relative-to B --betas 10`)."""
+    target, start = random_rbm(20, 5, 1, scale=0.1), _constant_weight_rbm(20, 7, 100.0, 2)
+    truth = exact_log_z(target).log_z - exact_log_z(start).log_z
+    res = ais(ratio_path(start, target), n_chains=100, betas=10, seed=0)
+    band = res.ratio_band
+    assert band.minus_3sigma == band.plus_3sigma == res.log_ratio  # the zero-width band
+    assert abs(res.log_ratio - truth) > 5  # far off, yet "confident"
+    d = res.to_dict()
+    assert d["reliable"] is False and "lockstep" in d["reliability_reason"] and "--betas" in d["advice"]
+
+
+def test_sis_on_a_hard_model_is_flagged_and_ais_is_not():
+    model = random_rbm(200, 12, 3, scale=0.3)
+    path = base_rate_path(model)
+    bad = sis(path, n_chains=50, seed=0).to_dict()
+    assert bad["reliable"] is False and bad["k_hat"] > 0.7 and "AIS" in bad["advice"]
+    good = ais(path, n_chains=100, betas=2000, seed=0).to_dict()
+    assert good["reliable"] is True and good["k_hat"] < 0.7 and good["reliability_reason"] is None
+
+
+def test_a_trivial_path_with_equal_weights_is_reliable():
+    rbm = RBM(5, 3, vbias=torch.linspace(-1, 1, 5, dtype=F64), dtype=F64)
+    res = ais(base_rate_path(rbm), n_chains=20, betas=11, seed=0)
+    assert float(res.log_weights.std()) == 0.0 and res.to_dict()["reliable"] is True
+
+
+def test_sandwich_reports_its_gap_with_a_standard_error():
+    rbm = random_rbm(7, 5, 4)
+    d = sandwich(base_rate_path(rbm), n_chains=300, betas=201, seed=1).to_dict()
+    assert d["gap_stderr"] > 0 and isinstance(d["ends_cross"], bool)
+    assert ("cross" in d["sandwich_note"]) == d["ends_cross"]
+    if d["ends_cross"]:
+        assert "within" in d["sandwich_note"] or "beyond" in d["sandwich_note"]
+
+
+def test_a_diverging_run_stops_with_a_clear_error():
+    with pytest.raises(BoltzkitError, match="diverged in epoch 1") as info:
+        train_rbm(bars_and_stripes(), n_hidden=5, lr=1e6, epochs=3, progress=False)
+    assert "lower it" in str(info.value)
+
+
+def test_a_falling_history_warns():
+    values = iter([-10.0, -9.0, -30.0, -31.0])
+
+    def monitor(model, datasets):
+        return {"train_log_lik": next(values)}
+
+    with pytest.warns(UserWarning, match="fell from -9 to -30"):
+        train_rbm(bars_and_stripes(), n_hidden=3, epochs=4, progress=False, monitor=monitor)
+
+
+def test_cli_warnings_are_one_line(tmp_path):
+    runner = CliRunner()
+    model = random_rbm(200, 12, 3, scale=0.3, dtype=torch.float32)
+    save_model(model, tmp_path / "m.safetensors")
+    result = runner.invoke(
+        app, ["logz", str(tmp_path / "m.safetensors"), "--method", "sis", "--chains", "50"]
+    )
+    assert result.exit_code == 0
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "k-hat" in warnings[0] and "Traceback" not in result.output
+    resumed = runner.invoke(
+        app,
+        [
+            "train",
+            "--data",
+            "bars-and-stripes",
+            "--epochs",
+            "1",
+            "--resume",
+            "--out",
+            str(tmp_path / "r.safetensors"),
+        ],
+    )
+    assert resumed.exit_code == 0
+    lines = resumed.stderr.strip().splitlines()
+    assert lines and lines[0].startswith("warning: no checkpoint") and "UserWarning" not in resumed.stderr
+    diverged = runner.invoke(
+        app, ["train", "--data", "bars-and-stripes", "--lr", "1e6", "--out", str(tmp_path / "d.safetensors")]
+    )
+    assert diverged.exit_code == 1 and diverged.stderr.startswith("error: training diverged")
+    assert not (tmp_path / "d.safetensors").exists()
