@@ -340,6 +340,8 @@ def test_unknown_data_set(bas_model):
         ("train", "--data", "bars-and-stripes", "--method", "sgd", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--hidden", "0", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--weight-decay", "-1", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--momentum", "1", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--hidden", "3,x", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes"),  # --out missing
     ],
 )
@@ -355,8 +357,8 @@ def test_invalid_option_values_are_usage_errors(bas_model, args):
         (("sample", "MODEL", "--out", "/no/such/dir/x.npy", "--steps", "1"), "directory"),
         (("logz", "MODEL", "--device", "gpu"), "device"),
         (("logz", "MODEL", "--method", "ais", "--betas", "sideways"), "beta schedule"),
-        (("train", "--data", "bars-and-stripes", "--momentum", "1", "--out", "m.safetensors"), "momentum"),
-        (("train", "--data", "bars-and-stripes", "--k-schedule", "x", "--out", "m.pt"), "k schedule"),
+        (("train", "--data", "bars-and-stripes", "--k-schedule", "x", "--out", "m.npz"), "k schedule"),
+        (("train", "--data", "bars-and-stripes", "--out", "m.pt"), ".safetensors"),
         (("train", "--data", "bars-and-stripes", "--sampler", "hmc", "--out", "m.safetensors"), "sampler"),
         (("evaluate", "MODEL", "--data", "bars-and-stripes", "--split", "holdout"), "split"),
         (("evaluate", "MODEL", "--data", "bars-and-stripes", "--per-example", "x.json"), "per-example"),

@@ -338,7 +338,7 @@ def test_mnist_patches_from_train_plus_valid(tmp_path: Path, fake_mnist: dict[st
 _needs_mnist = pytest.mark.skipif(
     not REAL_MNIST_DIR,
     reason="binarized MNIST not configured: set BOLTZKIT_DATA_DIR to the folder holding "
-    "binarized_mnist_{train,valid,test}.amat or .mat (e.g. /work/shared/data)",
+    "binarized_mnist_{train,valid,test}.amat or .mat (README, 'Where the data is')",
 )
 
 

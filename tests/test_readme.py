@@ -20,7 +20,8 @@ from boltzkit.cli.main import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 needs_mnist = pytest.mark.skipif(
-    not os.environ.get("BOLTZKIT_DATA_DIR"), reason="binarized MNIST not available (set BOLTZKIT_DATA_DIR)"
+    not os.environ.get("BOLTZKIT_DATA_DIR"),
+    reason="binarized MNIST not configured: set BOLTZKIT_DATA_DIR (README, 'Where the data is')",
 )
 
 
@@ -39,9 +40,11 @@ def shell_commands() -> list[str]:
 
 
 def test_readme_opens_with_install_then_test_command():
+    """Install, point boltzkit at the data (before the first command that needs it), run the tests."""
     commands = shell_commands()
     assert commands[0].startswith("pip install -e"), commands[0]
-    assert commands[1] == "python -m pytest -q", commands[1]
+    assert commands[1].startswith("export BOLTZKIT_DATA_DIR="), commands[1]
+    assert commands[2] == "python -m pytest -q", commands[2]
     ci = (README.parent / ".ci" / "run").read_text()
     assert 'pip install -e ".[test]"' in ci and "-m pytest -q" in ci  # CI runs the README's commands
 

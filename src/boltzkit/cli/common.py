@@ -162,6 +162,17 @@ def non_negative_float_option(*names: str, help: str) -> Any:
     return typer.Option(*names, help=help, callback=_non_negative_float)
 
 
+def _unit_interval(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and 0 <= value < 1):
+        raise typer.BadParameter(f"{value} is not in [0, 1)")
+    return value
+
+
+def unit_interval_option(*names: str, help: str) -> Any:
+    """A float option that must lie in [0, 1) (momentum, damping): a usage error otherwise."""
+    return typer.Option(*names, help=help, callback=_unit_interval)
+
+
 #: Estimators of ``log Z`` (``--method`` of ``logz``, ``--logz`` of ``evaluate``), as the library names them.
 LogZMethod = Enum("LogZMethod", {name: name for name in METHODS}, type=str)
 
@@ -202,19 +213,25 @@ BetasOpt = Annotated[
     str | None,
     typer.Option(
         "--betas",
-        help="AIS schedule: 'paper' (14,500 steps, S&M 2008), 's2' (10,000, Salakhutdinov 2008), N (linear "
-        "points), 'adaptive[:N]' or a file of betas "
-        "[default: paper; 10001 points with --relative-to].",
+        help="AIS schedule (ais, reverse-ais, sandwich; not used by exact, sis and bridge): 'paper' (14,500 "
+        "steps, S&M 2008), 's2' (10,000, Salakhutdinov 2008), N (N points from 0 to 1: N - 1 steps), "
+        "'adaptive[:N]' or a file of betas [default: paper; 10001 points with --relative-to].",
     ),
 ]
 SweepsOpt = Annotated[int, typer.Option("--sweeps", min=1, help="Sampler sweeps per intermediate beta.")]
-SamplerOpt = Annotated[str, typer.Option("--sampler", help="Transition operator: gibbs, flip, blend:A[,B].")]
+SamplerOpt = Annotated[
+    str,
+    typer.Option(
+        "--sampler", help="Transition operator: gibbs, flip, blend:A[,B], a cycle A+B or a repeat A*N."
+    ),
+]
 BaseRateOpt = Annotated[
     str | None,
     typer.Option(
         "--base-rate-data",
-        help="Data (name or file) whose pixel means set the AIS base-rate model "
-        "[default: the model's own visible biases].",
+        help="Data (name or file) whose pixel means set the AIS base-rate model; not used by exact "
+        "[default: the training data recorded in the model file when it can be loaded, else the model's "
+        "own visible biases].",
     ),
 ]
 MaxBitsOpt = Annotated[

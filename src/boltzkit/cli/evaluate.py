@@ -38,8 +38,8 @@ from boltzkit.cli.common import (
     emit,
     estimate,
     fmt,
-    non_negative_float_option,
     show_progress,
+    unit_interval_option,
     warn,
     warn_if_unreliable,
 )
@@ -105,7 +105,7 @@ def command(
         ),
     ] = LogPMethod["auto"],
     damping: Annotated[
-        float, non_negative_float_option("--damping", help="Mean-field damping, in [0, 1).")
+        float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")
     ] = 0.5,
     per_example: Annotated[
         Path | None,

@@ -38,8 +38,22 @@ def _root(
         typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")] = False,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="CPU threads of torch [default: torch's, one per core]. Give each of several boltzkit "
+            "processes sharing a machine cores / processes threads: two default-threaded processes on "
+            "two cores each run many times slower.",
+        ),
+    ] = None,
 ) -> None:
     """Train Boltzmann machines and measure them: exact and AIS log Z, test log-likelihoods, samples."""
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 for _name, _module in (

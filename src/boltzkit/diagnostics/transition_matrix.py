@@ -49,10 +49,9 @@ DEFAULT_MAX_BITS = 12
 
 def _check_size(n_units: int, max_bits: int) -> None:
     if n_units > max_bits:
-        n_states = 2**n_units
         raise IntractableError(
-            f"the exact transition matrix of a model with {n_units} units has {n_states:,} x "
-            f"{n_states:,} entries",
+            f"the exact transition matrix of a model with {n_units} units has 2^{n_units} x 2^{n_units} "
+            "entries",
             expected=f"at most {max_bits} units (2^{max_bits} = {2**max_bits:,} states)",
             hint="transition matrices are a diagnostic for tiny models; for larger ones measure "
             "autocorrelation times of sampled chains instead, or raise max_bits.",

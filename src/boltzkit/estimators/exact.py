@@ -61,12 +61,16 @@ def bit_states(start: int, stop: int, n_bits: int, *, device=None, dtype=torch.f
     return ((idx.unsqueeze(1) >> shifts) & 1).to(dtype)
 
 
+def states_text(n_bits: int) -> str:
+    """``2^n`` states in words: with the number written out only where it is readable."""
+    return f"2^{n_bits} = {2**n_bits:,} states" if n_bits <= 40 else f"2^{n_bits} states"
+
+
 def _check_tractable(n_bits: int, max_bits: int, what: str) -> None:
     if n_bits > max_bits:
         raise IntractableError(
-            f"exact enumeration is intractable for this model: {what} needs 2^{n_bits} = "
-            f"{2**n_bits:,} states",
-            expected=f"at most 2^{max_bits} = {2**max_bits:,} states (the configured limit)",
+            f"exact enumeration is intractable for this model: {what} needs {states_text(n_bits)}",
+            expected=f"at most {states_text(max_bits)} (the configured limit)",
             hint="estimate log Z with AIS instead (boltzkit logz MODEL --method ais), or raise "
             "the limit (max_bits / --max-bits) if you have the time.",
         )
