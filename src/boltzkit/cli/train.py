@@ -33,11 +33,12 @@ from boltzkit.cli.common import (
     non_negative_float_option,
     positive_float_option,
     show_progress,
+    unit_interval_option,
 )
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
-from boltzkit.io import save_model
+from boltzkit.io import export_npz, save_model
 from boltzkit.learning import train_model
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm")}, type=str)
@@ -143,7 +144,7 @@ def command(
         ),
     ] = PositiveKind["auto"],
     damping: Annotated[
-        float, non_negative_float_option("--damping", help="Mean-field damping, in [0, 1).")
+        float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")
     ] = 0.5,
     k: Annotated[int, typer.Option("--k", min=1, help="Sampling sweeps per update.")] = 1,
     k_schedule: Annotated[
@@ -156,7 +157,7 @@ def command(
     sampler: SamplerOpt = "gibbs",
     chains: Annotated[int, typer.Option("--chains", min=1, help="Persistent chains (pcd, sap).")] = 100,
     momentum: Annotated[
-        float, non_negative_float_option("--momentum", help="SGD momentum, in [0, 1).")
+        float, unit_interval_option("--momentum", help="SGD momentum, in [0, 1).")
     ] = 0.0,
     weight_decay: Annotated[
         float, non_negative_float_option("--weight-decay", help="L2 penalty on the weights.")
@@ -205,6 +206,12 @@ def command(
     """Train an RBM, SRBM, BM or DBM on binary data and save it with its settings and final metrics."""
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
+    if out.suffix.lower() not in (".safetensors", ".npz"):
+        raise BoltzkitError(
+            "unknown model file type for --out",
+            got=str(out),
+            expected="a file ending in .safetensors (boltzkit's format) or .npz (plain arrays)",
+        )
     hidden_sizes = parse_hidden(hidden, model.value)
     dev = device_from(device)
     train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
@@ -276,7 +283,7 @@ def command(
         "valid_data": None if valid is None else valid.name,
         "test_data": None if test is None else test.name,
     }
-    save_model(
+    (export_npz if out.suffix.lower() == ".npz" else save_model)(
         trained,
         out,
         metadata={
