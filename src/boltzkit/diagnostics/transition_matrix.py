@@ -343,6 +343,64 @@ def stationary_check(
     )
 
 
+@torch.no_grad()
+def tempering_transition_matrix(model: EnergyModel, pt, *, max_bits: int = DEFAULT_MAX_BITS) -> Tensor:
+    """Exact transition matrix of one step of parallel tempering on a tiny model, over the joint
+    states of all replicas (:class:`~boltzkit.samplers.tempering.ParallelTempering`, one chain).
+
+    Replica ``r`` (inverse temperature ``beta_r``) is digit ``r`` of the joint index in base
+    ``S = 2^N`` (replica 0, the hottest, least significant). One step is ``k`` sweeps of the inner
+    operator in every replica (a Kronecker product of their matrices), then the swaps of the pairs
+    ``(0, 1), (2, 3), ...`` and then of ``(1, 2), (3, 4), ...``, each accepted with
+    ``min(1, exp((beta_r - beta_s)(E(x_r) - E(x_s))))``. Shape ``(S^t, S^t)``, float64.
+    """
+    t = pt.n_temperatures
+    _check_size(model.n_units * t, max_bits)
+    model64 = _as_float64(model)
+    n_states = 1 << model.n_units
+    betas = [float(b) for b in pt.betas]
+    inner = None
+    for b in reversed(betas):  # kron(P_{t-1}, ..., P_0): replica 0 least significant
+        P = transition_matrix(model64, pt.operator, beta=b, max_bits=max_bits)
+        P = torch.linalg.matrix_power(P, pt.k)
+        inner = P if inner is None else torch.kron(inner, P)
+    energy = model64.joint_energy(model64.split_units(all_states(model64, max_bits=max_bits)))
+    joint = torch.arange(n_states**t, dtype=torch.int64, device=energy.device)
+    digits = [(joint // n_states**r) % n_states for r in range(t)]
+
+    def swap_round(first: int) -> Tensor:
+        # the round's pairs are disjoint: enumerate every subset of accepted pairs
+        pairs = list(range(first, t - 1, 2))
+        K = torch.zeros(joint.numel(), joint.numel(), dtype=torch.float64, device=energy.device)
+        for mask in range(1 << len(pairs)):
+            p = torch.ones(joint.numel(), dtype=torch.float64, device=energy.device)
+            new = [d.clone() for d in digits]
+            for i, r in enumerate(pairs):
+                a, b = digits[r], digits[r + 1]
+                accept = torch.exp((betas[r] - betas[r + 1]) * (energy[a] - energy[b])).clamp(max=1.0)
+                if mask >> i & 1:
+                    p = p * accept
+                    new[r], new[r + 1] = digits[r + 1], digits[r]
+                else:
+                    p = p * (1.0 - accept)
+            dest = sum(new[r] * n_states**r for r in range(t))
+            K.index_put_((joint, dest), p, accumulate=True)
+        return K
+
+    return inner @ swap_round(0) @ swap_round(1)
+
+
+@torch.no_grad()
+def tempered_product_distribution(model: EnergyModel, betas, *, max_bits: int = DEFAULT_MAX_BITS) -> Tensor:
+    """``prod_r p_{beta_r}`` over the joint states of all replicas, ordered as in
+    :func:`tempering_transition_matrix`, float64."""
+    out = None
+    for b in reversed([float(x) for x in betas]):
+        pi = stationary_distribution(model, beta=b, max_bits=max_bits)
+        out = pi if out is None else torch.kron(out, pi)
+    return out
+
+
 def eigenvalue_moduli(P: Tensor | np.ndarray) -> np.ndarray:
     """Moduli of the (complex) eigenvalues of ``P``, sorted in decreasing order, shape ``(S,)``."""
     matrix = P.detach().cpu().numpy() if isinstance(P, Tensor) else np.asarray(P)
@@ -476,5 +534,7 @@ __all__ = [
     "slem_study",
     "stationary_check",
     "stationary_distribution",
+    "tempered_product_distribution",
+    "tempering_transition_matrix",
     "transition_matrix",
 ]

@@ -77,6 +77,11 @@ def sample(
     beta: float | Tensor = 1.0,
     progress: bool = False,
 ) -> ChainState:
-    """Run ``n_chains`` chains from ``init`` (uniform random states when omitted)."""
+    """Run ``n_chains`` chains from ``init`` (uniform random states when omitted) and return their
+    final states at the target (for parallel tempering: the ``beta = 1`` replica)."""
+    op = make_operator(operator)
     state = model.random_state(n_chains, generator) if init is None else init
-    return run_chains(model, operator, state, n_steps, generator=generator, beta=beta, progress=progress)
+    state = run_chains(
+        model, op, op.extend(state), n_steps, generator=generator, beta=beta, progress=progress
+    )
+    return op.project(state)

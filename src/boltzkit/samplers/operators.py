@@ -50,9 +50,21 @@ class StepInfo:
     flip_rate
         Per layer, the fraction of units that changed state in this step (``None`` unless the
         step was asked to track it).
+    swap_accepted
+        Parallel tempering: for each pair of adjacent temperatures ``(r, r + 1)`` and chain,
+        whether the states were exchanged in this step; bool, shape ``(n_temperatures - 1,
+        n_chains)`` (``None`` for other operators).
     """
 
     flip_rate: tuple[float, ...] | None = None
+    swap_accepted: Tensor | None = None
+
+    @property
+    def swap_rates(self) -> tuple[float, ...] | None:
+        """Fraction of chains whose states were exchanged, per pair of adjacent temperatures."""
+        if self.swap_accepted is None:
+            return None
+        return tuple(float(r) for r in self.swap_accepted.to(torch.float32).mean(1))
 
 
 def move_probability(logits: Tensor, current: Tensor, alpha: float) -> Tensor:
@@ -127,6 +139,15 @@ class TransitionOperator(ABC):
         track
             Record per-layer flip rates in the returned :class:`StepInfo`.
         """
+
+    def extend(self, state: ChainState) -> ChainState:
+        """The chains this operator works on, made from ``n_chains`` chains at the target (a
+        tempering operator keeps replicas; others work on the chains themselves)."""
+        return state
+
+    def project(self, state: ChainState) -> ChainState:
+        """The chains at the target out of the operator's own (the inverse of :meth:`extend`)."""
+        return state
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -263,6 +284,10 @@ class Cycle(TransitionOperator):
         if not operators:
             raise BoltzkitError("a cycle needs at least one operator")
         self.operators = tuple(make_operator(op) for op in operators)
+        if any(type(op).extend is not TransitionOperator.extend for op in self.operators):
+            raise BoltzkitError(
+                "parallel tempering cannot be part of a cycle", hint="put the cycle inside it: pt:T:A+B"
+            )
         self.name = "+".join(op.name for op in self.operators)
 
     def step(self, model, state, *, beta=1.0, generator, clamped=(), fresh_layers=(), track=False):
@@ -288,6 +313,12 @@ class Repeat(TransitionOperator):
         self.operator = make_operator(operator)
         self.n = n
         self.name = f"{self.operator.name}*{n}"
+
+    def extend(self, state: ChainState) -> ChainState:
+        return self.operator.extend(state)
+
+    def project(self, state: ChainState) -> ChainState:
+        return self.operator.project(state)
 
     def step(self, model, state, *, beta=1.0, generator, clamped=(), fresh_layers=(), track=False):
         before = state if track else None
@@ -320,10 +351,15 @@ def _unit_operator(text: str) -> TransitionOperator | None:
 
 def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
     """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"blend:ALPHA_V,ALPHA_H"``, a cycle
-    ``"A+B"`` and a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``)."""
+    ``"A+B"``, a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``) and parallel tempering
+    ``"pt:T[:INNER][@K]"`` (:mod:`boltzkit.samplers.tempering`)."""
     if isinstance(spec, TransitionOperator):
         return spec
     text = str(spec).strip().lower()
+    if text.startswith("pt:"):
+        from boltzkit.samplers.tempering import parse_tempering
+
+        return parse_tempering(text)
     parts = [p.strip() for p in text.split("+")]
     ops: list[TransitionOperator] = []
     for part in parts:
@@ -336,7 +372,7 @@ def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
                 "unknown sampler",
                 got=spec,
                 expected="'gibbs', 'flip', 'blend:ALPHA' or 'blend:ALPHA_VISIBLE,ALPHA_HIDDEN'; "
-                "'A+B' cycles operators, 'A*N' repeats one N times",
+                "'A+B' cycles operators, 'A*N' repeats one N times; 'pt:T[:INNER][@K]' is parallel tempering",
                 hint="for example --sampler blend:0.5 or --sampler gibbs*5",
             )
         ops.append(op)

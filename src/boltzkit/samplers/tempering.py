@@ -1,0 +1,263 @@
+"""Parallel tempering (replica exchange): t-PT_k of Brügge, Fischer & Igel (2013, "S3", Sec. 4.2).
+
+``t`` replicas of every chain sample the tempered distributions ``p_beta(x) ∝ exp(-beta E(x))`` at
+inverse temperatures ``0 <= beta_1 < ... < beta_t = 1`` (S3: uniform on [0, 1]). One step is ``k``
+sweeps of an inner operator (Gibbs, flip-the-state, a blend) in every replica, then a round of
+swaps of adjacent replicas, first the pairs ``(1, 2), (3, 4), ...``, then ``(2, 3), (4, 5), ...``
+(Desjardins et al. 2010; Shark's ``TemperedMarkovChain``). States ``x_r`` at ``beta_r`` and
+``x_s`` at ``beta_s`` are exchanged with probability (ALGORITHMS.md section 9)::
+
+    min(1, exp((beta_r - beta_s) (E(x_r) - E(x_s))))
+
+on the *joint* energies ``E(v, h)`` (the chains carry their hidden units), which leaves the
+product ``prod_r p_{beta_r}`` invariant; the replica at ``beta = 1`` samples the model.
+
+The operator works on an *extended* state: the ``n_chains`` chains of each replica stacked,
+replica ``r`` in rows ``r n .. (r + 1) n - 1``, coldest (``beta = 1``) last. :meth:`extend` makes
+it from ``n_chains`` chains (every replica starts there), :meth:`project` returns the chains at
+``beta = 1``. Each step reports which pairs were exchanged (:attr:`StepInfo.swap_accepted`);
+:class:`SwapMonitor` turns that into acceptance rates and round trips of the replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.models.base import EnergyModel
+from boltzkit.samplers.operators import StepInfo, TransitionOperator, make_operator
+from boltzkit.state import ChainState
+
+#: Ladders of inverse temperatures by name.
+LADDERS = ("uniform", "geometric")
+
+
+def ladder(n_temperatures: int, kind: str = "uniform", *, beta_min: float = 0.0) -> Tensor:
+    """Inverse temperatures from ``beta_min`` to 1, increasing, float64, shape ``(t,)``.
+
+    ``"uniform"``: evenly spaced (S3 Sec. 4.2, with ``beta_min = 0``); ``"geometric"``: a
+    geometric sequence from ``max(beta_min, 1e-3)`` to 1 (denser near 1).
+    """
+    if isinstance(n_temperatures, bool) or not isinstance(n_temperatures, int) or n_temperatures < 2:
+        raise BoltzkitError("parallel tempering needs at least two temperatures", got=repr(n_temperatures))
+    if not 0.0 <= float(beta_min) < 1.0:
+        raise BoltzkitError("the smallest inverse temperature must lie in [0, 1)", got=beta_min)
+    if kind == "uniform":
+        return torch.linspace(float(beta_min), 1.0, n_temperatures, dtype=torch.float64)
+    if kind == "geometric":
+        low = max(float(beta_min), 1e-3)
+        return torch.logspace(torch.log10(torch.tensor(low)).item(), 0.0, n_temperatures, dtype=torch.float64)
+    raise BoltzkitError("unknown temperature ladder", got=repr(kind), expected=", ".join(LADDERS))
+
+
+def check_betas(betas: Sequence[float] | Tensor) -> Tensor:
+    """A valid ladder: at least two inverse temperatures, increasing, in [0, 1], the last 1."""
+    b = torch.as_tensor(betas, dtype=torch.float64).flatten()
+    if b.numel() < 2 or not bool(torch.isfinite(b).all()):
+        raise BoltzkitError(
+            "a temperature ladder needs at least two finite inverse temperatures", got=b.tolist()
+        )
+    if bool((b[1:] <= b[:-1]).any()) or float(b[0]) < 0 or float(b[-1]) != 1.0:
+        raise BoltzkitError(
+            "invalid temperature ladder",
+            got=[round(float(x), 6) for x in b],
+            expected="strictly increasing inverse temperatures in [0, 1], the last equal to 1",
+        )
+    return b
+
+
+class ParallelTempering(TransitionOperator):
+    """t-PT_k: ``k`` sweeps of ``operator`` in each of ``t`` tempered replicas, then a swap round.
+
+    Parameters
+    ----------
+    n_temperatures
+        Number of replicas ``t`` (ignored when ``betas`` is given).
+    operator
+        The inner operator (``"gibbs"``, ``"flip"``, ``"blend:A"``, ...).
+    k
+        Sweeps of the inner operator between swap rounds.
+    betas
+        The ladder (increasing, last 1); default :func:`ladder` ``(t, kind)``.
+    kind
+        ``"uniform"`` or ``"geometric"``.
+    """
+
+    def __init__(
+        self,
+        n_temperatures: int = 10,
+        operator: TransitionOperator | str = "gibbs",
+        *,
+        k: int = 1,
+        betas: Sequence[float] | Tensor | None = None,
+        kind: str = "uniform",
+    ) -> None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise BoltzkitError("PT needs k >= 1 sweeps between swaps", got=repr(k))
+        self.betas = check_betas(betas) if betas is not None else ladder(n_temperatures, kind)
+        self.operator = make_operator(operator)
+        if isinstance(self.operator, ParallelTempering):
+            raise BoltzkitError("parallel tempering cannot be nested")
+        self.k = k
+        inner = "" if self.operator.name == "gibbs" else f":{self.operator.name}"
+        self.name = f"pt:{self.n_temperatures}{inner}" + (f"@{k}" if k > 1 else "")
+
+    @property
+    def n_temperatures(self) -> int:
+        return int(self.betas.numel())
+
+    # ---------------------------------------------------------------------------- layout
+    def extend(self, state: ChainState) -> ChainState:
+        """Every replica starts at ``state``: shape ``(t n_chains, n_units)`` per layer."""
+        return ChainState(tuple(x.repeat(self.n_temperatures, 1) for x in state.layers))
+
+    def project(self, state: ChainState) -> ChainState:
+        """The chains of the ``beta = 1`` replica (the last block of rows)."""
+        n = self._chains(state)
+        return ChainState(tuple(x[-n:] for x in state.layers))
+
+    def _chains(self, state: ChainState) -> int:
+        rows = state.n_chains
+        if rows % self.n_temperatures:
+            raise BoltzkitError(
+                "a parallel-tempering state holds the chains of every replica",
+                got=f"{rows} chains for {self.n_temperatures} temperatures",
+                expected="a multiple of the number of temperatures (use operator.extend(state))",
+            )
+        return rows // self.n_temperatures
+
+    def row_betas(self, state: ChainState, beta: float | Tensor = 1.0) -> Tensor:
+        """The inverse temperature of every row of an extended state, shape ``(t n,)``."""
+        n = self._chains(state)
+        b = self.betas.to(device=state.layers[0].device).repeat_interleave(n)
+        return b * beta if isinstance(beta, (int, float)) else b * beta.to(b)
+
+    # ------------------------------------------------------------------------------ step
+    def step(self, model, state, *, beta=1.0, generator, clamped=(), fresh_layers=(), track=False):
+        """``k`` inner sweeps at each replica's temperature (times ``beta``), then swaps."""
+        before = state if track else None
+        row_beta = self.row_betas(state, beta)
+        for i in range(self.k):
+            state, _ = self.operator.step(
+                model,
+                state,
+                beta=row_beta,
+                generator=generator,
+                clamped=clamped,
+                fresh_layers=fresh_layers if i == 0 else (),
+            )
+        state, accepted = self.swap(model, state, row_beta, generator)
+        flips = None
+        if before is not None:
+            flips = tuple(
+                float((a != b).to(torch.float32).mean())
+                for a, b in zip(before.layers, state.layers, strict=True)
+            )
+        return state, StepInfo(flip_rate=flips, swap_accepted=accepted)
+
+    @torch.no_grad()
+    def swap(
+        self, model: EnergyModel, state: ChainState, row_beta: Tensor, generator: torch.Generator
+    ) -> tuple[ChainState, Tensor]:
+        """One swap round: even pairs, then odd pairs; returns the new state and, per pair and
+        chain, whether the exchange was accepted (bool, ``(t - 1, n)``)."""
+        t, n = self.n_temperatures, self._chains(state)
+        energy = model.joint_energy(state).reshape(t, n)
+        betas = row_beta.reshape(t, n)
+        order = torch.arange(t, device=energy.device).unsqueeze(1).expand(t, n).clone()  # row block per slot
+        accepted = torch.zeros(t - 1, n, dtype=torch.bool, device=energy.device)
+        for first in (0, 1):
+            lo = torch.arange(first, t - 1, 2, device=energy.device)
+            if lo.numel() == 0:
+                continue
+            hi = lo + 1
+            log_ratio = (betas[lo] - betas[hi]) * (energy[lo] - energy[hi])
+            u = torch.rand(log_ratio.shape, generator=generator, device=log_ratio.device, dtype=torch.float64)
+            ok = torch.log(u) < log_ratio
+            accepted[lo] = ok
+            e_lo, e_hi = energy[lo].clone(), energy[hi].clone()
+            energy[lo] = torch.where(ok, e_hi, e_lo)
+            energy[hi] = torch.where(ok, e_lo, e_hi)
+            o_lo, o_hi = order[lo].clone(), order[hi].clone()
+            order[lo] = torch.where(ok, o_hi, o_lo)
+            order[hi] = torch.where(ok, o_lo, o_hi)
+        # row r*n + c of the new state is row order[r, c]*n + c of the old one
+        rows = (order * n + torch.arange(n, device=order.device)).reshape(-1)
+        return ChainState(tuple(x.index_select(0, rows) for x in state.layers)), accepted
+
+
+class SwapMonitor:
+    """Acceptance rates of each pair of adjacent temperatures and round trips of the replicas.
+
+    An observer for :func:`boltzkit.samplers.run_chains` (``observer(step, state, info)``). A
+    *round trip* is a replica's walk from the hottest temperature to ``beta = 1`` and back.
+
+    Attributes
+    ----------
+    swap_rates
+        Mean acceptance per pair, ``(t - 1,)``.
+    round_trips
+        Completed round trips over all chains.
+    """
+
+    def __init__(self, n_temperatures: int, n_chains: int, device: torch.device | str = "cpu") -> None:
+        self.t, self.n = int(n_temperatures), int(n_chains)
+        self.walker = torch.arange(self.t, device=device).unsqueeze(1).expand(self.t, self.n).clone()
+        # direction of each walker: +1 heading to beta = 1 (left the hot end), -1 heading back, 0 not yet
+        self.direction = torch.zeros(self.t, self.n, dtype=torch.int8, device=device)
+        self._accepted = torch.zeros(self.t - 1, dtype=torch.float64)
+        self._steps = 0
+        self.round_trips = 0
+
+    def __call__(self, step: int, state: ChainState, info: StepInfo) -> None:
+        acc = info.swap_accepted
+        if acc is None:
+            return
+        self._steps += 1
+        self._accepted += acc.to(torch.float64).mean(1).cpu()
+        walker = self.walker
+        for first in (0, 1):  # replay the swaps on the walkers' labels, in the operator's order
+            lo = torch.arange(first, self.t - 1, 2, device=walker.device)
+            if lo.numel() == 0:
+                continue
+            ok = acc[lo].to(walker.device)
+            a, b = walker[lo].clone(), walker[lo + 1].clone()
+            walker[lo] = torch.where(ok, b, a)
+            walker[lo + 1] = torch.where(ok, a, b)
+        # directions by walker id: at the hot end a walker starts heading up; at beta = 1 it turns
+        hot, cold = walker[0], walker[-1]
+        cols = torch.arange(self.n, device=walker.device)
+        d = self.direction
+        returned = d[hot, cols] == -1
+        self.round_trips += int(returned.sum())
+        d[hot, cols] = 1
+        going_up = d[cold, cols] == 1
+        d[cold, cols] = torch.where(going_up, torch.full_like(d[cold, cols], -1), d[cold, cols])
+
+    @property
+    def swap_rates(self) -> Tensor:
+        return self._accepted / max(self._steps, 1)
+
+
+def parse_tempering(spec: str) -> ParallelTempering | None:
+    """``"pt:T[:INNER][@K]"`` (e.g. ``"pt:20"``, ``"pt:10:flip@5"``), or ``None`` if not a PT spec."""
+    text = spec.strip().lower()
+    if not text.startswith("pt:"):
+        return None
+    body, _, k = text[3:].partition("@")
+    count, _, inner = body.partition(":")
+    try:
+        return ParallelTempering(int(count), inner or "gibbs", k=int(k) if k else 1)
+    except ValueError:
+        raise BoltzkitError(
+            "cannot read the parallel-tempering sampler",
+            got=spec,
+            expected="'pt:T', 'pt:T:INNER' or 'pt:T:INNER@K' (T temperatures, K sweeps between swaps)",
+            hint="for example --sampler pt:20 or pt:10:flip@5",
+        ) from None
+
+
+__all__ = ["LADDERS", "ParallelTempering", "SwapMonitor", "check_betas", "ladder", "parse_tempering"]
