@@ -27,7 +27,7 @@ from _timing import common_arguments, finish, interleaved, paired_ratio, row, se
 
 from boltzkit.models import BoltzmannMachine  # noqa: E402
 from boltzkit.samplers import Gibbs  # noqa: E402
-from boltzkit.samplers.sequential import CHUNK, sequential_update  # noqa: E402
+from boltzkit.samplers.sequential import CHUNK, CUDA_CHUNK, sequential_update  # noqa: E402
 
 N_VISIBLE, N_HIDDEN, N_CHAINS = 784, 500, 100
 
@@ -126,7 +126,8 @@ def graph_fns(model: BoltzmannMachine, device: torch.device, chunk: int) -> dict
 def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, chunks=None):
     dev = torch.device(device)
     repeats = repeats or (3 if quick else 15)
-    chunks = chunks or ([CHUNK] if quick else sorted({16, 32, CHUNK, 64, 96}))
+    default = CHUNK if dev.type == "cpu" else CUDA_CHUNK
+    chunks = chunks or ([default] if quick else sorted({16, 32, CHUNK, 64, 96, default}))
     rows = []
     for dtype in (torch.float32, torch.float64):
         name = str(dtype).replace("torch.", "")
@@ -144,7 +145,7 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, ch
             rows.append(
                 row(
                     bench,
-                    f"boltzkit sequential_update (Gibbs), chunk {c}" + (" (default)" if c == CHUNK else ""),
+                    f"boltzkit sequential_update (Gibbs), chunk {c}" + (" (default)" if c == default else ""),
                     t[key],
                     bare_s=t["bare"],
                     vs_bare=paired_ratio(samples[key], samples["bare"]),
