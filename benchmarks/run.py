@@ -2,10 +2,11 @@
 
 Each benchmark times the library next to the bare cost of the same work (the matrix products and
 random numbers it needs, same shapes and dtype) with interleaved repetitions and reports medians;
-see bench_cd.py, bench_exact.py, bench_ais.py and bench_sequential.py, each of which also runs alone.
+see bench_cd.py, bench_exact.py, bench_ais.py, bench_sequential.py and bench_dbn.py, each of which
+also runs alone.
 
 Run: python benchmarks/run.py [--quick] [--device cpu|cuda] [--threads N] [--json FILE]
-     [--only cd,exact,ais,sequential] [--repeats N]
+     [--only cd,exact,ais,sequential,dbn,variational] [--repeats N]
 
 Set BOLTZKIT_DATA_DIR to the folder with binarized MNIST for the CD-1 benchmark (else random data).
 """
@@ -23,8 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_ais  # noqa: E402
 import bench_cd  # noqa: E402
+import bench_dbn  # noqa: E402
 import bench_exact  # noqa: E402
 import bench_sequential  # noqa: E402
+import bench_variational  # noqa: E402
 from _timing import (  # noqa: E402
     ForeignLoad,
     common_arguments,
@@ -34,7 +37,14 @@ from _timing import (  # noqa: E402
     set_threads,
 )
 
-BENCHMARKS = {"cd": bench_cd, "exact": bench_exact, "ais": bench_ais, "sequential": bench_sequential}
+BENCHMARKS = {
+    "cd": bench_cd,
+    "exact": bench_exact,
+    "ais": bench_ais,
+    "sequential": bench_sequential,
+    "dbn": bench_dbn,
+    "variational": bench_variational,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     common_arguments(p)
     p.add_argument(
         "--only",
-        default="cd,exact,ais,sequential",
-        help="comma-separated subset of cd, exact, ais, sequential",
+        default="cd,exact,ais,sequential,dbn,variational",
+        help="comma-separated subset of cd, exact, ais, sequential, dbn, variational",
     )
     p.set_defaults(json=str(Path(__file__).resolve().parent / "results.json"))
     a = p.parse_args(argv)

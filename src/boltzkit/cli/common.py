@@ -37,6 +37,9 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.plots.images import image_shape_of  # noqa: F401 (the CLI's name for it)
+from boltzkit.variational import METHODS as VARIATIONAL_METHODS
+from boltzkit.variational import RHO_CHOICES, variational_log_z
 
 # ------------------------------------------------------------------------------------- errors
 
@@ -174,7 +177,10 @@ def unit_interval_option(*names: str, help: str) -> Any:
 
 
 #: Estimators of ``log Z`` (``--method`` of ``logz``, ``--logz`` of ``evaluate``), as the library names them.
-LogZMethod = Enum("LogZMethod", {name: name for name in METHODS}, type=str)
+LogZMethod = Enum("LogZMethod", {name: name for name in (*METHODS, *VARIATIONAL_METHODS)}, type=str)
+
+#: ``--rho`` of the tree-reweighted bound: the uniform spanning-tree measure, or optimised by Frank-Wolfe.
+RhoChoice = Enum("RhoChoice", {name: name for name in RHO_CHOICES}, type=str)
 
 
 ModelArg = Annotated[
@@ -258,6 +264,10 @@ class LogZOptions:
     base_rate_data: str | None
     seed: int
     max_bits: int | None
+    damping: float | None = None
+    max_iter: int | None = None
+    tol: float | None = None
+    rho: str = "optimized"
 
 
 def device_from(spec: str) -> torch.device:
@@ -275,16 +285,58 @@ def device_from(spec: str) -> torch.device:
 # ------------------------------------------------------------------------------------- images
 
 
-def image_shape_of(metadata: Mapping[str, Any], n_visible: int) -> tuple[int, int] | None:
-    """Image shape from the model file's metadata, else a square ``sqrt(n_visible)``; or ``None``."""
-    shape = metadata.get("image_shape")
-    if isinstance(shape, (list, tuple)) and len(shape) == 2 and int(shape[0]) * int(shape[1]) == n_visible:
-        return int(shape[0]), int(shape[1])
-    side = math.isqrt(n_visible)
-    return (side, side) if side * side == n_visible else None
+# image_shape_of (the model file's image_shape, else a square n_visible) lives with the image grid
+# in boltzkit.plots.images and is imported above.
 
 
 # ------------------------------------------------------------------------------------ log Z
+
+
+def base_rate_data(
+    rbm: BoltzmannMachine,
+    opts: LogZOptions,
+    *,
+    data_dir: Path | None = None,
+    recorded_data: str | None = None,
+) -> tuple[torch.Tensor | None, str | None]:
+    """The data whose base rates start an AIS-type path, and where they came from: ``--base-rate-data``
+    when given, else the model file's recorded training data when it can still be loaded, else
+    ``(None, None)`` (the model's own visible biases)."""
+    if opts.base_rate_data is not None:
+        x = load_dataset(
+            opts.base_rate_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
+        ).x
+        return x, opts.base_rate_data
+    if recorded_data:
+        try:
+            x = load_dataset(
+                recorded_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
+            ).x
+        except BoltzkitError:
+            return None, None  # the recorded data is gone: fall back to the model's own biases
+        return x, f"{recorded_data} (recorded in the model file)"
+    return None, None
+
+
+def variational_estimate(
+    model: BoltzmannMachine, opts: LogZOptions, *, relative_to: BoltzmannMachine | None = None
+) -> LogZResult:
+    """A variational ``log Z`` (mean-field, Bethe, TRW, TAP; :mod:`boltzkit.variational`) as a
+    deterministic :class:`LogZResult` (no band; ``bound``, ``converged``, ``iterations`` and
+    ``residual`` in its settings)."""
+    if relative_to is not None:
+        raise BoltzkitError(
+            f"--relative-to does not apply to --method {opts.method.value}",
+            hint="a variational method approximates log Z of one model; run it on each model.",
+        )
+    r = variational_log_z(
+        model, opts.method.value, damping=opts.damping, max_iter=opts.max_iter, tol=opts.tol, rho=opts.rho,
+        seed=opts.seed,
+    )  # fmt: skip
+    return LogZResult.deterministic(
+        r.method, r.log_z, bound=r.bound, converged=r.converged, iterations=r.iterations,
+        residual=r.residual, seconds=r.seconds, **r.settings,
+    )  # fmt: skip
 
 
 def estimate(
@@ -303,6 +355,8 @@ def estimate(
     to the model file's recorded training data (``recorded_data``) when it can still be loaded,
     else it takes the model's own visible biases; the result's settings say which.
     """
+    if opts.method.value in VARIATIONAL_METHODS:
+        return variational_estimate(rbm, opts, relative_to=relative_to)
     kwargs: dict[str, Any] = {
         "n_chains": opts.chains,
         "sweeps": opts.sweeps,
@@ -323,21 +377,8 @@ def estimate(
                 hint="a log-ratio estimate anneals from the reference model, not from a base-rate model.",
             )
         return estimate_log_ratio(rbm, relative_to, opts.method.value, **kwargs)
-    base_rate = None
-    base_source = None
+    base_rate, base_source = (None, None)
     if opts.method.value != "exact":
-        if opts.base_rate_data is not None:
-            base_source = opts.base_rate_data
-            base_rate = load_dataset(
-                base_source, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
-            ).x
-        elif recorded_data:
-            try:
-                base_rate = load_dataset(
-                    recorded_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
-                ).x
-                base_source = f"{recorded_data} (recorded in the model file)"
-            except BoltzkitError:
-                base_rate = None  # the recorded data is gone: fall back to the model's own biases
+        base_rate, base_source = base_rate_data(rbm, opts, data_dir=data_dir, recorded_data=recorded_data)
     result = estimate_log_z(rbm, opts.method.value, base_rate_data=base_rate, **kwargs)
     return result.with_settings(base_data=base_source) if base_source else result

@@ -43,6 +43,7 @@ from boltzkit.cli.common import (
     warn,
     warn_if_unreliable,
 )
+from boltzkit.cli.stack import emit_evaluation, evaluate_stack, is_stack_model
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
@@ -104,17 +105,20 @@ def command(
             "mean-field lower bound), exact, or mean-field.",
         ),
     ] = LogPMethod["auto"],
-    damping: Annotated[
-        float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")
-    ] = 0.5,
+    damping: Annotated[float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")] = 0.5,
     per_example: Annotated[
         Path | None,
         typer.Option("--per-example", help="Write every log p(v) to FILE (.npy, .txt or .csv)."),
     ] = None,
+    samples: Annotated[
+        int,
+        typer.Option("--samples", min=1, help="DBN: samples M of the recognition model per data vector."),
+    ] = 5,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
-    """Mean log-probability of a data set under MODEL, with log Z exact or estimated."""
+    """Mean log-probability of a data set under MODEL, with log Z exact or estimated (a DBN: the
+    lower bound of S&M 2008 Eqs. 22-24 with its error split; a mixture: exact)."""
 
     if per_example is not None and per_example.suffix.lower() not in PER_EXAMPLE_FORMATS:
         raise BoltzkitError(
@@ -127,6 +131,17 @@ def command(
     rbm, metadata = load_model(model, device=dev)
     dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
+    if is_stack_model(rbm):
+        record, values = evaluate_stack(
+            rbm, metadata, dataset, model_path=model, opts=opts, samples=samples, device=dev,
+            progress=show_progress(progress), data_dir=data_dir, per_example=per_example is not None, t0=t0,
+        )  # fmt: skip
+        if per_example is not None:
+            _write_per_example(per_example, values.numpy())
+            record["per_example_file"] = str(per_example)
+        warn_if_unreliable(record.get("logz", {}))
+        emit_evaluation(record, as_json=as_json, default_human=lambda: _summary(record))
+        return
     log_z = estimate(
         rbm,
         opts,

@@ -3,6 +3,8 @@
 Exact enumeration for small models, AIS and its relatives (reverse AIS, the forward/reverse
 sandwich, simple importance sampling, bridge sampling) for any size. With ``--relative-to A`` it
 estimates ``log Z_MODEL - log Z_A`` by annealing from one RBM to the other.
+``--out FILE --keep-weights`` keeps the raw log-weights in the record (``boltzkit plot logz-runs``);
+``--trace FILE.npz`` records the course of an AIS run (``boltzkit plot ais-course``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from boltzkit.cli.common import (
     MaxBitsOpt,
     ModelArg,
     ProgressFlag,
+    RhoChoice,
     SamplerOpt,
     SeedOpt,
     SweepsOpt,
@@ -32,9 +35,14 @@ from boltzkit.cli.common import (
     estimate,
     fmt,
     jsonable,
+    non_negative_float_option,
+    positive_float_option,
     show_progress,
     warn_if_unreliable,
 )
+from boltzkit.cli.stack import is_stack_model, stack_log_z
+from boltzkit.cli.trace import traced_log_z
+from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model, save_result_json
 
 
@@ -48,7 +56,9 @@ def _summary(record: dict[str, Any]) -> str:
         )
     if record.get("log_z") is not None:
         line = f"log Z ({record['method']}): {fmt(record['log_z'])}"
-        if record["method"] != "exact":
+        if record.get("converged") is not None and record.get("log_z_plus_3sigma") is None:
+            line += f"  (bound: {record.get('bound')}, converged: {record['converged']})"
+        elif record["method"] != "exact":
             line += (
                 f"  [{fmt(record.get('log_z_minus_3sigma'))}, {fmt(record.get('log_z_plus_3sigma'))}] (±3σ)"
             )
@@ -85,6 +95,54 @@ def command(
     out: Annotated[
         Path | None, typer.Option("--out", help="Also write the result to this JSON file.")
     ] = None,
+    keep_weights: Annotated[
+        bool,
+        typer.Option(
+            "--keep-weights",
+            help="Keep the raw log-weights (and log_z_start) in the record of --out and --json, for "
+            "boltzkit plot logz-runs.",
+        ),
+    ] = False,
+    trace: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace",
+            help="With --method ais: also record the course of the run (states of a few chains at chosen "
+            "betas, log-weight variance along beta) in this .npz file, for boltzkit plot ais-course.",
+        ),
+    ] = None,
+    trace_betas: Annotated[
+        str, typer.Option("--trace-betas", help="Betas at which --trace keeps the chains' states.")
+    ] = "0,0.5,0.9,1",
+    trace_chains: Annotated[
+        int, typer.Option("--trace-chains", min=1, help="Chains whose states --trace keeps.")
+    ] = 16,
+    damping: Annotated[
+        float | None,
+        non_negative_float_option(
+            "--damping",
+            help="Variational methods: weight of the old value in each update, in [0, 1) "
+            "[default: 0.5; mean-field: sequential, undamped].",
+        ),
+    ] = None,
+    max_iter: Annotated[
+        int | None,
+        typer.Option("--max-iter", min=1, help="Variational methods: most sweeps [default: per method]."),
+    ] = None,
+    tol: Annotated[
+        float | None,
+        positive_float_option(
+            "--tol", help="Variational methods: convergence tolerance on the largest change [default: 1e-9]."
+        ),
+    ] = None,
+    rho: Annotated[
+        RhoChoice,
+        typer.Option(
+            "--rho",
+            help="TRW edge probabilities: 'uniform' (uniform over spanning trees) or 'optimized' "
+            "(Frank-Wolfe, S2 Sec. 5.1).",
+        ),
+    ] = RhoChoice["optimized"],
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
@@ -92,17 +150,50 @@ def command(
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None
-    opts = LogZOptions(method, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
-    result = estimate(
-        rbm,
-        opts,
-        device=dev,
-        progress=show_progress(progress),
-        data_dir=data_dir,
-        relative_to=reference,
-        recorded_data=metadata.get("data"),
-    )
-    record: dict[str, Any] = {**result.to_dict(), "model": str(model)}
+    opts = LogZOptions(
+        method, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits,
+        damping=damping, max_iter=max_iter, tol=tol, rho=rho.value,
+    )  # fmt: skip
+    if trace is not None:
+        if relative_to is not None or is_stack_model(rbm):
+            raise BoltzkitError(
+                "--trace records an AIS run from the base-rate model to a Boltzmann machine",
+                got="--relative-to" if relative_to is not None else "a stacked model (DBN or mixture)",
+                hint="drop --trace, or trace the model's own log Z.",
+            )
+        result = traced_log_z(
+            rbm,
+            opts,
+            trace,
+            at=trace_betas,
+            n_show=trace_chains,
+            device=dev,
+            progress=show_progress(progress),
+            data_dir=data_dir,
+            metadata=metadata,
+            model_path=model,
+        )
+    elif is_stack_model(rbm) or is_stack_model(reference):
+        # a DBN's log Z is its top RBM's; a mixture is normalised
+        result = stack_log_z(
+            rbm, reference, opts, device=dev, progress=show_progress(progress), data_dir=data_dir,
+            recorded_data=metadata.get("data"),
+        )  # fmt: skip
+    else:
+        result = estimate(
+            rbm,
+            opts,
+            device=dev,
+            progress=show_progress(progress),
+            data_dir=data_dir,
+            relative_to=reference,
+            recorded_data=metadata.get("data"),
+        )
+    record: dict[str, Any] = {**result.to_dict(include_weights=keep_weights), "model": str(model)}
+    if keep_weights and result.log_weights is not None:
+        record.update(log_z_start=result.log_z_start, reciprocal=result.reciprocal, is_ratio=result.is_ratio)
+    if trace is not None:
+        record["trace"] = str(trace)
     if relative_to is not None:
         record["relative_to"] = str(relative_to)
     if out is not None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from boltzkit.cli.common import DataDirOpt, DeviceOpt, JsonFlag, ProgressFlag, SeedOpt, device_from, emit
+from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import EXPERIMENTS, run_experiment
 
 
@@ -36,11 +37,28 @@ def command(
     data_dir: DataDirOpt = None,
     progress: ProgressFlag = None,
     json_output: JsonFlag = False,
+    from_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-run",
+            file_okay=False,
+            help="salakhutdinov-murray-2008-table2: the folder of a salakhutdinov-murray-2008-table1 run "
+            "whose RBMs to build on.",
+        ),
+    ] = None,
 ) -> None:
     """Reproduce a paper's table (e.g. salakhutdinov-murray-2008-table1) and write it to --out."""
     from boltzkit.cli.common import show_progress
 
     t0 = time.perf_counter()
+    extra: dict[str, Any] = {}
+    if from_run is not None:
+        if name != "salakhutdinov-murray-2008-table2":
+            raise BoltzkitError(
+                "--from-run applies to salakhutdinov-murray-2008-table2 only",
+                got=f"{name} --from-run {from_run}",
+            )
+        extra["from_run"] = str(from_run)
     summary: dict[str, Any] = run_experiment(
         name,
         out_dir=out,
@@ -52,6 +70,7 @@ def command(
         epochs=epochs,
         data_dir=None if data_dir is None else str(data_dir),
         progress=show_progress(progress),
+        **extra,
     )
     summary["out"] = str(out)
     summary["seconds"] = time.perf_counter() - t0

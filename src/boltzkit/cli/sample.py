@@ -2,14 +2,13 @@
 
 ``--out FILE.npy`` writes a ``uint8`` array of shape ``(chains, n_visible)``; ``--out FILE.png``
 draws the states as a grid of images (needs matplotlib, the ``plot`` extra). The image shape comes
-from the model file's metadata, else from a square ``n_visible``.
+from the model file's metadata, else from a square ``n_visible``. A DBN runs its chains in the top
+RBM and then draws one directed pass down; a mixture draws ancestral samples (``--steps`` unused).
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,43 +30,12 @@ from boltzkit.cli.common import (
     image_shape_of,
     show_progress,
 )
+from boltzkit.cli.stack import draw_visible
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
-from boltzkit.samplers import make_operator, sample
-
-#: Width in pixels that a PNG grid is scaled up towards (by whole pixels per unit, at most 16).
-GRID_TARGET_WIDTH = 800
-
-
-def _image_grid(states: np.ndarray, shape: tuple[int, int], n_max: int) -> np.ndarray:
-    """Tile the first ``n_max`` rows of ``states`` as ``shape`` images, separated by grey lines."""
-    n = min(len(states), n_max)
-    h, w = shape
-    cols = math.ceil(math.sqrt(n))
-    rows = math.ceil(n / cols)
-    grid = np.full((rows * (h + 1) + 1, cols * (w + 1) + 1), 0.5)
-    for i in range(n):
-        top, left = 1 + (i // cols) * (h + 1), 1 + (i % cols) * (w + 1)
-        grid[top : top + h, left : left + w] = states[i].reshape(h, w)
-    scale = max(1, min(16, GRID_TARGET_WIDTH // grid.shape[1]))
-    return np.kron(grid, np.ones((scale, scale)))
-
-
-def _png_writer() -> Callable[[Path, np.ndarray], None]:
-    """A function that writes a grey-level grid as a PNG; an error when matplotlib is missing."""
-    try:
-        from matplotlib import image as mpimg
-    except ImportError:
-        raise BoltzkitError(
-            "writing a PNG needs matplotlib, which is not installed",
-            hint='pip install "boltzkit[plot]" (or matplotlib), or save the samples to a .npy file.',
-        ) from None
-
-    def write(path: Path, grid: np.ndarray) -> None:
-        with atomic_open(path, "wb") as f:
-            mpimg.imsave(f, grid, cmap="gray", vmin=0.0, vmax=1.0, format="png")
-
-    return write
+from boltzkit.plots._backend import png_writer
+from boltzkit.plots.images import image_grid
+from boltzkit.samplers import make_operator
 
 
 def command(
@@ -91,7 +59,7 @@ def command(
     if kind not in (".npy", ".png"):
         raise BoltzkitError("unknown output type", got=str(out), expected="a file ending in .npy or .png")
     operator = make_operator(sampler)
-    write_png = _png_writer() if kind == ".png" else None
+    write_png = png_writer("or save the samples to a .npy file.") if kind == ".png" else None
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     shape = image_shape_of(metadata, rbm.n_visible) if kind == ".png" else None
@@ -102,18 +70,19 @@ def command(
             hint="save to a .npy file instead.",
         )
     t0 = time.perf_counter()
-    state = sample(
+    # a DBN: chains in its top RBM, then a directed pass down; a mixture: ancestral samples
+    visible = draw_visible(
         rbm,
         operator,
-        n_chains=chains,
-        n_steps=steps,
+        chains=chains,
+        steps=steps,
         generator=make_generator(seed, dev),
         progress=show_progress(progress),
     )
     seconds = time.perf_counter() - t0
-    states = state.visible.detach().cpu().numpy().astype(np.uint8)
+    states = visible.detach().cpu().numpy().astype(np.uint8)
     if write_png is not None:
-        write_png(out, _image_grid(states, shape, max_images))
+        write_png(out, image_grid(states, shape, max_images))
     else:
         with atomic_open(out, "wb") as f:
             np.save(f, states)

@@ -10,6 +10,7 @@ when there are any) are computed exactly; the reconstruction error is always rep
 
 from __future__ import annotations
 
+import math
 import time
 from enum import Enum
 from functools import partial
@@ -31,17 +32,18 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     non_negative_float_option,
-    positive_float_option,
     show_progress,
     unit_interval_option,
 )
+from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, save_model
 from boltzkit.learning import train_model
 
-ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm")}, type=str)
+ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
+LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
 TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap")}, type=str)
 PositiveKind = Enum(
     "PositiveKind", {k: k for k in ("auto", "exact", "mean-field", "clamped-chains")}, type=str
@@ -72,13 +74,30 @@ def parse_hidden(text: str, kind: str) -> list[int]:
             got=text,
             hint="for example --hidden 500, or --model dbm --hidden 500,1000",
         )
-    if kind != "dbm" and len(sizes) != 1:
+    if kind not in ("dbm", "dbn") and len(sizes) != 1:
         raise BoltzkitError(
             f"a {kind} has one hidden layer",
             got=f"--hidden {text}",
-            hint="use --model dbm for several layers.",
+            hint="use --model dbm (or dbn) for several layers.",
         )
     return sizes
+
+
+def _per_layer_option(kind: type, what: str):
+    """A callback checking a value, or comma-separated values one per layer (a usage error otherwise)."""
+
+    def check(text: str | None) -> str | None:
+        if text is None:
+            return text
+        try:
+            values = [kind(part) for part in str(text).split(",")]
+        except ValueError:
+            values = []
+        if not values or not all(math.isfinite(v) and v > 0 for v in values):
+            raise typer.BadParameter(f"{text!r} is not {what} (or one per layer, separated by commas)")
+        return text
+
+    return check
 
 
 def _test_data(
@@ -143,22 +162,40 @@ def command(
             "mean-field or clamped-chains.",
         ),
     ] = PositiveKind["auto"],
-    damping: Annotated[
-        float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")
-    ] = 0.5,
-    k: Annotated[int, typer.Option("--k", min=1, help="Sampling sweeps per update.")] = 1,
+    damping: Annotated[float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")] = 0.5,
+    k: Annotated[
+        str,
+        typer.Option(
+            "--k",
+            help="Sampling sweeps per update (a DBN: one per layer, e.g. 1,3).",
+            callback=_per_layer_option(int, "a positive whole number"),
+        ),
+    ] = "1",
     k_schedule: Annotated[
         str | None,
         typer.Option("--k-schedule", help="k over epochs: 'K_START:K_END', 'linear:1:25', 'geometric:1:25'."),
     ] = None,
-    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Passes over the training data.")] = 1,
-    lr: Annotated[float, positive_float_option("--lr", help="Learning rate (> 0).")] = 0.05,
+    epochs: Annotated[
+        str,
+        typer.Option(
+            "--epochs",
+            help="Passes over the training data (a DBN: one per layer, e.g. 50,50; a mixture: EM "
+            "iterations).",
+            callback=_per_layer_option(int, "a positive whole number"),
+        ),
+    ] = "1",
+    lr: Annotated[
+        str,
+        typer.Option(
+            "--lr",
+            help="Learning rate (> 0; a DBN: one per layer).",
+            callback=_per_layer_option(float, "a positive number"),
+        ),
+    ] = "0.05",
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Examples per update.")] = 100,
     sampler: SamplerOpt = "gibbs",
     chains: Annotated[int, typer.Option("--chains", min=1, help="Persistent chains (pcd, sap).")] = 100,
-    momentum: Annotated[
-        float, unit_interval_option("--momentum", help="SGD momentum, in [0, 1).")
-    ] = 0.0,
+    momentum: Annotated[float, unit_interval_option("--momentum", help="SGD momentum, in [0, 1).")] = 0.0,
     weight_decay: Annotated[
         float, non_negative_float_option("--weight-decay", help="L2 penalty on the weights.")
     ] = 0.0,
@@ -200,10 +237,29 @@ def command(
     history: Annotated[
         Path | None, typer.Option("--history", help="Write per-epoch records to FILE.csv and FILE.json.")
     ] = None,
+    components: Annotated[
+        int, typer.Option("--components", min=1, help="Components of a mixture (--model mixture).")
+    ] = 100,
+    init_transpose: Annotated[
+        bool,
+        typer.Option(
+            "--init-transpose",
+            help="DBN: start each layer above the first as the transposed RBM below (S&M 2008 Sec. 5.2).",
+        ),
+    ] = False,
+    layer_data: Annotated[
+        LayerData,
+        typer.Option("--layer-data", help="DBN: train upper layers on posterior samples or probabilities."),
+    ] = LayerData["samples"],
+    bottom: Annotated[
+        Path | None,
+        typer.Option("--bottom", help="DBN: an RBM or DBN file, kept frozen as the lowest layers."),
+    ] = None,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
-    """Train an RBM, SRBM, BM or DBM on binary data and save it with its settings and final metrics."""
+    """Train an RBM, SRBM, BM, DBM, DBN or mixture on binary data and save it with its settings and
+    final metrics."""
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
     if out.suffix.lower() not in (".safetensors", ".npz"):
@@ -213,6 +269,28 @@ def command(
             expected="a file ending in .safetensors (boltzkit's format) or .npz (plain arrays)",
         )
     hidden_sizes = parse_hidden(hidden, model.value)
+    k_list, epoch_list = parse_list(k, int, "--k"), parse_list(epochs, int, "--epochs")
+    lr_list = parse_list(lr, float, "--lr")
+    schedule_list = parse_list(k_schedule, str, "--k-schedule") if k_schedule is not None else [None]
+    if model.value in STACK_KINDS:
+        dev = device_from(device)
+        train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
+        test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
+        train_stack(
+            kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,
+            method=method.value, k=k_list, k_schedule=schedule_list, epochs=epoch_list, lr=lr_list,
+            batch_size=batch_size, sampler=sampler, chains=chains, momentum=momentum,
+            weight_decay=weight_decay, init_transpose=init_transpose, layer_data=layer_data.value,
+            bottom=bottom, seed=seed, device=dev, checkpoint=checkpoint, resume=resume,
+            progress=show_progress(progress), as_json=as_json,
+        )  # fmt: skip
+        return
+    for name, values in (("--k", k_list), ("--epochs", epoch_list), ("--lr", lr_list)):
+        if len(values) != 1:
+            raise BoltzkitError(
+                f"a {model.value} takes one {name} value", got=values, hint="lists are per DBN layer."
+            )
+    k, epochs, lr = k_list[0], epoch_list[0], lr_list[0]
     dev = device_from(device)
     train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
     valid = None

@@ -401,6 +401,29 @@ def tempered_product_distribution(model: EnergyModel, betas, *, max_bits: int = 
     return out
 
 
+@torch.no_grad()
+def exact_swap_rates(model: EnergyModel, betas, *, max_bits: int = DEFAULT_MAX_BITS) -> Tensor:
+    """Expected acceptance of a swap between each pair of adjacent replicas at equilibrium.
+
+    With ``x ~ p_{beta_r}`` and ``y ~ p_{beta_{r+1}}`` independent (the product distribution that
+    parallel tempering leaves invariant), the rate of pair ``r`` is
+    ``E[min(1, exp((beta_r - beta_{r+1}) (E(x) - E(y))))]``, summed exactly over all joint states.
+    Float64, shape ``(t - 1,)``; the target of :func:`~boltzkit.samplers.tempering.equalize_ladder`
+    and of the sampled :class:`~boltzkit.samplers.tempering.SwapMonitor` rates.
+    """
+    model64 = _as_float64(model)
+    energy = model64.joint_energy(model64.split_units(all_states(model64, max_bits=max_bits)))
+    energy = energy.to(torch.float64)
+    b = [float(x) for x in torch.as_tensor(betas, dtype=torch.float64).flatten()]
+    rates = []
+    for lo, hi in zip(b[:-1], b[1:], strict=True):
+        p_lo = torch.softmax(-lo * energy, 0)
+        p_hi = torch.softmax(-hi * energy, 0)
+        accept = torch.exp(((lo - hi) * (energy[:, None] - energy[None, :])).clamp(max=0.0))
+        rates.append(p_lo @ accept @ p_hi)
+    return torch.stack(rates)
+
+
 def eigenvalue_moduli(P: Tensor | np.ndarray) -> np.ndarray:
     """Moduli of the (complex) eigenvalues of ``P``, sorted in decreasing order, shape ``(S,)``."""
     matrix = P.detach().cpu().numpy() if isinstance(P, Tensor) else np.asarray(P)
@@ -529,6 +552,7 @@ __all__ = [
     "block_kernel",
     "block_kernels",
     "eigenvalue_moduli",
+    "exact_swap_rates",
     "format_slem_table",
     "slem",
     "slem_study",

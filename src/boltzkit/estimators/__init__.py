@@ -4,12 +4,14 @@
 Stochastic estimators take an annealing path (:func:`base_rate_path` for ``log Z`` of a model,
 :func:`ratio_path` for ``log Z_B - log Z_A``): :func:`ais`, :func:`reverse_ais`, :func:`sandwich`,
 :func:`sis`, :func:`bridge`. :func:`estimate_log_z` and :func:`estimate_log_ratio` build the path
-and dispatch on a method name (the command line's entry points).
+and dispatch on a method name (the command line's entry points). :func:`dbn_bound` is the lower
+bound on a DBN's log-probabilities (S&M 2008, Eqs. 22-24).
 """
 
 from boltzkit.estimators.ais import adaptive_betas, ais, anneal
 from boltzkit.estimators.api import METHODS, estimate_log_ratio, estimate_log_z
 from boltzkit.estimators.bridge import bridge
+from boltzkit.estimators.dbn_bound import dbn_bound, dbn_exact_bound, dbn_exact_log_prob, dbn_top_log_z
 from boltzkit.estimators.exact import (
     enumeration_plan,
     exact_joint_distribution,
@@ -25,6 +27,7 @@ from boltzkit.estimators.paths import AnnealingPath, GeometricPath, base_rate_pa
 from boltzkit.estimators.result import (
     Band,
     BridgeEstimate,
+    DBNBoundResult,
     LogProbResult,
     LogZResult,
     SandwichResult,
@@ -33,12 +36,18 @@ from boltzkit.estimators.result import (
 )
 from boltzkit.estimators.reverse import reverse_ais, sandwich
 from boltzkit.estimators.sis import sis
+from boltzkit.estimators.trace import AISTrace, RunsCurve, ais_trace, log_z_by_runs
 
 __all__ = [
     "METHODS",
+    "AISTrace",
+    "RunsCurve",
+    "ais_trace",
+    "log_z_by_runs",
     "AnnealingPath",
     "Band",
     "BridgeEstimate",
+    "DBNBoundResult",
     "GeometricPath",
     "LogProbResult",
     "LogZResult",
@@ -50,6 +59,10 @@ __all__ = [
     "base_rate_path",
     "bridge",
     "dataset_log_prob",
+    "dbn_bound",
+    "dbn_exact_bound",
+    "dbn_exact_log_prob",
+    "dbn_top_log_z",
     "effective_sample_size",
     "enumeration_plan",
     "estimate_log_ratio",

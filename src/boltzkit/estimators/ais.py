@@ -17,6 +17,7 @@ model gives ``log Z``, model A -> model B gives ``log Z_B - log Z_A``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,7 @@ def anneal(
     progress: bool = False,
     final_move: bool = False,
     desc: str = "AIS",
+    observe: Callable[[int, float, Tensor, ChainState], None] | None = None,
 ) -> AnnealRun:
     """Anneal chains ``init`` along ``betas`` and return their log-weights.
 
@@ -74,6 +76,11 @@ def anneal(
     final_move
         Also apply the kernel of the last beta (gives samples of ``p_{betas[-1]}``, no effect on
         the weights).
+    observe
+        Optional observer ``observe(k, beta_k, log_weights, state)``, called with ``k = 0`` before
+        the first step and after each step ``k = 1..K`` (the running float64 log-weights, and the
+        state after the move at ``beta_k``; at ``k = K`` moved only with ``final_move``). It must
+        not modify its arguments; :func:`boltzkit.estimators.trace.ais_trace` uses it.
 
     Returns
     -------
@@ -86,10 +93,14 @@ def anneal(
     state = init
     log_w = torch.zeros(init.n_chains, dtype=torch.float64, device=init.visible.device)
     n = len(b) - 1
+    if observe is not None:
+        observe(0, b[0], log_w, state)
     for k in tqdm(range(1, n + 1), desc=desc, disable=not progress, leave=False, mininterval=0.5):
         move = k < n or final_move
         delta, state = path.step(state, b[k - 1], b[k], op, generator, sweeps=sweeps, move=move)
         log_w += delta
+        if observe is not None:
+            observe(k, b[k], log_w, state)
     return AnnealRun(log_weights=log_w, final_state=state)
 
 

@@ -47,8 +47,6 @@ def _log_mean_and_log_sigma(log_w: Tensor) -> tuple[float, float]:
     return log_mean, log_sigma
 
 
-
-
 @dataclass(frozen=True)
 class Band:
     """``log(r_hat)``, ``log(r_hat ± sigma)`` and ``log(r_hat ± 3 sigma)`` for one quantity."""
@@ -143,6 +141,29 @@ class LogZResult:
     @classmethod
     def exact(cls, log_z: float, *, seconds: float = 0.0, **settings: Any) -> LogZResult:
         return cls(method="exact", log_z=float(log_z), seconds=seconds, settings=dict(settings))
+
+    @classmethod
+    def deterministic(
+        cls,
+        method: str,
+        log_z: float,
+        *,
+        bound: str,
+        converged: bool,
+        iterations: int,
+        residual: float,
+        seconds: float = 0.0,
+        **settings: Any,
+    ) -> LogZResult:
+        """A deterministic approximation of ``log Z`` (mean-field, Bethe, TRW, TAP: the records of
+        ``boltzkit.variational``). It has no sampling band: the bands and ``log_z_stderr`` are
+        ``None`` (a zero-width band would claim a precision it does not have). ``bound`` is
+        ``"lower"``, ``"upper"`` or ``"none"``; it and the convergence go into the settings."""
+        info = {"bound": bound, "converged": bool(converged), "iterations": int(iterations)}
+        info["residual"] = residual
+        return DeterministicResult(
+            method=method, log_z=float(log_z), seconds=float(seconds), settings={**info, **settings}
+        )
 
     @classmethod
     def from_log_weights(
@@ -352,6 +373,19 @@ class SpreadResult(LogZResult):
 
 
 @dataclass(frozen=True)
+class DeterministicResult(LogZResult):
+    """A :class:`LogZResult` of a deterministic approximation (:meth:`LogZResult.deterministic`):
+    one value, no weights, no band (``None`` bands and standard error)."""
+
+    def _band(self) -> Band:
+        return Band(float(self.log_z), None, None, None, None)
+
+    @property
+    def log_z_stderr(self) -> float | None:  # type: ignore[override]
+        return None
+
+
+@dataclass(frozen=True)
 class SandwichResult(LogZResult):
     """A ``method="sandwich"`` record: the forward (lower) estimate, with both halves attached.
 
@@ -494,3 +528,149 @@ class LogProbResult:
         if include_per_example and self.per_example is not None:
             out["per_example"] = self.per_example.tolist()
         return out
+
+
+@dataclass(frozen=True)
+class DBNBoundResult:
+    """Lower bound on the mean log-probability a DBN assigns to a data set, with its error split
+    as Salakhutdinov & Murray (2008, "S1") report it in Table 2.
+
+    The estimate is ``r_bound = r_B - log Z_hat`` (S1 Eq. 24), where ``r_B`` averages over the
+    ``n`` data vectors the Monte Carlo estimate of ``E_q[log p*(v, h)]`` from ``M`` samples of
+    the recognition model ``q`` (S1 Eq. 23) plus the exact entropy of ``q(h_1 | v)``, and
+    ``log Z_hat`` is the top RBM's. ``Var(r_bound) = Var(r_B) + Var(log Z_hat)`` (S1 Sec. 5.2).
+
+    Attributes
+    ----------
+    mean_bound
+        ``r_bound``; a lower bound on the mean ``log p(v)`` up to the Monte Carlo error and the
+        error of ``log Z_hat``.
+    r_b
+        ``r_B``.
+    mean_expected_log_joint
+        Mean over the data of ``(1/M) sum_i log p*(v, h^(i))`` (with the deeper layers' terms
+        for ``L >= 3``).
+    mean_entropy
+        Mean over the data of ``H(q(h_1 | v))``.
+    mc_stderr
+        Monte Carlo standard error of ``r_B`` given the data set:
+        ``sqrt(sum_n s_n^2 / M) / n`` with ``s_n^2`` the variance over the ``M`` samples of
+        example ``n`` (``None`` for ``M = 1``; 0 for a one-layer DBN, which needs no samples).
+    pooled_stderr
+        The standard deviation of all ``n * M`` per-sample terms over ``sqrt(n * M)``: the
+        convention S1 Table 2's "±3 std" column follows (it scales as ``1/sqrt(n M)``, S1 Sec.
+        4.2, and includes the spread between data vectors).
+    data_stderr
+        ``sd_n(B(v_n)) / sqrt(n)``: the sampling variability of the data set.
+    n, n_samples
+        Data vectors and samples of ``q`` per vector (``M``).
+    layer_sizes
+        Of the DBN.
+    log_z, log_z_method, log_z_band, log_z_stderr
+        The top RBM's ``log Z_hat``, its estimator, its band ``log(Z_hat ± k sigma_hat)`` and
+        delta-method standard error.
+    bound
+        ``"lower"`` (``"exact"`` for a one-layer DBN, an RBM, whose value is exact given log Z).
+    per_example
+        The bound of every data vector, ``B(v_n)``, float64, when asked for.
+    seconds, settings
+        Wall-clock time and what made the number (samples, seed, batch size, log Z settings).
+    """
+
+    mean_bound: float
+    r_b: float
+    mean_expected_log_joint: float
+    mean_entropy: float
+    mc_stderr: float | None
+    pooled_stderr: float
+    data_stderr: float
+    n: int
+    n_samples: int
+    layer_sizes: tuple[int, ...]
+    log_z: float
+    log_z_method: str
+    log_z_band: Band
+    log_z_stderr: float
+    bound: str = "lower"
+    per_example: Tensor | None = None
+    seconds: float = 0.0
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mc_error_3std(self) -> float | None:
+        """``± 3`` Monte Carlo standard errors of ``r_B`` (given the data)."""
+        return None if self.mc_stderr is None else 3.0 * self.mc_stderr
+
+    @property
+    def pooled_error_3std(self) -> float:
+        """``± 3 std`` in S1 Table 2's convention (:attr:`pooled_stderr`)."""
+        return 3.0 * self.pooled_stderr
+
+    @property
+    def ais_error(self) -> tuple[float | None, float | None]:
+        """``log(Z_hat - 3 sigma_hat) - log Z_hat`` and ``log(Z_hat + 3 sigma_hat) - log Z_hat``
+        (S1 Table 2's "AIS error" column; the first is ``None`` when ``Z_hat <= 3 sigma_hat``)."""
+        b = self.log_z_band
+        lo = None if b.minus_3sigma is None else b.minus_3sigma - self.log_z
+        hi = None if b.plus_3sigma is None else b.plus_3sigma - self.log_z
+        return lo, hi
+
+    def total_3std(self, stderr: float | None = None) -> float | None:
+        """``3 sqrt(Var(r_B) + Var(log Z_hat))`` (S1 Sec. 5.2) with ``stderr`` the standard error of
+        ``r_B`` (default :attr:`mc_stderr`)."""
+        se = self.mc_stderr if stderr is None else stderr
+        if se is None:
+            return None
+        return 3.0 * math.sqrt(se**2 + self.log_z_stderr**2)
+
+    def interval(self, stderr: float | None = None) -> tuple[float | None, float | None]:
+        """The bound's range with both errors added at ``3 sigma``: ``r_B ± 3 se`` against
+        ``log(Z_hat ± 3 sigma_hat)`` (the lower end uses ``Z_hat + 3 sigma_hat``)."""
+        se = self.mc_stderr if stderr is None else stderr
+        if se is None:
+            return None, None
+        b = self.log_z_band
+        lo = None if b.plus_3sigma is None else self.r_b - 3.0 * se - b.plus_3sigma
+        hi = None if b.minus_3sigma is None else self.r_b + 3.0 * se - b.minus_3sigma
+        return lo, hi
+
+    def to_dict(self, include_per_example: bool = False) -> dict[str, Any]:
+        """JSON-ready dict: the bound, its error split and the settings."""
+
+        def clean(x: float | None) -> float | None:
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        ais_lo, ais_hi = self.ais_error
+        lo, hi = self.interval()
+        out: dict[str, Any] = {
+            "mean_log_prob": clean(self.mean_bound),
+            "bound": self.bound,
+            "r_b": clean(self.r_b),
+            "mean_expected_log_joint": clean(self.mean_expected_log_joint),
+            "mean_entropy": clean(self.mean_entropy),
+            "mc_stderr": clean(self.mc_stderr),
+            "mc_error_3std": clean(self.mc_error_3std),
+            "pooled_stderr": clean(self.pooled_stderr),
+            "pooled_error_3std": clean(self.pooled_error_3std),
+            "data_stderr": clean(self.data_stderr),
+            "ais_error_minus_3sigma": clean(ais_lo),
+            "ais_error_plus_3sigma": clean(ais_hi),
+            "total_error_3std": clean(self.total_3std()),
+            "total_error_3std_pooled": clean(self.total_3std(self.pooled_stderr)),
+            "mean_log_prob_minus_3sigma": clean(lo),
+            "mean_log_prob_plus_3sigma": clean(hi),
+            "n": self.n,
+            "n_samples": self.n_samples,
+            "layer_sizes": list(self.layer_sizes),
+            "log_z_method": self.log_z_method,
+            "log_z_stderr": clean(self.log_z_stderr),
+            "seconds": self.seconds,
+        }
+        out.update({k: clean(v) for k, v in self.log_z_band.as_dict("log_z").items()})
+        out.update({k: to_jsonable(v) for k, v in self.settings.items() if k not in out})
+        if include_per_example and self.per_example is not None:
+            out["per_example"] = self.per_example.tolist()
+        return out
+
+    def to_json(self, include_per_example: bool = False) -> str:
+        return dumps(self.to_dict(include_per_example))

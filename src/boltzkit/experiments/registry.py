@@ -15,6 +15,24 @@ def _table1(**kwargs: Any) -> dict[str, Any]:
     return run_table1(**kwargs)
 
 
+def _table2(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.sm2008_table2 import run_table2
+
+    return run_table2(**kwargs)
+
+
+def _s2_table1(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.s2008_table1 import run_table1
+
+    return run_table1(**kwargs)
+
+
+def _s2_table2(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.s2008_table2 import run_table2
+
+    return run_table2(**kwargs)
+
+
 def _ais_operators(**kwargs: Any) -> dict[str, Any]:
     from boltzkit.experiments.ais_operators import run_ais_operators
 
@@ -25,6 +43,20 @@ EXPERIMENTS: dict[str, tuple[str, Callable[..., dict[str, Any]]]] = {
     "salakhutdinov-murray-2008-table1": (
         "AIS estimates of log Z and log-probabilities of MNIST RBMs (S&M 2008, Table 1, Fig. 3)",
         _table1,
+    ),
+    "salakhutdinov-murray-2008-table2": (
+        "Lower bounds on DBN log-probabilities with their error split, transposed start, mixture of "
+        "Bernoullis (S&M 2008, Table 2, Fig. 2)",
+        _table2,
+    ),
+    "salakhutdinov-2008-table1": (
+        "Exact log Z vs AIS for toy RBM, SRBM and BM models (Salakhutdinov 2008, Table 1, Fig. 3 top)",
+        _s2_table1,
+    ),
+    "salakhutdinov-2008-table2": (
+        "AIS log Z and log-probabilities of MNIST RBM, SRBM and BM, 500 hidden (Salakhutdinov 2008, "
+        "Table 2, Fig. 4)",
+        _s2_table2,
     ),
     "ais-operators": (
         "Gibbs vs flip-the-state vs blend inside AIS: spread of log Z estimates at equal cost",

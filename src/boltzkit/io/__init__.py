@@ -12,6 +12,8 @@ The pieces live in their own modules; this package re-exports their public API s
     :func:`load_model`, :func:`save_model`, :func:`read_metadata`.
 :mod:`boltzkit.io.boltzmann_kinds`
     The kinds ``rbm``, ``srbm``, ``bm``, ``dbm``: their arrays, checks and builders.
+:mod:`boltzkit.io.stack_kinds`
+    The kinds ``dbn`` and ``mixture``.
 :mod:`boltzkit.io.npz`
     ``.npz`` import and export (:func:`import_npz`, :func:`export_npz`).
 """
@@ -35,6 +37,7 @@ from boltzkit.io.model_files import (
     unregister_kind,
 )
 from boltzkit.io.npz import export_npz, import_npz
+from boltzkit.io.stack_kinds import is_dbn_name  # registers dbn and mixture
 from boltzkit.jsonio import save_json, save_result_json, to_json_text, to_jsonable
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "export_npz",
     "get_kind",
     "import_npz",
+    "is_dbn_name",
     "kind_of_model",
     "load_model",
     "read_metadata",

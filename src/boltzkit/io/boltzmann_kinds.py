@@ -51,6 +51,7 @@ __all__ = ["check_lateral"]
 
 _TWO_LAYER_NAMES = ("W", "L", "J", "vbias", "hbias")
 _DEEP_NAME = re.compile(r"W_(\d+)(?:_(\d+))?|L_(\d+)|bias_(\d+)")
+_DBN_BIAS = re.compile(r"[vh]bias_\d+")
 
 
 def _deep_key(name: str) -> tuple[str, int, int] | None:
@@ -80,8 +81,9 @@ def _is_deep(names: Collection[str]) -> bool:
 
 
 def _looks_deep(names: Collection[str]) -> bool:
-    """Deep names only (a file mixing them with W, vbias, ... is read as a two-layer model)."""
-    return _is_deep(names) and not any(n in _TWO_LAYER_NAMES for n in names)
+    """Deep names only (a file mixing them with W, vbias, ... is read as a two-layer model; one
+    with a DBN's vbias_l / hbias_l is a DBN's, see :mod:`boltzkit.io.stack_kinds`)."""
+    return _is_deep(names) and not any(n in _TWO_LAYER_NAMES or _DBN_BIAS.fullmatch(n) for n in names)
 
 
 _LATERAL_EXPECTED = "symmetric, zero diagonal"

@@ -1,5 +1,5 @@
 """Learning Boltzmann machines: positive x negative phases (exact, mean-field or clamped; CD-k,
-PCD/SAP), the Trainer, callbacks, checkpoints.
+PCD/SAP), the Trainer, callbacks, checkpoints; greedy DBN stacking and EM for mixtures.
 
 A learner turns a minibatch into the gradient of the negative log-likelihood estimate and writes it
 into ``param.grad``; the :class:`Trainer` runs the minibatch loop with any ``torch.optim``
@@ -31,6 +31,7 @@ from boltzkit.learning.checkpoint import (
 )
 from boltzkit.learning.gradients import CDLearner, Learner, PCDLearner, Phases, Statistics, make_learner
 from boltzkit.learning.history import History, history_paths
+from boltzkit.learning.mixture import train_mixture
 from boltzkit.learning.phases import (
     ClampedChains,
     ContrastiveDivergence,
@@ -41,6 +42,7 @@ from boltzkit.learning.phases import (
     PositivePhase,
 )
 from boltzkit.learning.schedules import ConstantK, GeometricK, KSchedule, LinearK, parse_k_schedule
+from boltzkit.learning.stacking import layer_data, train_dbn
 from boltzkit.learning.trainer import Trainer, data_fingerprint
 
 __all__ = [
@@ -75,10 +77,13 @@ __all__ = [
     "data_fingerprint",
     "history_paths",
     "init_rbm",
+    "layer_data",
     "load_checkpoint",
     "make_learner",
     "parse_k_schedule",
     "save_checkpoint",
+    "train_dbn",
+    "train_mixture",
     "train_rbm",
     "visible_bias_from_data",
 ]

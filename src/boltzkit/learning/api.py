@@ -190,6 +190,7 @@ def train(
     callbacks: Sequence[Callback] = (),
     lr_decay: bool | None = None,
     settings: dict[str, Any] | None = None,
+    probabilities: bool = False,
 ) -> History:
     """Train any member of the Boltzmann machine family in place with SGD.
 
@@ -242,6 +243,9 @@ def train(
         0"); default ``True`` for persistent chains and ``False`` for CD.
     settings
         Extra JSON-able settings stored in checkpoints.
+    probabilities
+        ``train_x`` may hold probabilities in [0, 1] rather than bits (the posterior
+        probabilities a DBN layer is trained on: :mod:`boltzkit.learning.stacking`).
 
     Returns
     -------
@@ -268,7 +272,10 @@ def train(
         )
     operator = make_operator(sampler)
     positive_phase = make_positive(positive, damping=damping)
-    x = check_binary(train_x, source="training data", n_visible=model.n_visible)
+    if probabilities:
+        x = check_probabilities(train_x, source="training data", n_visible=model.n_visible)
+    else:
+        x = check_binary(train_x, source="training data", n_visible=model.n_visible)
     x = x.to(device=model.device, dtype=model.dtype).contiguous()
     if valid_x is not None:
         valid_x = check_binary(valid_x, source="validation data", n_visible=model.n_visible)
@@ -347,6 +354,20 @@ def train(
     history = trainer.fit()
     model.zero_grad(set_to_none=True)
     return history
+
+
+def check_probabilities(x: object, *, source: str, n_visible: int) -> Tensor:
+    """A finite ``(n, n_visible)`` tensor of values in [0, 1] (data that may be probabilities)."""
+    t = torch.as_tensor(x)
+    if t.dim() != 2 or t.shape[0] == 0 or t.shape[1] != n_visible or not t.is_floating_point():
+        raise BoltzkitError(
+            f"{source} must be a non-empty floating-point matrix with one column per visible unit",
+            got=f"shape {tuple(t.shape)}, dtype {t.dtype}",
+            expected=f"(n, {n_visible})",
+        )
+    if not bool(torch.isfinite(t).all()) or bool((t < 0).any()) or bool((t > 1).any()):
+        raise BoltzkitError(f"{source} must hold probabilities in [0, 1]", got="values outside [0, 1]")
+    return t
 
 
 def _check_dtype(dtype: object) -> None:

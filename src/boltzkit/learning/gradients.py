@@ -13,6 +13,8 @@ phases are in :mod:`boltzkit.learning.phases`:
 
 * **CD-k** (:class:`CDLearner`; Hinton 2002, S&M 2008 Eq. 7): chains started at the data.
 * **PCD-k / SAP** (:class:`PCDLearner`; Tieleman 2008, S2 Sec. 4.1.1): persistent chains.
+* **t-PT_k** (:class:`PTLearner`; Desjardins et al. 2010, Brügge, Fischer & Igel 2013 Sec. 4.2):
+  the ``beta = 1`` replica of persistent parallel-tempering chains.
 * The positive phase defaults to the exact conditional ``p(h | v)`` where the hidden units are
   independent given ``v`` (RBM, SRBM) and to damped mean-field with the data clamped otherwise
   (BM, DBM; S2 Sec. 4.3).
@@ -24,6 +26,7 @@ operators' own (one fused kernel in :mod:`boltzkit.samplers`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +40,7 @@ from boltzkit.learning.phases import (
     NegativePhase,
     Persistent,
     PositivePhase,
+    TemperedChains,
     default_positive,
     sample_means,
 )
@@ -254,6 +258,9 @@ class Learner:
         extra = f", {self.negative.n_chains} chains" if isinstance(self.negative, Persistent) else ""
         if isinstance(self.positive, MeanFieldPhase):
             extra += ", mean-field positive phase"
+        if isinstance(self.negative, TemperedChains):
+            pt = self.negative.operator
+            return f"{pt.n_temperatures}-PT-{self.k} ({pt.operator.name}, {pt.kind} ladder{extra})"
         return f"{self.method.upper()}-{self.k} ({self.operator.name}{extra})"
 
     def __repr__(self) -> str:
@@ -313,6 +320,56 @@ class PCDLearner(Learner):
         self.negative.init_chains(model, generator, data, self.positive_phase(model))
 
 
+class PTLearner(PCDLearner):
+    """Parallel tempering t-PT_k with any inner operator (see :class:`TemperedChains`).
+
+    Parameters
+    ----------
+    n_chains
+        Chains per replica.
+    n_temperatures
+        Replicas ``t`` (S3 Table 1: 5, 10, 20).
+    k
+        Inner sweeps between swap rounds.
+    sampler
+        Inner operator.
+    ladder, adapt_every
+        Ladder kind or inverse temperatures, and the updates between moves of an adaptive one.
+    positive, reconstruction
+        See :class:`Learner`.
+    """
+
+    def __init__(
+        self,
+        n_chains: int = 100,
+        n_temperatures: int = 10,
+        k: int = 1,
+        sampler: str | TransitionOperator = "gibbs",
+        *,
+        ladder: str | Sequence[float] | Tensor = "uniform",
+        adapt_every: int = 100,
+        positive: PositivePhase | None = None,
+        reconstruction: bool = True,
+    ) -> None:
+        negative = TemperedChains(
+            n_chains, n_temperatures, k, sampler, ladder=ladder, adapt_every=adapt_every
+        )
+        Learner.__init__(self, negative, positive, reconstruction=reconstruction)
+
+    @property
+    def swap_rates(self) -> Tensor:
+        """Swap acceptance per adjacent pair in the current window, float64 ``(t - 1,)``."""
+        return self.negative.monitor.swap_rates
+
+    @property
+    def round_trips(self) -> int:
+        return self.negative.monitor.round_trips
+
+    @property
+    def betas(self) -> Tensor:
+        return self.negative.betas
+
+
 def make_learner(
     method: str,
     *,
@@ -321,8 +378,13 @@ def make_learner(
     n_chains: int = 100,
     positive: PositivePhase | None = None,
     reconstruction: bool = True,
+    temperatures: int = 10,
+    ladder: str | Sequence[float] | Tensor = "uniform",
+    adapt_every: int = 100,
 ) -> Learner:
-    """``"cd"`` -> :class:`CDLearner`, ``"pcd"`` / ``"sap"`` / ``"persistent"`` -> :class:`PCDLearner`."""
+    """``"cd"`` -> :class:`CDLearner`, ``"pcd"`` / ``"sap"`` / ``"persistent"`` -> :class:`PCDLearner`,
+    ``"pt"`` -> :class:`PTLearner` (``temperatures`` replicas, ``k`` inner sweeps of ``sampler``
+    between swap rounds, the ``ladder`` of inverse temperatures)."""
     name = str(method).strip().lower()
     if name in ("cd", "contrastive-divergence"):
         return CDLearner(k, sampler, positive=positive, reconstruction=reconstruction)
@@ -330,12 +392,23 @@ def make_learner(
         learner = PCDLearner(n_chains, k, sampler, positive=positive, reconstruction=reconstruction)
         learner.method = "sap" if name == "sap" else "pcd"
         return learner
+    if name in ("pt", "parallel-tempering"):
+        return PTLearner(
+            n_chains,
+            temperatures,
+            k,
+            sampler,
+            ladder=ladder,
+            adapt_every=adapt_every,
+            positive=positive,
+            reconstruction=reconstruction,
+        )
     raise BoltzkitError(
         "unknown learning method",
         got=repr(method),
-        expected="'cd' (contrastive divergence), 'pcd' (persistent contrastive divergence) or 'sap' "
-        "(stochastic approximation: persistent chains, S2 Sec. 4.1.1)",
+        expected="'cd' (contrastive divergence), 'pcd' (persistent contrastive divergence), 'sap' "
+        "(stochastic approximation: persistent chains, S2 Sec. 4.1.1) or 'pt' (parallel tempering)",
     )
 
 
-__all__ = ["CDLearner", "Learner", "PCDLearner", "Phases", "Statistics", "make_learner"]
+__all__ = ["CDLearner", "Learner", "PCDLearner", "PTLearner", "Phases", "Statistics", "make_learner"]

@@ -16,8 +16,10 @@ Positive phases
     :class:`MeanFieldPhase` (BM, DBM: damped mean-field with the data clamped, S2 Sec. 4.3,
     Eq. 54), :class:`ClampedChains` (Hinton & Sejnowski: chains with the data clamped).
 Negative phases
-    :class:`ContrastiveDivergence` (CD-k: chains started at the data, S&M 2008 Eq. 7) and
-    :class:`Persistent` (PCD / SAP: persistent chains, S2 Sec. 4.1.1).
+    :class:`ContrastiveDivergence` (CD-k: chains started at the data, S&M 2008 Eq. 7),
+    :class:`Persistent` (PCD / SAP: persistent chains, S2 Sec. 4.1.1) and
+    :class:`TemperedChains` (t-PT_k: the ``beta = 1`` replica of persistent parallel-tempering
+    chains, Brügge, Fischer & Igel 2013, Sec. 4.2).
 
 Chains use any transition operator (Gibbs, flip-the-state, a blend, compositions); layers that sum
 out given the others are Rao-Blackwellised in the statistics (their conditional means replace the
@@ -27,6 +29,7 @@ samples), which is exact because the statistics are linear in each of those unit
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -37,6 +40,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field
 from boltzkit.samplers.operators import TransitionOperator, UnitOperator, make_operator
+from boltzkit.samplers.tempering import ParallelTempering, SwapMonitor, check_betas
 from boltzkit.state import ChainState
 
 
@@ -246,12 +250,14 @@ class Persistent(NegativePhase):
         """Start the chains at random rows of ``data`` (hidden layers drawn from the positive
         phase) or uniformly at random."""
         if data is None or data.shape[0] == 0:
-            self.chains = model.random_state(self.n_chains, generator)
+            self.chains = self.operator.extend(model.random_state(self.n_chains, generator))
             return
         idx = torch.randint(data.shape[0], (self.n_chains,), generator=generator, device=data.device)
         v = data.index_select(0, idx).to(device=model.device, dtype=model.dtype)
         phase = positive_phase or self.positive_phase or default_positive(model)
-        self.chains = sample_means(phase(model, v, generator), generator, tuple(range(1, model.n_layers)))
+        state = sample_means(phase(model, v, generator), generator, tuple(range(1, model.n_layers)))
+        # an operator with replicas (parallel tempering) starts every replica there
+        self.chains = self.operator.extend(state)
 
     def setup(self, model, data, generator):
         if self.chains is None:
@@ -265,7 +271,7 @@ class Persistent(NegativePhase):
         for _ in range(self.k):
             state, _ = self.operator.step(model, state, generator=generator)
         self.chains = state
-        return model.rao_blackwellize(state), None
+        return model.rao_blackwellize(self.operator.project(state)), None
 
     def state_dict(self):
         out = super().state_dict()
@@ -287,6 +293,102 @@ class Persistent(NegativePhase):
         self.chains = None if chains is None else ChainState(tuple(x.clone() for x in chains))
 
 
+class TemperedChains(Persistent):
+    """Persistent parallel-tempering chains, t-PT_k (Desjardins et al. 2010; Cho, Raiko & Ilin
+    2010; Brügge, Fischer & Igel 2013, "S3", Sec. 4.2): the negative phase is the ``beta = 1``
+    replica of ``n_chains`` persistent PT chains.
+
+    Each update runs one PT step (:class:`~boltzkit.samplers.tempering.ParallelTempering`): ``k``
+    sweeps of the inner operator in each of the ``t`` replicas, then a swap round of adjacent
+    replicas (even pairs, then odd), and returns the Rao-Blackwellised ``beta = 1`` chains. S3
+    spaces the inverse temperatures uniformly on [0, 1]. Swap rates and round trips are counted
+    (:attr:`monitor`); with ``ladder="adaptive"`` the ladder moves every ``adapt_every`` updates
+    towards equal swap rates (:func:`~boltzkit.samplers.tempering.equalize_ladder`).
+
+    Parameters
+    ----------
+    n_chains
+        Chains per replica (S3: as many as examples in a minibatch).
+    n_temperatures
+        Replicas ``t``.
+    k
+        Sweeps of the inner operator between swap rounds (the ``k`` of t-PT_k).
+    sampler
+        Inner operator (``"gibbs"``, ``"flip"``, ``"blend:A"``, ...).
+    ladder
+        ``"uniform"`` (S3), ``"geometric"`` or ``"adaptive"``; or the inverse temperatures.
+    adapt_every
+        Updates between ladder moves (``ladder="adaptive"`` only).
+    """
+
+    method = "pt"
+
+    def __init__(
+        self,
+        n_chains: int = 100,
+        n_temperatures: int = 10,
+        k: int = 1,
+        sampler: TransitionOperator | str = "gibbs",
+        *,
+        ladder: str | Sequence[float] | Tensor = "uniform",
+        adapt_every: int = 100,
+    ) -> None:
+        if isinstance(ladder, str):
+            pt = ParallelTempering(n_temperatures, sampler, k=_positive_int(k, "k"), kind=ladder)
+        else:
+            pt = ParallelTempering(betas=ladder, operator=sampler, k=_positive_int(k, "k"))
+        self.operator = pt
+        self.n_chains = _positive_int(n_chains, "n_chains")
+        self.adapt_every = _positive_int(adapt_every, "adapt_every")
+        self.chains = None
+        self.positive_phase = None
+        self.monitor = SwapMonitor(pt.n_temperatures, self.n_chains)
+        self.updates = 0
+
+    @property
+    def k(self) -> int:  # type: ignore[override]
+        """Inner sweeps between swap rounds (the learner's ``k``; a k schedule sets it)."""
+        return self.operator.k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        self.operator.k = _positive_int(value, "k")
+
+    @property
+    def betas(self) -> Tensor:
+        return self.operator.betas
+
+    def __call__(self, model, v, positive, positive_phase, generator):
+        self.positive_phase = positive_phase
+        if self.chains is None:
+            self.init_chains(model, generator)
+        state, info = self.operator.step(model, self.chains, generator=generator)
+        self.chains = state
+        if self.monitor.walker.device != state.layers[0].device:
+            self.monitor = SwapMonitor(self.operator.n_temperatures, self.n_chains, state.layers[0].device)
+        self.monitor(self.updates, state, info)
+        self.updates += 1
+        if self.operator.adaptive and self.updates % self.adapt_every == 0:
+            self.operator.adapt(self.monitor.swap_rates)
+            self.monitor.reset_rates()
+        return model.rao_blackwellize(self.operator.project(state)), None
+
+    def state_dict(self):
+        out = super().state_dict()
+        out["betas"] = [float(b) for b in self.operator.betas]
+        out["updates"] = self.updates
+        out["monitor"] = self.monitor.state_dict()
+        return out
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        self.operator.betas = check_betas(state["betas"])
+        self.updates = int(state["updates"])
+        device = self.chains.layers[0].device if self.chains is not None else "cpu"
+        self.monitor = SwapMonitor(self.operator.n_temperatures, self.n_chains, device)
+        self.monitor.load_state_dict(state["monitor"])
+
+
 __all__ = [
     "ClampedChains",
     "ContrastiveDivergence",
@@ -295,6 +397,7 @@ __all__ = [
     "NegativePhase",
     "Persistent",
     "PositivePhase",
+    "TemperedChains",
     "default_positive",
     "sample_means",
 ]

@@ -81,7 +81,9 @@ def mean_field(
     model
         The model.
     given
-        ``{layer: values}`` held fixed, each ``(N, n_l)`` (usually ``{0: v}``).
+        ``{layer: values}`` held fixed, each ``(N, n_l)`` (usually ``{0: v}``); may be empty when
+        ``init`` is given (mean-field over the whole model: the ``log Z`` lower bound of
+        ``boltzkit.variational``).
     damping
         Weight of the old value in the update of a layer with laterals (0: undamped).
     tol
@@ -89,7 +91,9 @@ def mean_field(
     max_iter
         At most this many sweeps.
     sequential
-        Update the units of layers with laterals one at a time (monotone; slower).
+        Update the units of layers with laterals one at a time in index order (monotone; the
+        layer's inputs are kept up to date by rank-one updates, so a sweep costs about one
+        product).
     init
         Start values of the free layers (default: one bottom-up pass from zeros).
 
@@ -100,7 +104,11 @@ def mean_field(
     _check(damping, tol, max_iter)
     dtype, device = model.dtype, model.device
     given = {int(l): x.to(device=device, dtype=dtype) for l, x in given.items()}
-    n = next(iter(given.values())).shape[0]
+    if not given and init is None:
+        raise BoltzkitError(
+            "mean_field needs given layers or an init state", hint="pass init= to approximate the whole model"
+        )
+    n = next(iter(given.values())).shape[0] if given else init.layers[0].shape[0]
     free = [b.layer for b in model.blocks() if b.layer not in given]
     if init is not None:
         layers = [given.get(l, init.layers[l].to(device=device, dtype=dtype)) for l in range(model.n_layers)]
@@ -116,9 +124,13 @@ def mean_field(
             old = state.layers[l]
             if model.has_laterals(l) and sequential:
                 new = old.clone()
+                a = model.layer_input(state, l)  # kept up to date as units change (rank-one updates)
                 for i in range(new.shape[1]):
-                    s_i = state.with_layer(l, new)
-                    new[:, i] = torch.sigmoid(model.layer_input(s_i, l)[:, i])
+                    mu_i = torch.sigmoid(a[:, i])
+                    d = mu_i - new[:, i]
+                    new[:, i] = mu_i
+                    for scale, lateral in model.laterals(l):
+                        a.addr_(d, lateral[i], alpha=scale)
             else:
                 new = torch.sigmoid(model.layer_input(state, l))
                 if model.has_laterals(l) and damping and not first:

@@ -1,5 +1,6 @@
-"""Transition operators, their composition, and the chain driver."""
+"""Transition operators, their composition, the chain driver, and DBN sampling."""
 
+from boltzkit.samplers.dbn import sample_dbn
 from boltzkit.samplers.driver import run_chains, sample
 from boltzkit.samplers.operators import (
     Blend,
@@ -28,5 +29,6 @@ __all__ = [
     "move_probability",
     "run_chains",
     "sample",
+    "sample_dbn",
     "sequential_update",
 ]

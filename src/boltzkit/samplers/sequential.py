@@ -39,6 +39,7 @@ class UnitRule(Protocol):
 
     def decide(self, logits: Tensor, current: Tensor, u: Tensor, layer: int) -> Tensor: ...
 
+
 #: Units per chunk of the fused sequential sweep on a CPU (fastest among 16-96 for 784 units).
 CHUNK = 48
 #: Units per chunk on a GPU: kernel launches dominate there, so the whole layer is one chunk

@@ -12,6 +12,11 @@ swaps of adjacent replicas, first the pairs ``(1, 2), (3, 4), ...``, then ``(2, 
 on the *joint* energies ``E(v, h)`` (the chains carry their hidden units), which leaves the
 product ``prod_r p_{beta_r}`` invariant; the replica at ``beta = 1`` samples the model.
 
+Ladders: ``"uniform"`` (S3), ``"geometric"``, or ``"adaptive"``: start uniform and move the
+inverse temperatures so that the swap acceptance rates of all adjacent pairs become equal
+(:func:`equalize_ladder` from measured rates, :func:`tune_ladder` by pilot runs; Katzgraber et
+al. 2006 and Kone & Kofke 2005 argue for equal acceptance; ALGORITHMS.md section 9).
+
 The operator works on an *extended* state: the ``n_chains`` chains of each replica stacked,
 replica ``r`` in rows ``r n .. (r + 1) n - 1``, coldest (``beta = 1``) last. :meth:`extend` makes
 it from ``n_chains`` chains (every replica starts there), :meth:`project` returns the chains at
@@ -31,21 +36,22 @@ from boltzkit.models.base import EnergyModel
 from boltzkit.samplers.operators import StepInfo, TransitionOperator, make_operator
 from boltzkit.state import ChainState
 
-#: Ladders of inverse temperatures by name.
-LADDERS = ("uniform", "geometric")
+#: Ladders of inverse temperatures by name (``"adaptive"`` starts uniform, then is tuned).
+LADDERS = ("uniform", "geometric", "adaptive")
 
 
 def ladder(n_temperatures: int, kind: str = "uniform", *, beta_min: float = 0.0) -> Tensor:
     """Inverse temperatures from ``beta_min`` to 1, increasing, float64, shape ``(t,)``.
 
     ``"uniform"``: evenly spaced (S3 Sec. 4.2, with ``beta_min = 0``); ``"geometric"``: a
-    geometric sequence from ``max(beta_min, 1e-3)`` to 1 (denser near 1).
+    geometric sequence from ``max(beta_min, 1e-3)`` to 1 (denser near 1); ``"adaptive"``: the
+    uniform ladder, the start of :func:`equalize_ladder` / :func:`tune_ladder`.
     """
     if isinstance(n_temperatures, bool) or not isinstance(n_temperatures, int) or n_temperatures < 2:
         raise BoltzkitError("parallel tempering needs at least two temperatures", got=repr(n_temperatures))
     if not 0.0 <= float(beta_min) < 1.0:
         raise BoltzkitError("the smallest inverse temperature must lie in [0, 1)", got=beta_min)
-    if kind == "uniform":
+    if kind in ("uniform", "adaptive"):
         return torch.linspace(float(beta_min), 1.0, n_temperatures, dtype=torch.float64)
     if kind == "geometric":
         low = max(float(beta_min), 1e-3)
@@ -69,6 +75,66 @@ def check_betas(betas: Sequence[float] | Tensor) -> Tensor:
     return b
 
 
+def equalize_ladder(
+    betas: Sequence[float] | Tensor,
+    swap_rates: Sequence[float] | Tensor,
+    *,
+    damping: float = 0.0,
+    min_rejection: float = 1e-3,
+) -> Tensor:
+    """Move the inner inverse temperatures so that every adjacent pair has the same swap rate.
+
+    The rejection rate of a pair grows about linearly with the gap ``beta_{i+1} - beta_i`` for
+    small gaps (the energy's spread at that temperature sets the slope). So the measured
+    rejection ``1 - a_i`` per unit of ``beta`` is a piecewise-constant density on ``[beta_0, 1]``;
+    the new ladder puts its ``t`` points at equal quantiles of its integral (the "equal
+    acceptance" ladder; Kone & Kofke 2005, Katzgraber et al. 2006). The ends ``beta_0`` and 1 stay
+    where they are. Iterating with fresh rates converges to equal rates.
+
+    Parameters
+    ----------
+    betas
+        Current ladder, increasing, last 1, shape ``(t,)``.
+    swap_rates
+        Measured acceptance rate of each adjacent pair, shape ``(t - 1,)``, in [0, 1].
+    damping
+        Keep this fraction of the old ladder (0: jump to the new one).
+    min_rejection
+        Floor of each pair's rejection rate, so that pairs that always swap keep some width.
+
+    Returns
+    -------
+    Tensor
+        The new ladder, float64, shape ``(t,)``, strictly increasing, same ends.
+    """
+    b = check_betas(betas)
+    a = torch.as_tensor(swap_rates, dtype=torch.float64).flatten()
+    if a.numel() != b.numel() - 1 or not bool(torch.isfinite(a).all()) or bool(((a < 0) | (a > 1)).any()):
+        raise BoltzkitError(
+            "swap rates must be one probability per adjacent pair of temperatures",
+            got=a.tolist(),
+            expected=f"{b.numel() - 1} values in [0, 1]",
+        )
+    if not 0.0 <= float(damping) < 1.0:
+        raise BoltzkitError("the ladder's damping must lie in [0, 1)", got=damping)
+    rejection = (1.0 - a).clamp_min(float(min_rejection))
+    cumulative = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(rejection, 0)])
+    targets = torch.linspace(0.0, float(cumulative[-1]), b.numel(), dtype=torch.float64)
+    # invert the piecewise-linear map beta -> cumulative rejection at the targets
+    idx = torch.searchsorted(cumulative, targets, right=True).clamp(1, b.numel() - 1) - 1
+    frac = (targets - cumulative[idx]) / rejection[idx]
+    new = b[idx] + frac.clamp(0.0, 1.0) * (b[idx + 1] - b[idx])
+    new[0], new[-1] = b[0], 1.0
+    new = float(damping) * b + (1.0 - float(damping)) * new
+    # keep the ladder strictly increasing even where the rates were degenerate
+    gap = 1e-9 * (1.0 - float(b[0]) + 1e-9)
+    for i in range(1, new.numel()):
+        if new[i] <= new[i - 1]:
+            new[i] = new[i - 1] + gap
+    new[-1] = 1.0
+    return check_betas(new)
+
+
 class ParallelTempering(TransitionOperator):
     """t-PT_k: ``k`` sweeps of ``operator`` in each of ``t`` tempered replicas, then a swap round.
 
@@ -81,9 +147,12 @@ class ParallelTempering(TransitionOperator):
     k
         Sweeps of the inner operator between swap rounds.
     betas
-        The ladder (increasing, last 1); default :func:`ladder` ``(t, kind)``.
+        The ladder (increasing, last 1); default :func:`ladder` ``(t, kind, beta_min=beta_min)``.
     kind
-        ``"uniform"`` or ``"geometric"``.
+        ``"uniform"``, ``"geometric"`` or ``"adaptive"`` (uniform at first; :meth:`adapt` and
+        :func:`tune_ladder` move it towards equal swap rates).
+    beta_min
+        The hottest inverse temperature (S3: 0).
     """
 
     def __init__(
@@ -94,20 +163,50 @@ class ParallelTempering(TransitionOperator):
         k: int = 1,
         betas: Sequence[float] | Tensor | None = None,
         kind: str = "uniform",
+        beta_min: float = 0.0,
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise BoltzkitError("PT needs k >= 1 sweeps between swaps", got=repr(k))
-        self.betas = check_betas(betas) if betas is not None else ladder(n_temperatures, kind)
+        self.k = k
+        self.betas = (
+            check_betas(betas) if betas is not None else ladder(n_temperatures, kind, beta_min=beta_min)
+        )
+        if kind not in LADDERS:
+            raise BoltzkitError("unknown temperature ladder", got=repr(kind), expected=", ".join(LADDERS))
+        self.kind = kind
         self.operator = make_operator(operator)
         if isinstance(self.operator, ParallelTempering):
             raise BoltzkitError("parallel tempering cannot be nested")
-        self.k = k
+
+    @property
+    def k(self) -> int:
+        """Sweeps of the inner operator between swap rounds."""
+        return self._k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BoltzkitError("PT needs k >= 1 sweeps between swaps", got=repr(value))
+        self._k = value
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
         inner = "" if self.operator.name == "gibbs" else f":{self.operator.name}"
-        self.name = f"pt:{self.n_temperatures}{inner}" + (f"@{k}" if k > 1 else "")
+        return f"pt:{self.n_temperatures}{inner}" + (f"@{self.k}" if self.k > 1 else "")
 
     @property
     def n_temperatures(self) -> int:
         return int(self.betas.numel())
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the ladder is meant to be tuned (``kind="adaptive"``)."""
+        return self.kind == "adaptive"
+
+    def adapt(self, swap_rates: Sequence[float] | Tensor, *, damping: float = 0.5) -> Tensor:
+        """Move the ladder towards equal swap rates (:func:`equalize_ladder`); returns it.
+
+        Any ladder leaves its own product distribution invariant, so chains carry over."""
+        self.betas = equalize_ladder(self.betas, swap_rates, damping=damping)
+        return self.betas
 
     # ---------------------------------------------------------------------------- layout
     def extend(self, state: ChainState) -> ChainState:
@@ -239,18 +338,97 @@ class SwapMonitor:
 
     @property
     def swap_rates(self) -> Tensor:
+        """Mean acceptance per pair since the start or the last :meth:`reset_rates`, float64."""
         return self._accepted / max(self._steps, 1)
 
+    @property
+    def n_rounds(self) -> int:
+        """Swap rounds counted in :attr:`swap_rates`."""
+        return self._steps
 
-def parse_tempering(spec: str) -> ParallelTempering | None:
-    """``"pt:T[:INNER][@K]"`` (e.g. ``"pt:20"``, ``"pt:10:flip@5"``), or ``None`` if not a PT spec."""
+    def reset_rates(self) -> None:
+        """Start a new window of acceptance counts (after the ladder moved); round trips stay."""
+        self._accepted.zero_()
+        self._steps = 0
+
+    def state_dict(self) -> dict[str, object]:
+        """JSON-able state (lists and numbers), so that a resumed run counts on."""
+        return {
+            "walker": self.walker.cpu().tolist(),
+            "direction": self.direction.cpu().tolist(),
+            "accepted": self._accepted.tolist(),
+            "steps": self._steps,
+            "round_trips": self.round_trips,
+        }
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        device = self.walker.device
+        self.walker = torch.tensor(state["walker"], dtype=torch.int64, device=device)
+        self.direction = torch.tensor(state["direction"], dtype=torch.int8, device=device)
+        self._accepted = torch.tensor(state["accepted"], dtype=torch.float64)
+        self._steps = int(state["steps"])  # type: ignore[arg-type]
+        self.round_trips = int(state["round_trips"])  # type: ignore[arg-type]
+
+
+@torch.no_grad()
+def tune_ladder(
+    model: EnergyModel,
+    pt: ParallelTempering,
+    *,
+    n_chains: int = 100,
+    n_rounds: int = 100,
+    n_iterations: int = 10,
+    generator: torch.Generator,
+    state: ChainState | None = None,
+    damping: float = 0.5,
+) -> tuple[Tensor, ChainState]:
+    """Tune ``pt``'s ladder in place by pilot runs towards equal swap rates.
+
+    Each iteration runs ``n_rounds`` PT steps of ``n_chains`` chains (continuing from the last
+    iteration's state), measures the swap rates and moves the ladder with :func:`equalize_ladder`.
+
+    Parameters
+    ----------
+    model
+        The target.
+    pt
+        The operator whose :attr:`~ParallelTempering.betas` are tuned.
+    n_chains, n_rounds, n_iterations
+        Pilot chains, PT steps per iteration, iterations.
+    generator
+        Source of randomness.
+    state
+        An extended starting state (default: uniform random chains in every replica).
+    damping
+        Fraction of the old ladder kept at each move.
+
+    Returns
+    -------
+    (Tensor, ChainState)
+        The tuned ladder and the pilot chains' final (extended) state.
+    """
+    from boltzkit.samplers.driver import run_chains
+
+    if state is None:
+        state = pt.extend(model.random_state(n_chains, generator))
+    n = pt._chains(state)
+    for _ in range(n_iterations):
+        monitor = SwapMonitor(pt.n_temperatures, n, device=state.layers[0].device)
+        state = run_chains(model, pt, state, n_rounds, generator=generator, observers=[monitor])
+        pt.adapt(monitor.swap_rates, damping=damping)
+    return pt.betas, state
+
+
+def parse_tempering(spec: str, *, kind: str = "uniform") -> ParallelTempering | None:
+    """``"pt:T[:INNER][@K]"`` (e.g. ``"pt:20"``, ``"pt:10:flip@5"``), or ``None`` if not a PT spec;
+    ``kind`` is the ladder (:data:`LADDERS`)."""
     text = spec.strip().lower()
     if not text.startswith("pt:"):
         return None
     body, _, k = text[3:].partition("@")
     count, _, inner = body.partition(":")
     try:
-        return ParallelTempering(int(count), inner or "gibbs", k=int(k) if k else 1)
+        return ParallelTempering(int(count), inner or "gibbs", k=int(k) if k else 1, kind=kind)
     except ValueError:
         raise BoltzkitError(
             "cannot read the parallel-tempering sampler",
@@ -260,4 +438,13 @@ def parse_tempering(spec: str) -> ParallelTempering | None:
         ) from None
 
 
-__all__ = ["LADDERS", "ParallelTempering", "SwapMonitor", "check_betas", "ladder", "parse_tempering"]
+__all__ = [
+    "LADDERS",
+    "ParallelTempering",
+    "SwapMonitor",
+    "check_betas",
+    "equalize_ladder",
+    "ladder",
+    "parse_tempering",
+    "tune_ladder",
+]

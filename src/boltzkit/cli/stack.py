@@ -1,0 +1,437 @@
+"""The command line for the models that are not Boltzmann machines: DBNs and mixtures of Bernoullis.
+
+``train``, ``logz``, ``evaluate`` and ``sample`` hand these models to the functions here:
+
+* ``train --model dbn --hidden 500,2000``: greedy layer-wise training
+  (:func:`~boltzkit.learning.stacking.train_dbn`), with per-layer settings as comma lists
+  (``--epochs 50,50 --k 1,3``), ``--init-transpose``, ``--layer-data samples|probs`` and
+  ``--bottom MODEL`` (an RBM or DBN file for the lowest layers);
+* ``train --model mixture --components 100``: EM (``--epochs`` is the most EM iterations);
+* ``logz DBN``: ``log Z`` of the top RBM (base-rate data passed up the recognition model);
+* ``evaluate DBN``: the lower bound of S1 Eqs. 22-24 with ``--samples M`` and its error split;
+  ``evaluate MIXTURE``: the exact log-probability;
+* ``sample``: Gibbs in the top RBM then a directed pass down (DBN), or ancestral samples (mixture).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from boltzkit.cli.common import LogZOptions, emit, fmt
+from boltzkit.data import Dataset, load_dataset
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators import estimate_log_z
+from boltzkit.estimators.dbn_bound import dbn_bound, dbn_exact_log_prob, top_layer_data
+from boltzkit.estimators.result import Band, LogProbResult, LogZResult
+from boltzkit.io import load_model, save_model
+from boltzkit.learning import train_dbn, train_mixture
+from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.dbn import DBN
+from boltzkit.models.mixture import MixtureOfBernoullis
+from boltzkit.models.rbm import RBM
+from boltzkit.samplers import sample, sample_dbn
+from boltzkit.samplers.operators import TransitionOperator
+
+#: Model kinds handled here.
+STACK_KINDS = ("dbn", "mixture")
+
+#: DBNs whose hidden layers can be enumerated (at most this many units per pair of layers) get
+#: exact log-probabilities after training.
+EXACT_DBN_BITS = 16
+
+
+def is_stack_model(model: object) -> bool:
+    return isinstance(model, (DBN, MixtureOfBernoullis))
+
+
+def parse_list(text: str, kind: type, name: str) -> list[Any]:
+    """``"50"`` or ``"50,50"``: one value, or one per layer (``none`` allowed for strings)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not parts or any(p == "" for p in parts):
+        raise BoltzkitError(f"{name} must be values separated by commas", got=text)
+    if kind is str:
+        return [None if p.lower() == "none" else p for p in parts]
+    try:
+        return [kind(p) for p in parts]
+    except ValueError:
+        raise BoltzkitError(f"{name} must be numbers separated by commas", got=text) from None
+
+
+def single_or_list(values: list[Any]) -> Any:
+    return values[0] if len(values) == 1 else values
+
+
+# ------------------------------------------------------------------------------------- train
+def _exact_dbn_metrics(dbn: DBN, splits: dict[str, Tensor]) -> dict[str, Any]:
+    sizes = dbn.layer_sizes
+    pairs = [
+        sizes[l] + (sizes[l + 1] if l + 1 < dbn.n_hidden_layers else 0) for l in range(1, len(sizes) - 1)
+    ]
+    top_bits = min(dbn.top.n_visible, dbn.top.n_hidden)
+    if max(pairs, default=0) > EXACT_DBN_BITS or top_bits > EXACT_DBN_BITS:
+        return {}
+    out: dict[str, Any] = {}
+    for split, x in splits.items():
+        out[f"{split}_log_lik"] = float(dbn_exact_log_prob(dbn, x, max_bits=EXACT_DBN_BITS).mean())
+    return out
+
+
+def train_stack(
+    *,
+    kind: str,
+    train: Dataset,
+    test: Dataset | None,
+    out: Path,
+    hidden: list[int],
+    components: int,
+    method: str,
+    k: list[int],
+    k_schedule: list[str | None],
+    epochs: list[int],
+    lr: list[float],
+    batch_size: int,
+    sampler: str,
+    chains: int,
+    momentum: float,
+    weight_decay: float,
+    init_transpose: bool,
+    layer_data: str,
+    bottom: Path | None,
+    seed: int,
+    device: torch.device,
+    checkpoint: Path | None,
+    resume: bool,
+    progress: bool,
+    as_json: bool,
+) -> None:
+    """``boltzkit train --model dbn|mixture``: train, save with settings and metrics, report."""
+    t0 = time.perf_counter()
+    splits = {"train": train.x}
+    if test is not None:
+        splits["test"] = test.x
+    metrics: dict[str, Any] = {}
+    history: list[Any] = []
+    if kind == "mixture":
+        if len(epochs) != 1:
+            raise BoltzkitError("a mixture takes one --epochs value (its most EM iterations)", got=epochs)
+        model, hist = train_mixture(
+            train.x, int(components), seed=seed, max_iter=int(epochs[0]), device=device, progress=progress
+        )
+        for split, x in splits.items():
+            metrics[f"{split}_log_lik"] = float(model.log_prob(x.to(model.device)).mean())
+        history = hist.to_list()
+        settings: dict[str, Any] = {
+            "model": "mixture",
+            "components": int(components),
+            "max_iter": int(epochs[0]),
+            "iterations": len(hist),
+            "smoothing": 1.0,
+            "seed": seed,
+        }
+    else:
+        n = len(hidden)
+        for name, values in (("--epochs", epochs), ("--k", k), ("--lr", lr), ("--k-schedule", k_schedule)):
+            if len(values) not in (1, n):
+                raise BoltzkitError(
+                    f"{name} needs one value, or one per hidden layer",
+                    got=values,
+                    expected=f"1 or {n} values",
+                )
+        below = None
+        if bottom is not None:
+            base, _ = load_model(bottom, device=device)
+            if isinstance(base, BoltzmannMachine) and base.kind == "rbm":
+                below = [RBM.from_model(base)]
+            elif isinstance(base, DBN):
+                below = list(base.rbms)
+            else:
+                raise BoltzkitError(
+                    "--bottom must be an RBM or a DBN model file",
+                    got=f"a {getattr(base, 'kind', type(base))}",
+                )
+        ckpt_dir = None
+        if checkpoint is not None:
+            ckpt_dir = checkpoint
+        elif resume:
+            ckpt_dir = out.with_name(out.name + ".layers")
+        model, hists = train_dbn(
+            train.x,
+            hidden,
+            seed=seed,
+            device=device,
+            method=method,
+            k=single_or_list(k),
+            k_schedule=single_or_list(k_schedule),
+            epochs=single_or_list(epochs),
+            lr=single_or_list(lr),
+            batch_size=batch_size,
+            sampler=sampler,
+            n_chains=chains,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            init_transpose=[False] + [bool(init_transpose)] * (n - 1),  # layers above the first
+            layer_data_mode=layer_data,
+            bottom=below,
+            checkpoint_dir=ckpt_dir,
+            resume=resume,
+            progress=progress,
+        )
+        history = [None if h is None else h.to_list() for h in hists]
+        metrics.update(_exact_dbn_metrics(model, splits))
+        metrics["recon_error"] = [
+            None if h is None or h.last is None else h.last.get("recon_error") for h in hists
+        ]
+        settings = {
+            "model": "dbn",
+            "hidden": hidden,
+            "method": method,
+            "k": single_or_list(k),
+            "k_schedule": single_or_list(k_schedule),
+            "epochs": single_or_list(epochs),
+            "lr": single_or_list(lr),
+            "batch_size": batch_size,
+            "sampler": sampler,
+            "chains": chains if method != "cd" else None,
+            "momentum": momentum,
+            "weight_decay": weight_decay,
+            "init_transpose": init_transpose,
+            "layer_data": layer_data,
+            "bottom": None if bottom is None else str(bottom),
+            "seed": seed,
+        }
+    seconds = time.perf_counter() - t0
+    settings.update(device=str(device), data=train.name, n_train=train.n_samples)
+    settings["test_data"] = None if test is None else test.name
+    save_model(
+        model,
+        out,
+        metadata={
+            "data": train.name,
+            "image_shape": None if train.image_shape is None else list(train.image_shape),
+            "training": settings,
+            "metrics": metrics,
+            "training_seconds": seconds,
+        },
+    )
+    record = {
+        "out": str(out),
+        "data": train.name,
+        "kind": kind,
+        "layer_sizes": list(model.layer_sizes) if kind == "dbn" else [model.n_visible],
+        "n_visible": model.n_visible,
+        "n_components": int(components) if kind == "mixture" else None,
+        "seconds": seconds,
+        **metrics,
+        "settings": settings,
+        "history": history,
+    }
+
+    def human() -> str:
+        what = (
+            f"DBN {'x'.join(map(str, record['layer_sizes']))}"
+            if kind == "dbn"
+            else f"mixture of {components} Bernoullis"
+        )
+        lines = [f"trained {what} on {train.name} in {fmt(seconds, 1)} s -> {out}"]
+        for split in ("train", "test"):
+            if record.get(f"{split}_log_lik") is not None:
+                lines.append(f"mean log p(v), {split} (exact): {fmt(record[f'{split}_log_lik'])} nats")
+        if kind == "dbn" and record.get("train_log_lik") is None:
+            lines.append(
+                f"for its lower bound run: boltzkit evaluate {out} --data {train.name} --logz ais --samples 5"
+            )
+        return "\n".join(lines)
+
+    emit(record, as_json=as_json, human=human)
+
+
+# -------------------------------------------------------------------------------------- log Z
+def top_log_z(
+    dbn: DBN,
+    opts: LogZOptions,
+    *,
+    device: torch.device,
+    progress: bool,
+    data_dir: Path | None,
+    recorded_data: str | None,
+) -> LogZResult:
+    """``log Z`` of a DBN's top RBM with the estimator of ``opts``.
+
+    AIS-type estimators start from a base-rate model fitted to the recognition probabilities at
+    layer ``L - 1`` of ``--base-rate-data``, else of the model file's recorded training data, else
+    the top RBM's own visible biases (the record says which).
+    """
+    kwargs: dict[str, Any] = {
+        "n_chains": opts.chains,
+        "sweeps": opts.sweeps,
+        "sampler": opts.sampler,
+        "seed": opts.seed,
+        "device": device,
+        "progress": progress,
+    }
+    if opts.betas is not None:
+        kwargs["betas"] = opts.betas
+    if opts.max_bits is not None:
+        kwargs["max_bits"] = opts.max_bits
+    method = opts.method.value
+    base, source = None, None
+    if method != "exact":
+        spec = opts.base_rate_data or recorded_data
+        if spec:
+            try:
+                x = load_dataset(
+                    spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=dbn.n_visible
+                ).x
+                base, source = top_layer_data(dbn, x), f"{spec}, passed up to layer {dbn.n_hidden_layers - 1}"
+            except BoltzkitError:
+                if opts.base_rate_data is not None:
+                    raise
+    result = estimate_log_z(dbn.top, method, base_rate_data=base, **kwargs)
+    return result.with_settings(of="top RBM", base_data=source or "top RBM visible biases")
+
+
+def stack_log_z(
+    model: Any,
+    reference: Any,
+    opts: LogZOptions,
+    *,
+    device: torch.device,
+    progress: bool,
+    data_dir: Path | None,
+    recorded_data: str | None,
+) -> LogZResult:
+    """``boltzkit logz`` for a DBN (its top RBM's ``log Z``) or a mixture (0, exactly)."""
+    if reference is not None:
+        raise BoltzkitError(
+            "--relative-to compares two Boltzmann machines; not available for DBNs and mixtures",
+            hint="estimate each model's log Z on its own.",
+        )
+    if isinstance(model, MixtureOfBernoullis):
+        return LogZResult.exact(0.0, note="a mixture of Bernoullis is normalised")
+    return top_log_z(
+        model, opts, device=device, progress=progress, data_dir=data_dir, recorded_data=recorded_data
+    )
+
+
+# ------------------------------------------------------------------------------------ evaluate
+def _mixture_result(model: MixtureOfBernoullis, x: Tensor, per_example: bool) -> LogProbResult:
+    values = model.log_prob(x.to(model.device)).cpu()
+    mean = float(values.mean())
+    sd = float(values.std(unbiased=True)) if values.numel() > 1 else 0.0
+    zero = Band(0.0, 0.0, 0.0, 0.0, 0.0)
+    return LogProbResult(
+        mean_log_prob=mean,
+        mean_log_prob_minus_sigma=mean,
+        mean_log_prob_plus_sigma=mean,
+        mean_log_prob_minus_3sigma=mean,
+        mean_log_prob_plus_3sigma=mean,
+        mean_neg_free_energy=mean,
+        data_stderr=sd / math.sqrt(values.numel()),
+        n=int(values.numel()),
+        log_z=0.0,
+        log_z_method="exact",
+        log_z_band=zero,
+        bound="exact",
+        per_example=values if per_example else None,
+        details={"note": "a mixture is normalised: log p(v) is exact"},
+    )
+
+
+def _bound_summary(record: dict[str, Any]) -> str:
+    where = f"{record['data']} ({record['split']}, n={record['n']})"
+    lines = [
+        f"lower bound on mean log p(v) on {where}: {fmt(record['mean_log_prob'])} "
+        f"(M = {record['n_samples']} samples of q per vector)",
+        f"  Monte Carlo error of r_B: ±{fmt(record['mc_error_3std'])} (3 std, given the data); "
+        f"±{fmt(record['pooled_error_3std'])} (3 std, S1 Table 2's pooled convention)",
+    ]
+    if record["log_z_method"] != "exact":
+        lines.append(
+            f"  error of log Z ({record['log_z_method']}): {fmt(record['ais_error_minus_3sigma'])}, "
+            f"+{fmt(record['ais_error_plus_3sigma'])} (log(Z ± 3σ) - log Z)"
+        )
+    lines += [
+        f"  total: ±{fmt(record['total_error_3std'])} (3 std); range "
+        f"[{fmt(record['mean_log_prob_minus_3sigma'])}, {fmt(record['mean_log_prob_plus_3sigma'])}]",
+        f"log Z of the top RBM ({record['log_z_method']}): {fmt(record['log_z'])}",
+        f"time: {fmt(record['seconds'], 2)} s",
+    ]
+    return "\n".join(lines)
+
+
+def evaluate_stack(
+    model: DBN | MixtureOfBernoullis,
+    metadata: dict[str, Any],
+    dataset: Dataset,
+    *,
+    model_path: Path,
+    opts: LogZOptions,
+    samples: int,
+    device: torch.device,
+    progress: bool,
+    data_dir: Path | None,
+    per_example: bool,
+    t0: float,
+) -> tuple[dict[str, Any], Tensor | None]:
+    """``boltzkit evaluate`` for a DBN (the bound with its error split) or a mixture (exact)."""
+    base = {"model": str(model_path), "data": dataset.name, "split": dataset.split}
+    if isinstance(model, MixtureOfBernoullis):
+        result = _mixture_result(model, dataset.x, per_example)
+        record = {**result.to_dict(), **base, "n_components": model.n_components}
+        record["seconds"] = time.perf_counter() - t0
+        return record, result.per_example
+    log_z = top_log_z(
+        model, opts, device=device, progress=progress, data_dir=data_dir, recorded_data=metadata.get("data")
+    )
+    bound = dbn_bound(model, dataset.x, log_z, n_samples=samples, seed=opts.seed, per_example=per_example)
+    record = {**bound.to_dict(), **base, "logz": log_z.to_dict()}
+    record["seconds"] = time.perf_counter() - t0
+    return record, bound.per_example
+
+
+def emit_evaluation(record: dict[str, Any], *, as_json: bool, default_human) -> None:
+    """Print an evaluation record (the bound's own summary for a DBN)."""
+    human = (lambda: _bound_summary(record)) if record.get("n_samples") is not None else default_human
+    emit(record, as_json=as_json, human=human)
+
+
+# -------------------------------------------------------------------------------------- sample
+def draw_visible(
+    model: Any,
+    operator: TransitionOperator,
+    *,
+    chains: int,
+    steps: int,
+    generator: torch.Generator,
+    progress: bool,
+) -> Tensor:
+    """Visible states of ``chains`` samples of any model: chains of ``steps`` sweeps (for a DBN in
+    its top RBM, then a directed pass down), or ancestral samples of a mixture (``steps`` unused)."""
+    if isinstance(model, MixtureOfBernoullis):
+        return model.sample(chains, generator)
+    if isinstance(model, DBN):
+        state = sample_dbn(
+            model, operator, n_chains=chains, n_steps=steps, generator=generator, progress=progress
+        )
+        return state.visible
+    state = sample(model, operator, n_chains=chains, n_steps=steps, generator=generator, progress=progress)
+    return state.visible
+
+
+__all__ = [
+    "STACK_KINDS",
+    "draw_visible",
+    "emit_evaluation",
+    "evaluate_stack",
+    "is_stack_model",
+    "parse_list",
+    "stack_log_z",
+    "top_log_z",
+    "train_stack",
+]

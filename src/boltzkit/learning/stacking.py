@@ -1,0 +1,319 @@
+"""Greedy layer-wise training of deep belief networks (Hinton et al. 2006; S1 Sec. 4.1).
+
+Recursive greedy learning (S1 Sec. 4.1):
+
+1. fit RBM 0 to the data;
+2. freeze it and train RBM 1 on vectors drawn from its approximate posterior
+   ``q(x_1 | v) = sigmoid(W_0^T v + hbias_0)``, which maximises ``sum_h q(h | v) log p(h)`` of S1
+   Eq. 20 and so the variational bound of Eq. 19 on ``log p(v)``;
+3. proceed recursively for as many layers as desired.
+
+Each RBM is trained by :func:`~boltzkit.learning.api.train` (CD-k, PCD or SAP, any transition
+operator, any k schedule). What an upper RBM is trained on is an option (``layer_data``):
+
+``"samples"`` (default; S1: "use samples from p(h1 | v, W1) as the data")
+    binary vectors drawn from ``q`` (layer by layer through every frozen RBM below), drawn afresh
+    every epoch from a generator seeded by ``(seed, layer, epoch)``, so that resuming a layer
+    gives the same data;
+``"probs"``
+    the posterior probabilities passed up (the mean-field pass), fixed over the epochs.
+
+With ``init_transpose`` a new layer starts as the RBM below with its parameters transposed
+(``W_(l+1) = W_l^T``, visible and hidden biases swapped; S1 Sec. 5.2): the DBN then defines
+exactly the distribution over ``v`` of the DBN without the new layer, so that training it can
+only raise the bound on the training data's log-likelihood (S1 Sec. 4.1).
+
+Runs resume layer by layer: with ``checkpoint_dir`` every layer has its own checkpoint
+(``layer_L.ckpt``), written after every epoch; a resumed run reloads finished layers from their
+checkpoints and continues the interrupted one where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from boltzkit._numerics import make_generator, resolve_device
+from boltzkit.data.dataset import check_binary
+from boltzkit.errors import BoltzkitError
+from boltzkit.learning.api import METHODS, init_rbm, train
+from boltzkit.learning.callbacks import Callback
+from boltzkit.learning.history import History
+from boltzkit.models.dbn import DBN
+from boltzkit.models.rbm import RBM
+
+#: What an upper layer is trained on.
+LAYER_DATA = ("samples", "probs")
+
+#: Settings that may differ between layers (a value, or one value per hidden layer).
+PER_LAYER = (
+    "method",
+    "k",
+    "k_schedule",
+    "epochs",
+    "lr",
+    "batch_size",
+    "sampler",
+    "n_chains",
+    "momentum",
+    "weight_decay",
+    "init_transpose",
+)
+
+
+def derived_seed(seed: int, *keys: int) -> int:
+    """A seed for one part of a run (a layer, an epoch), fixed by ``seed`` and ``keys``."""
+    value = int(seed) & (2**62 - 1)
+    for key in keys:
+        value = (value * 1_000_003 + int(key) + 7_919) % (2**62)
+    return value
+
+
+def layer_data(
+    rbms: Sequence[RBM], x: Tensor, *, mode: str = "samples", generator: torch.Generator | None = None
+) -> Tensor:
+    """The data of the layer above ``rbms``: ``x`` passed up through their approximate posteriors.
+
+    ``mode="samples"`` draws each layer from ``q(x_(l+1) | x_l)`` in turn; ``"probs"`` passes
+    the probabilities up. With no RBMs, ``x`` itself.
+    """
+    if mode not in LAYER_DATA:
+        raise BoltzkitError("unknown layer data", got=repr(mode), expected=" or ".join(map(repr, LAYER_DATA)))
+    if not rbms:
+        return x
+    with torch.no_grad():
+        return DBN(list(rbms)).propagate_up(x, len(rbms), mode=mode, generator=generator)
+
+
+class ResampleLayerData(Callback):
+    """Draws a layer's training data afresh at the start of every epoch (``layer_data="samples"``).
+
+    The data of epoch ``e`` come from a generator seeded by ``derived_seed(seed, layer, e)``, not
+    from the trainer's generator, so a resumed run sees the same data as an uninterrupted one.
+    """
+
+    order = -100
+
+    def __init__(self, below: Sequence[RBM], x: Tensor, *, seed: int, layer: int) -> None:
+        self.below = list(below)
+        self.x = x
+        self.seed = int(seed)
+        self.layer = int(layer)
+
+    def data(self, epoch: int) -> Tensor:
+        g = make_generator(derived_seed(self.seed, self.layer, epoch), self.x.device)
+        return layer_data(self.below, self.x, mode="samples", generator=g)
+
+    def on_epoch_begin(self, trainer: Any, epoch: int) -> None:
+        trainer.train_x = (
+            self.data(epoch).to(device=trainer.model.device, dtype=trainer.model.dtype).contiguous()
+        )
+
+
+def _per_layer(value: Any, name: str, n: int) -> list[Any]:
+    """One value per layer: a list or tuple of ``n`` values, or a single value for all."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise BoltzkitError(
+                f"{name} must be one value, or one value per hidden layer",
+                got=f"{len(value)} values",
+                expected=f"{n} (hidden layers {n})",
+            )
+        return list(value)
+    return [value] * n
+
+
+def train_dbn(
+    train_x: Tensor,
+    hidden: Sequence[int],
+    *,
+    seed: int = 0,
+    device: str | torch.device = "auto",
+    dtype: torch.dtype = torch.float32,
+    method: str | Sequence[str] = "cd",
+    k: int | Sequence[int] = 1,
+    k_schedule: str | None | Sequence[str | None] = None,
+    epochs: int | Sequence[int] = 1,
+    lr: float | Sequence[float] = 0.05,
+    batch_size: int | Sequence[int] = 100,
+    sampler: str | Sequence[str] = "gibbs",
+    n_chains: int | Sequence[int] = 100,
+    momentum: float | Sequence[float] = 0.0,
+    weight_decay: float | Sequence[float] = 0.0,
+    init_transpose: bool | Sequence[bool] = False,
+    layer_data_mode: str = "samples",
+    bottom: Sequence[RBM] | DBN | None = None,
+    checkpoint_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    init_vbias_from_data: bool = True,
+    monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
+    layer_callbacks: Callable[[int], Sequence[Callback]] | None = None,
+) -> tuple[DBN, list[History | None]]:
+    """Train a DBN greedily, one RBM at a time, bottom first.
+
+    Parameters
+    ----------
+    train_x
+        Binary training data ``(n, n_visible)``.
+    hidden
+        Units of every hidden layer, bottom first (``[500, 2000]``: S1's DBNs).
+    seed
+        Seeds everything: layer ``l`` draws its initial weights and trains from a generator
+        seeded with ``derived_seed(seed, l)``; sampled layer data from ``derived_seed(seed, l,
+        epoch)``.
+    device, dtype
+        Where and in what precision to train.
+    method, k, k_schedule, epochs, lr, batch_size, sampler, n_chains, momentum, weight_decay
+        As for :func:`~boltzkit.learning.api.train`; each a single value for every layer, or a
+        list with one value per hidden layer (entries for the layers in ``bottom`` are unused).
+    init_transpose
+        Start layer ``l >= 1`` as the transposed RBM below (S1 Sec. 5.2; needs
+        ``hidden[l] == layer_sizes[l - 1]``); one flag, or one per layer.
+    layer_data_mode
+        ``"samples"`` (binary samples of the posterior, redrawn every epoch; S1's choice) or
+        ``"probs"`` (posterior probabilities).
+    bottom
+        RBMs (or a DBN) already trained for the lowest layers (e.g. a Table 1 RBM): used as
+        they are, frozen; their sizes must agree with ``hidden``.
+    checkpoint_dir, resume
+        Per-layer checkpoints ``layer_L.ckpt`` in this folder after every epoch; ``resume``
+        continues from them (finished layers are reloaded, not retrained).
+    progress
+        Progress bars.
+    init_vbias_from_data
+        A randomly initialised layer takes its visible biases from the mean of its data.
+    monitor
+        ``monitor(rbm, {"train": layer_data}) -> dict``, recorded each epoch of every layer.
+    layer_callbacks
+        ``layer_callbacks(l)`` gives extra trainer callbacks for layer ``l``.
+
+    Returns
+    -------
+    (DBN, list)
+        The DBN and every layer's :class:`~boltzkit.learning.history.History` (``None`` for
+        the layers taken from ``bottom``).
+    """
+    sizes = [int(h) for h in hidden]
+    if not sizes or any(h < 1 for h in sizes):
+        raise BoltzkitError("hidden layer sizes must be positive integers", got=list(hidden))
+    if layer_data_mode not in LAYER_DATA:
+        raise BoltzkitError(
+            "unknown layer data", got=repr(layer_data_mode), expected=" or ".join(map(repr, LAYER_DATA))
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise BoltzkitError("seed must be an integer", got=repr(seed))
+    n = len(sizes)
+    given = {
+        "method": method,
+        "k": k,
+        "k_schedule": k_schedule,
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "sampler": sampler,
+        "n_chains": n_chains,
+        "momentum": momentum,
+        "weight_decay": weight_decay,
+        "init_transpose": init_transpose,
+    }
+    per = {name: _per_layer(value, name, n) for name, value in given.items()}
+    for m in per["method"]:
+        if str(m).strip().lower() not in METHODS:
+            raise BoltzkitError("unknown learning method", got=repr(m), expected=", ".join(METHODS))
+    dev = resolve_device(device)
+    x = check_binary(train_x, source="training data").to(device=dev, dtype=dtype)
+    below: list[RBM] = []
+    if bottom is not None:
+        below = list(bottom.rbms) if isinstance(bottom, DBN) else list(bottom)
+        if len(below) > n:
+            raise BoltzkitError("more bottom RBMs than hidden layers", got=len(below), expected=f"<= {n}")
+        bottom_sizes = DBN(below).layer_sizes
+        if list(bottom_sizes[1:]) != sizes[: len(below)] or bottom_sizes[0] != x.shape[1]:
+            raise BoltzkitError(
+                "the bottom RBMs do not fit the data and hidden layer sizes",
+                got=f"bottom layers {list(bottom_sizes)}",
+                expected=f"[{x.shape[1]}, {', '.join(map(str, sizes[: len(below)]))}]",
+            )
+        below = [r.to(device=dev, dtype=dtype) for r in below]
+    ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+    if ckpt_dir is not None:
+        ckpt_dir.mkdir(parents=True, exist_ok=True)
+    histories: list[History | None] = [None] * len(below)
+    for l in range(len(below), n):
+        n_vis = x.shape[1] if l == 0 else sizes[l - 1]
+        gen = make_generator(derived_seed(seed, l), dev)
+        transpose = bool(per["init_transpose"][l])
+        callbacks: list[Callback] = []
+        if layer_data_mode == "samples" and l > 0:
+            resample = ResampleLayerData(below, x, seed=seed, layer=l)
+            data = resample.data(1)
+            callbacks.append(resample)
+        else:
+            data = layer_data(below, x, mode="probs")  # the data themselves for l = 0
+        if transpose:
+            if l == 0:
+                raise BoltzkitError(
+                    "the first layer cannot start as a transposed layer below",
+                    hint="init_transpose applies to layers 1 and up.",
+                )
+            if sizes[l] != below[-1].n_visible:
+                raise BoltzkitError(
+                    f"layer {l + 1} cannot start as the transposed RBM below: the sizes differ",
+                    got=f"{sizes[l]} hidden units",
+                    expected=f"{below[-1].n_visible} (the visible units of RBM {l - 1})",
+                )
+            rbm = below[-1].swapped().to(device=dev, dtype=dtype)
+        else:
+            rbm = init_rbm(
+                n_vis,
+                sizes[l],
+                generator=gen,
+                data=data if init_vbias_from_data else None,
+                dtype=dtype,
+                device=dev,
+            )
+        if layer_callbacks is not None:
+            callbacks.extend(layer_callbacks(l))
+        checkpoint = None if ckpt_dir is None else ckpt_dir / f"layer_{l}.ckpt"
+        history = train(
+            rbm,
+            data,
+            generator=gen,
+            method=str(per["method"][l]),
+            k=int(per["k"][l]),
+            k_schedule=per["k_schedule"][l],
+            epochs=int(per["epochs"][l]),
+            lr=float(per["lr"][l]),
+            batch_size=int(per["batch_size"][l]),
+            sampler=str(per["sampler"][l]),
+            n_chains=int(per["n_chains"][l]),
+            momentum=float(per["momentum"][l]),
+            weight_decay=float(per["weight_decay"][l]),
+            checkpoint_path=checkpoint,
+            checkpoint_every=1 if checkpoint is not None else 0,
+            resume=bool(resume and checkpoint is not None and checkpoint.is_file()),
+            progress=progress,
+            monitor=monitor,
+            callbacks=callbacks,
+            probabilities=layer_data_mode == "probs" and l > 0,
+            settings={
+                "dbn_layer": l,
+                "dbn_layer_sizes": [int(x.shape[1]), *sizes],
+                "layer_data": layer_data_mode if l > 0 else "data",
+                "init": "transpose" if transpose else "random",
+                "seed": seed,
+                "init_vbias_from_data": bool(init_vbias_from_data),
+            },
+        )
+        below.append(rbm)
+        histories.append(history)
+    return DBN(below), histories
+
+
+__all__ = ["LAYER_DATA", "PER_LAYER", "ResampleLayerData", "derived_seed", "layer_data", "train_dbn"]

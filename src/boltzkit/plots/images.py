@@ -1,0 +1,156 @@
+"""Binary states drawn as images: the image grid, the image shape, and the samples plot.
+
+:func:`image_grid` tiles visible states as small images separated by grey lines (``boltzkit sample
+--out FILE.png`` and ``boltzkit plot samples`` write it pixel for pixel; the AIS course draws it in
+its panels). :func:`image_shape_of` finds the shape of one image: a model file's ``image_shape``
+metadata, else a square ``n_visible``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.plots._backend import png_writer
+
+#: Width in pixels that a PNG grid is scaled up towards (by whole pixels per unit, at most 16).
+GRID_TARGET_WIDTH = 800
+
+
+def image_shape_of(metadata: Mapping[str, Any] | None, n_visible: int) -> tuple[int, int] | None:
+    """Image shape from metadata (``image_shape``), else a square ``sqrt(n_visible)``; or ``None``."""
+    shape = (metadata or {}).get("image_shape")
+    if isinstance(shape, (list, tuple)) and len(shape) == 2 and int(shape[0]) * int(shape[1]) == n_visible:
+        return int(shape[0]), int(shape[1])
+    side = math.isqrt(n_visible)
+    return (side, side) if side * side == n_visible else None
+
+
+def parse_image_shape(spec: str | Sequence[int] | None, n_visible: int) -> tuple[int, int] | None:
+    """``"28x28"`` (or a pair) checked against ``n_visible``; ``None`` stays ``None``."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        parts = spec.lower().replace("*", "x").replace(",", "x").split("x")
+        try:
+            shape = tuple(int(p) for p in parts)
+        except ValueError:
+            shape = ()
+    else:
+        shape = tuple(int(p) for p in spec)
+    if len(shape) != 2 or min(shape) < 1 or shape[0] * shape[1] != n_visible:
+        raise BoltzkitError(
+            "the image shape does not fit the states",
+            got=spec,
+            expected=f"HEIGHTxWIDTH with HEIGHT * WIDTH = {n_visible}, e.g. "
+            + (
+                f"{math.isqrt(n_visible)}x{math.isqrt(n_visible)}"
+                if math.isqrt(n_visible) ** 2 == n_visible
+                else f"1x{n_visible}"
+            ),
+        )
+    return shape[0], shape[1]
+
+
+def image_grid(
+    states: np.ndarray,
+    shape: tuple[int, int],
+    n_max: int,
+    *,
+    cols: int | None = None,
+    upscale: bool = True,
+) -> np.ndarray:
+    """Tile the first ``n_max`` rows of ``states`` as ``shape`` images, separated by grey lines.
+
+    ``cols`` images per row (default: a square grid); with ``upscale``, every unit becomes a block
+    of whole pixels so that the grid is about :data:`GRID_TARGET_WIDTH` pixels wide (at most 16).
+    """
+    n = min(len(states), n_max)
+    h, w = shape
+    cols = cols or max(1, math.ceil(math.sqrt(n)))
+    rows = max(1, math.ceil(n / cols))
+    grid = np.full((rows * (h + 1) + 1, cols * (w + 1) + 1), 0.5)
+    for i in range(n):
+        top, left = 1 + (i // cols) * (h + 1), 1 + (i % cols) * (w + 1)
+        grid[top : top + h, left : left + w] = states[i].reshape(h, w)
+    if not upscale:
+        return grid
+    scale = max(1, min(16, GRID_TARGET_WIDTH // grid.shape[1]))
+    return np.kron(grid, np.ones((scale, scale)))
+
+
+def grid_layout(n_visible: int, shape: tuple[int, int] | None) -> tuple[tuple[int, int], int | None]:
+    """The image shape to draw with and the columns of the grid: states whose shape is unknown are
+    drawn as one row of units each, stacked (one column)."""
+    if shape is not None:
+        return shape, None
+    return (1, n_visible), 1
+
+
+def load_states(source: str | os.PathLike | np.ndarray) -> np.ndarray:
+    """A ``(n, n_visible)`` array of values in [0, 1] from an array or a ``.npy`` file (``boltzkit
+    sample --out FILE.npy``)."""
+    if isinstance(source, np.ndarray):
+        x = source
+    else:
+        p = Path(source)
+        if p.suffix.lower() != ".npy":
+            raise BoltzkitError(
+                "samples are read from a .npy file", got=str(p), expected="FILE.npy (boltzkit sample --out)"
+            )
+        try:
+            x = np.load(p, allow_pickle=False)
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise BoltzkitError("cannot read this .npy file", got=f"{p} ({exc})") from None
+    if x.ndim != 2 or x.shape[0] == 0 or x.dtype.kind not in "biuf":
+        raise BoltzkitError(
+            "samples must be a non-empty numeric matrix (one row per sample)",
+            got=f"shape {x.shape}, dtype {x.dtype}",
+            expected="(n_samples, n_visible)",
+        )
+    x = x.astype(np.float64)
+    if not np.isfinite(x).all() or x.min() < 0 or x.max() > 1:
+        raise BoltzkitError("samples must hold values in [0, 1]", got=f"values in [{x.min()}, {x.max()}]")
+    return x
+
+
+def plot_samples(
+    samples: str | os.PathLike | np.ndarray,
+    out: str | os.PathLike,
+    *,
+    image_shape: str | Sequence[int] | None = None,
+    max_images: int = 100,
+) -> Path:
+    """Draw samples (an array or a ``.npy`` file) as a grid of images, one PNG pixel block per unit.
+
+    The image shape is ``image_shape`` (``"28x28"``), else a square ``n_visible``; otherwise each
+    sample is drawn as one row of units.
+    """
+    if isinstance(max_images, bool) or int(max_images) < 1:
+        raise BoltzkitError("max_images must be at least 1", got=max_images)
+    write = png_writer()
+    x = load_states(samples)
+    shape = parse_image_shape(image_shape, x.shape[1]) or image_shape_of(None, x.shape[1])
+    shape, cols = grid_layout(x.shape[1], shape)
+    p = Path(out)
+    write(p, image_grid(x, shape, int(max_images), cols=cols))
+    return p
+
+
+__all__ = [
+    "GRID_TARGET_WIDTH",
+    "grid_layout",
+    "image_grid",
+    "image_shape_of",
+    "load_states",
+    "parse_image_shape",
+    "plot_samples",
+]

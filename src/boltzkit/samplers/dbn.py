@@ -1,0 +1,72 @@
+"""Samples of a deep belief network: Gibbs chains in the top RBM, then one directed pass down.
+
+A DBN's joint is ``p(x_0 | x_1) ... p(x_(L-2) | x_(L-1)) p(x_(L-1), x_L)`` (S1 Sec. 4.2), so an
+exact sample is a sample of the top RBM followed by ancestral draws down the directed part. The top
+RBM is sampled with any transition operator (:func:`~boltzkit.samplers.driver.run_chains`); the
+chains start uniformly at random, or where the caller says (for example at the recognition
+model's states of some data).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.models.dbn import DBN
+from boltzkit.samplers.driver import run_chains
+from boltzkit.samplers.operators import TransitionOperator
+from boltzkit.state import ChainState
+
+
+@torch.no_grad()
+def sample_dbn(
+    dbn: DBN,
+    operator: TransitionOperator | str = "gibbs",
+    *,
+    n_chains: int,
+    n_steps: int,
+    generator: torch.Generator,
+    init: ChainState | None = None,
+    visible: str = "sample",
+    progress: bool = False,
+) -> ChainState:
+    """Draw ``n_chains`` samples of ``dbn``.
+
+    Parameters
+    ----------
+    dbn
+        The DBN.
+    operator
+        Transition operator of the top RBM's chains (``"gibbs"``, ``"flip"``, ``"blend:A"``, ...).
+    n_chains, n_steps
+        Chains and sweeps in the top RBM.
+    generator
+        Source of every random number (same seed, same samples).
+    init
+        Initial states of the top RBM (layers ``L - 1`` and ``L``); uniform when omitted.
+    visible
+        ``"sample"`` (binary visible states) or ``"probs"`` (``p(v = 1 | x_1)``).
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    ChainState
+        All layers ``x_0, ..., x_L`` of every sample, visible first.
+    """
+    if int(n_chains) < 1 or int(n_steps) < 0:
+        raise BoltzkitError("n_chains must be >= 1 and n_steps >= 0", got=(n_chains, n_steps))
+    top = dbn.top
+    state = top.random_state(int(n_chains), generator) if init is None else init
+    if state.layers[0].shape[1] != top.n_visible or len(state.layers) != 2:
+        raise BoltzkitError(
+            "the initial state must be a state of the top RBM",
+            got=[tuple(t.shape) for t in state.layers],
+            expected=f"two layers of {top.n_visible} and {top.n_hidden} units",
+        )
+    state = run_chains(top, operator, state, int(n_steps), generator=generator, progress=progress)
+    lower = dbn.generate_down(state.visible, generator=generator, visible=visible, top_hidden=state.hidden)
+    return ChainState((*lower, state.hidden))
+
+
+__all__ = ["sample_dbn"]

@@ -1,0 +1,453 @@
+"""Variational log Z: naive mean-field, loopy BP (Bethe), tree-reweighted bound, TAP.
+
+Reference numbers of ALGORITHMS.md sections 8 and 10 (3x2 model W = [[1,-2],[0.5,1.5],[-1,0.25]],
+b = (0.1,-0.3,0.2), c = (-0.5,0.4); tree 3x1), exactness on trees and at zero coupling, the
+bounds mean-field <= exact <= TRW on random tiny members of the family, the spanning-tree polytope,
+the certified bound, and the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import F64, exact_log_z_value, random_machine, random_rbm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from boltzkit._numerics import softplus
+from boltzkit.cli.main import app
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.exact import log_z_brute_force
+from boltzkit.estimators.result import LogZResult
+from boltzkit.io import save_model
+from boltzkit.models import RBM, BoltzmannMachine
+from boltzkit.variational import (
+    BlockGraph,
+    ConvergenceWarning,
+    TreeMixture,
+    bethe_log_z,
+    check_rho,
+    frank_wolfe,
+    is_edge_transitive,
+    max_weight_spanning_tree,
+    mean_field_log_z,
+    propagate,
+    tap_log_z,
+    trw_log_z,
+    uniform_rho,
+    variational_log_z,
+)
+from boltzkit.variational.bp import _MessageKernel
+from boltzkit.variational.node_objective import edge_tables, evaluate, maximise
+
+REF_EXACT = 3.870813
+REF_MF = 3.667426
+REF_BETHE = 3.873760
+REF_TAP = 3.872160
+REF_TRW_UNIFORM = 3.979576
+REF_TRW_FW14 = 3.915631
+REF_TREE = 3.430068
+
+
+def ref_model() -> RBM:
+    """The 3x2 model of ALGORITHMS.md section 2."""
+    w = torch.tensor([[1.0, -2.0], [0.5, 1.5], [-1.0, 0.25]], dtype=F64)
+    return RBM(
+        3, 2, weights=w, vbias=torch.tensor([0.1, -0.3, 0.2]), hbias=torch.tensor([-0.5, 0.4]), dtype=F64
+    )
+
+
+def tree_model() -> RBM:
+    """The 3x1 tree (a star) of ALGORITHMS.md section 8."""
+    w = torch.tensor([[1.0], [-2.0], [0.7]], dtype=F64)
+    return RBM(3, 1, weights=w, vbias=torch.tensor([0.1, -0.3, 0.2]), hbias=torch.tensor([0.4]), dtype=F64)
+
+
+def make(kind: str, sizes: tuple[int, ...], seed: int, scale: float = 1.0) -> BoltzmannMachine:
+    if kind == "rbm":
+        return random_rbm(*sizes, seed=seed, scale=scale)
+    return random_machine(kind, sizes, seed, scale=scale)
+
+
+# ----------------------------------------------------------------------------- reference numbers
+def test_reference_numbers_of_the_3x2_model():
+    model = ref_model()
+    assert exact_log_z_value(model) == pytest.approx(REF_EXACT, abs=1e-6)
+    assert mean_field_log_z(model, n_starts=1).log_z == pytest.approx(REF_MF, abs=1e-5)
+    assert bethe_log_z(model).log_z == pytest.approx(REF_BETHE, abs=1e-5)
+    assert tap_log_z(model, n_starts=1).log_z == pytest.approx(REF_TAP, abs=1e-5)
+    trw = trw_log_z(model, rho="uniform")
+    assert trw.log_z == pytest.approx(REF_TRW_UNIFORM, abs=1e-5)
+    assert trw.bound == "upper" and trw.converged
+
+
+def test_mean_field_with_several_starts_keeps_the_best_lower_bound():
+    res = mean_field_log_z(ref_model(), n_starts=7, seed=3)
+    assert res.bound == "lower" and res.converged
+    assert max(res.settings["start_bounds"]) == res.log_z
+    assert REF_MF - 1e-6 <= res.log_z <= REF_EXACT
+
+
+def test_frank_wolfe_on_the_3x2_model_decreases_monotonically_towards_the_optimum():
+    model = ref_model()
+    res = trw_log_z(model, rho="optimized", fw_steps=15, fw_tol=0.0)
+    hist = res.settings["fw_history"]
+    assert hist[0] == pytest.approx(REF_TRW_UNIFORM, abs=1e-5)
+    assert all(b <= a + 1e-12 for a, b in zip(hist, hist[1:], strict=False))
+    assert len(hist) == 16 and min(hist) >= REF_EXACT
+    # ALGORITHMS.md gives 3.915631 "after 14 Frank-Wolfe steps" without the step rule. With the exact
+    # line search used here the 14th step gives 3.915830 and the 15th 3.915623 (an independent NumPy
+    # implementation gives the same trajectory); the optimum over rho is about 3.913337.
+    assert hist[14] == pytest.approx(3.915830, abs=2e-5)
+    assert hist[15] == pytest.approx(3.915623, abs=2e-5)
+    assert hist[15] <= REF_TRW_FW14 + 1e-5
+    assert res.log_z == min(hist) and res.bound == "upper"
+
+
+def test_tree_model_bethe_and_trw_with_rho_one_are_exact():
+    model = tree_model()
+    graph = BlockGraph.from_model(model)
+    assert uniform_rho(graph) == (1.0,)
+    assert exact_log_z_value(model) == pytest.approx(REF_TREE, abs=1e-6)
+    assert bethe_log_z(model).log_z == pytest.approx(REF_TREE, abs=1e-6)
+    assert trw_log_z(model, rho="uniform").log_z == pytest.approx(REF_TREE, abs=1e-6)
+    assert trw_log_z(model, rho="optimized").log_z == pytest.approx(REF_TREE, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kind", "sizes"), [("rbm", (5, 1)), ("rbm", (1, 4)), ("dbm", (3, 1, 2)), ("dbm", (1, 1, 1, 1))]
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_on_tree_structured_models_bethe_and_trw_equal_exact(kind, sizes, seed):
+    model = make(kind, sizes, seed, scale=1.5)
+    graph = BlockGraph.from_model(model)
+    assert all(r == pytest.approx(1.0) for r in uniform_rho(graph))
+    exact = exact_log_z_value(model)
+    assert bethe_log_z(model).log_z == pytest.approx(exact, abs=1e-7)
+    assert trw_log_z(model, rho="uniform").log_z == pytest.approx(exact, abs=1e-6)
+
+
+# --------------------------------------------------------------------------------- the bounds
+TINY = {"rbm": (4, 3), "srbm": (4, 3), "bm": (4, 3), "dbm": (3, 3, 2)}
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 10_000), scale=st.sampled_from([0.3, 1.0, 2.0]))
+def test_mean_field_below_exact_below_trw(kind, seed, scale):
+    model = make(kind, TINY[kind], seed, scale=scale)
+    exact = exact_log_z_value(model)
+    mf = mean_field_log_z(model, n_starts=3, seed=seed)
+    trw = trw_log_z(model, rho="uniform")
+    assert mf.bound == "lower" and trw.bound == "upper"
+    assert mf.log_z <= exact + 1e-9
+    assert trw.log_z >= exact - 1e-9
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+def test_optimized_rho_stays_a_valid_bound_and_below_uniform(kind):
+    model = make(kind, TINY[kind], seed=11, scale=1.5)
+    exact = exact_log_z_value(model)
+    uniform = trw_log_z(model, rho="uniform").log_z
+    opt = trw_log_z(model, rho="optimized", fw_steps=6)
+    hist = opt.settings["fw_history"]
+    assert all(b <= a + 1e-12 for a, b in zip(hist, hist[1:], strict=False))
+    assert exact - 1e-9 <= opt.log_z <= uniform + 1e-9
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+def test_every_method_is_exact_at_zero_coupling(kind):
+    model = make(kind, TINY[kind], seed=5, scale=0.0)
+    exact = exact_log_z_value(model)
+    for res in (
+        mean_field_log_z(model),
+        bethe_log_z(model),
+        trw_log_z(model, rho="uniform"),
+        trw_log_z(model, rho="optimized"),
+        tap_log_z(model),
+    ):
+        assert res.log_z == pytest.approx(exact, abs=1e-8), res.method
+
+
+def test_independent_model_without_edges():
+    model = BoltzmannMachine.independent(
+        [torch.tensor([0.3, -1.0], dtype=F64), torch.tensor([2.0], dtype=F64)]
+    )
+    exact = log_z_brute_force(model)
+    for method in ("mean-field", "bethe", "trw", "tap"):
+        assert variational_log_z(model, method).log_z == pytest.approx(exact, abs=1e-10)
+
+
+def test_mean_field_is_monotone_in_the_sweeps():
+    model = make("srbm", (5, 3), seed=2, scale=1.5)  # laterals: sequential updates
+    values = [mean_field_log_z(model, n_starts=1, max_iter=k, tol=1e-300).log_z for k in (1, 2, 3, 5, 8, 13)]
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:], strict=False))
+
+
+def test_tap_is_not_a_bound_but_close():
+    res = tap_log_z(ref_model())
+    assert res.bound == "none" and res.converged
+    assert res.log_z > REF_EXACT  # TAP lands above log Z here: not a lower bound
+
+
+# -------------------------------------------------------------------------- spanning-tree polytope
+@pytest.mark.parametrize(("kind", "sizes"), [("rbm", (3, 2)), ("rbm", (5, 4)), ("bm", (4, 3))])
+def test_uniform_rho_on_edge_transitive_graphs_is_n_minus_1_over_e(kind, sizes):
+    graph = BlockGraph.from_model(make(kind, sizes, seed=0))
+    assert is_edge_transitive(graph)
+    n = sum(sizes)
+    assert uniform_rho(graph) == pytest.approx(tuple((n - 1) / graph.n_edges for _ in graph.blocks))
+
+
+def _dense_effective_resistance(model: BoltzmannMachine) -> np.ndarray:
+    adj = model.pairwise().mask.to(F64).numpy()
+    lap = np.diag(adj.sum(1)) - adj
+    pinv = np.linalg.pinv(lap)
+    d = np.diag(pinv)
+    return d[:, None] + d[None, :] - 2 * pinv
+
+
+def test_a_three_layer_dbm_is_complete_bipartite_and_its_uniform_rho_is_constant():
+    graph = BlockGraph.from_model(make("dbm", (3, 4, 2), seed=0))  # K_{4,5}: layers 0 and 2 against 1
+    assert uniform_rho(graph) == pytest.approx((8 / 20, 8 / 20))
+
+
+@pytest.mark.parametrize(("kind", "sizes"), [("srbm", (4, 3)), ("srbm", (5, 2)), ("dbm", (3, 4, 2, 5))])
+def test_uniform_rho_elsewhere_is_the_effective_resistance_and_not_n_minus_1_over_e(kind, sizes):
+    model = make(kind, sizes, seed=0)
+    graph = BlockGraph.from_model(model)
+    assert not is_edge_transitive(graph)
+    rho = uniform_rho(graph)
+    resistance = _dense_effective_resistance(model)
+    off = graph.offsets
+    for block, r in zip(graph.blocks, rho, strict=True):
+        l, m = block.key
+        assert r == pytest.approx(resistance[off[l], off[m] + (1 if block.lateral else 0)], abs=1e-10)
+    # Foster: the edge probabilities of any distribution over spanning trees sum to N - 1
+    assert sum(r * b.n_edges for r, b in zip(rho, graph.blocks, strict=True)) == pytest.approx(sum(sizes) - 1)
+    assert len(set(np.round(rho, 12))) > 1  # (N - 1) / |E| everywhere would leave the polytope
+    check_rho(graph, TreeMixture.uniform(graph))
+
+
+def test_frank_wolfe_rho_is_a_convex_combination_of_spanning_trees():
+    model = make("srbm", (4, 3), seed=4, scale=1.5)
+    graph = BlockGraph.from_model(model)
+    fit = frank_wolfe(graph, steps=4)
+    assert len(fit.mixture.trees) >= 1
+    assert sum(fit.mixture.weights) + fit.mixture.base_weight == pytest.approx(1.0)
+    check_rho(graph, fit.mixture, fit.rho)
+    tree = fit.mixture.trees[0]
+    assert tree.shape == (graph.n_nodes - 1, 2)
+
+
+def test_check_rho_refuses_what_is_not_in_the_polytope():
+    graph = BlockGraph.from_model(make("rbm", (3, 2), seed=0))
+    weights = (torch.rand(3, 2, dtype=F64),)
+    tree = max_weight_spanning_tree(graph, weights)
+    good = TreeMixture(uniform_rho(graph), 0.5, [tree], [0.5])
+    check_rho(graph, good, good.rho(graph))
+    with pytest.raises(BoltzkitError):
+        check_rho(graph, TreeMixture(uniform_rho(graph), 0.5, [tree], [0.6]))  # weights sum to 1.1
+    with pytest.raises(BoltzkitError):
+        check_rho(graph, TreeMixture((0.9,)))  # does not sum to N - 1 over the edges
+    cycle = np.array([[0, 3], [0, 4], [1, 3], [1, 4]])  # 4 edges, but a cycle 0-3-1-4-0
+    with pytest.raises(BoltzkitError):
+        check_rho(graph, TreeMixture(uniform_rho(graph), 0.5, [cycle], [0.5]))
+    with pytest.raises(BoltzkitError):
+        check_rho(graph, good, (torch.full((3, 2), 2 / 3, dtype=F64),))  # not the recorded combination
+
+
+def test_maximum_weight_spanning_tree_is_maximal():
+    graph = BlockGraph.from_model(make("rbm", (3, 2), seed=0))
+    w = torch.tensor([[5.0, 1.0], [4.0, 0.5], [0.1, 3.0]], dtype=F64)
+    tree = max_weight_spanning_tree(graph, (w,))
+    picked = sorted(float(w[p, q - 3]) for p, q in tree)
+    assert picked == [1.0, 3.0, 4.0, 5.0]
+
+
+# ------------------------------------------------------------------------------ the certificate
+def test_edge_tables_have_the_margins_and_the_odds_ratio():
+    g = torch.Generator().manual_seed(0)
+    zi = torch.randn(50, 1, generator=g, dtype=F64) * 4
+    zj = torch.randn(1, 40, generator=g, dtype=F64) * 4
+    w = torch.randn(50, 40, generator=g, dtype=F64) * 8
+    t = edge_tables(zi, zj, w)
+    b = [torch.exp(x) for x in (t.log_b00, t.log_b01, t.log_b10, t.log_b11)]
+    torch.testing.assert_close(sum(b), torch.ones_like(w), atol=1e-13, rtol=0)
+    torch.testing.assert_close(b[2] + b[3], torch.sigmoid(zi).expand_as(w), atol=1e-13, rtol=0)
+    torch.testing.assert_close(b[1] + b[3], torch.sigmoid(zj).expand_as(w), atol=1e-13, rtol=0)
+    torch.testing.assert_close(t.log_b00 + t.log_b11 - t.log_b01 - t.log_b10, w, atol=1e-9, rtol=1e-12)
+
+
+def test_certified_bound_holds_away_from_the_optimum_and_newton_reaches_it():
+    model = make("bm", (4, 3), seed=1, scale=1.5)
+    graph = BlockGraph.from_model(model)
+    rho = uniform_rho(graph)
+    optimum = propagate(graph, rho, tol=1e-12).log_z
+    g = torch.Generator().manual_seed(1)
+    z = tuple(torch.randn(n, generator=g, dtype=F64) for n in graph.layer_sizes)
+    ev = evaluate(graph, rho, z)
+    assert ev.value <= optimum + 1e-9 <= ev.bound + 2e-9 and ev.gap > 1e-3
+    fit = maximise(graph, rho, z, gap_tol=1e-9)
+    assert fit.evaluation.gap <= 1e-9
+    assert fit.evaluation.bound == pytest.approx(optimum, abs=1e-8)
+
+
+def test_gradient_and_hessian_of_the_node_objective_match_finite_differences():
+    model = make("srbm", (4, 3), seed=3)
+    graph = BlockGraph.from_model(model)
+    rho = uniform_rho(graph)
+    g = torch.Generator().manual_seed(2)
+    z = tuple(torch.randn(n, generator=g, dtype=F64) for n in graph.layer_sizes)
+    ev = evaluate(graph, rho, z, hessian=True)
+    mu, eps = torch.cat(ev.marginals), 1e-6
+    for k in range(graph.n_nodes):
+        up, down = mu.clone(), mu.clone()
+        up[k] += eps
+        down[k] -= eps
+        e_up = evaluate(graph, rho, tuple(torch.split(torch.logit(up), graph.layer_sizes)))
+        e_dn = evaluate(graph, rho, tuple(torch.split(torch.logit(down), graph.layer_sizes)))
+        assert (e_up.value - e_dn.value) / (2 * eps) == pytest.approx(float(ev.gradient[k]), abs=1e-6)
+        torch.testing.assert_close(
+            (e_up.gradient - e_dn.gradient) / (2 * eps), ev.hessian[k], atol=1e-5, rtol=1e-6
+        )
+
+
+def test_message_kernel_matches_the_softplus_difference_also_for_huge_couplings():
+    g = torch.Generator().manual_seed(0)
+    w = torch.cat(
+        [torch.randn(500, generator=g, dtype=F64) * 30, torch.tensor([0.0, 800.0, -800.0, 705.0], dtype=F64)]
+    )
+    a = torch.cat(
+        [torch.randn(500, generator=g, dtype=F64) * 30, torch.tensor([3.0, -20.0, 20.0, 1e3], dtype=F64)]
+    )
+    kernel = _MessageKernel(w)
+    kernel.buffer.copy_(a)
+    torch.testing.assert_close(kernel.message(), softplus(a + w) - softplus(a), atol=1e-12, rtol=1e-13)
+
+
+# ------------------------------------------------------------------------------- convergence
+def test_unconverged_bp_warns_and_says_so():
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        res = bethe_log_z(ref_model(), max_iter=2)
+    assert not res.converged and res.iterations == 2 and res.residual > 1e-3
+
+
+def test_unconverged_trw_warns_but_its_certified_value_is_still_an_upper_bound():
+    model = make("bm", (4, 3), seed=7, scale=2.0)
+    with pytest.warns(ConvergenceWarning):
+        res = trw_log_z(model, rho="uniform", max_iter=1, gap_tol=1e-300)
+    assert not res.converged
+    assert res.log_z >= exact_log_z_value(model) - 1e-9
+    assert res.log_z >= trw_log_z(model, rho="uniform").settings["primal_value"] - 1e-9  # >= the TRW optimum
+
+
+def test_settings_are_validated():
+    model = ref_model()
+    with pytest.raises(BoltzkitError):
+        bethe_log_z(model, damping=1.0)
+    with pytest.raises(BoltzkitError):
+        trw_log_z(model, tol=0.0)
+    with pytest.raises(BoltzkitError):
+        trw_log_z(model, rho="random")
+    with pytest.raises(BoltzkitError):
+        variational_log_z(model, "annealing")
+
+
+def test_float32_models_are_evaluated_in_float64():
+    model = ref_model().to(torch.float32)
+    assert bethe_log_z(model).log_z == pytest.approx(REF_BETHE, abs=1e-5)
+    assert mean_field_log_z(model, n_starts=1).log_z == pytest.approx(REF_MF, abs=1e-5)
+
+
+def test_variational_does_not_import_the_estimators():
+    """variational/ sits beside estimators/ and imports models/ and below only."""
+    folder = Path(__file__).resolve().parents[1] / "src" / "boltzkit" / "variational"
+    forbidden = (
+        "boltzkit.estimators",
+        "boltzkit.samplers",
+        "boltzkit.learning",
+        "boltzkit.cli",
+        "boltzkit.experiments",
+    )
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert not name.startswith(forbidden), f"{path.name} imports {name}"
+
+
+def test_deterministic_log_z_record_has_no_band():
+    rec = LogZResult.deterministic("bethe", 3.87, bound="none", converged=True, iterations=5, residual=1e-10)
+    d = rec.to_dict()
+    assert d["log_z"] == 3.87 and d["bound"] == "none" and d["converged"] is True
+    assert d["log_z_minus_3sigma"] is None and d["log_z_plus_sigma"] is None and d["log_z_stderr"] is None
+    assert LogZResult.exact(1.5).to_dict()["log_z_plus_3sigma"] == 1.5  # exact records unchanged
+
+
+# --------------------------------------------------------------------------------- command line
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("variational") / "m32.safetensors"
+    save_model(ref_model(), path)
+    return path
+
+
+def _last_json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("method", "extra", "bound", "value"),
+    [
+        ("mean-field", [], "lower", None),
+        ("bethe", ["--damping", "0.3"], "none", REF_BETHE),
+        ("tap", [], "none", REF_TAP),
+        ("trw", ["--rho", "uniform"], "upper", REF_TRW_UNIFORM),
+        ("trw", ["--rho", "optimized", "--max-iter", "800", "--tol", "1e-10"], "upper", None),
+    ],
+)
+def test_cli_logz_variational_json(model_file, method, extra, bound, value):
+    rec = _last_json(
+        runner.invoke(app, ["logz", str(model_file), "--method", method, "--json", "--device", "cpu", *extra])
+    )
+    for key in ("log_z", "bound", "converged", "iterations", "residual", "seconds"):
+        assert key in rec
+    assert rec["method"] == method and rec["bound"] == bound and rec["converged"] is True
+    assert rec["log_z_plus_3sigma"] is None
+    if value is not None:
+        assert rec["log_z"] == pytest.approx(value, abs=1e-5)
+    if method == "mean-field":
+        assert REF_MF - 1e-6 <= rec["log_z"] <= REF_EXACT
+    if "optimized" in extra:
+        assert REF_EXACT <= rec["log_z"] < REF_TRW_UNIFORM and rec["fw_steps"] >= 1
+
+
+def test_cli_logz_variational_human_summary_and_errors(model_file):
+    res = runner.invoke(app, ["logz", str(model_file), "--method", "bethe", "--device", "cpu"])
+    assert res.exit_code == 0 and "bound: none" in res.stdout
+    res = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--relative-to", str(model_file)])
+    assert res.exit_code == 1 and "relative-to" in res.stderr
+    res = runner.invoke(app, ["logz", str(model_file), "--method", "bethe", "--damping", "1.5"])
+    assert res.exit_code == 1 and "damping" in res.stderr
+    res = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--rho", "random"])
+    assert res.exit_code == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = runner.invoke(app, ["logz", str(model_file), "--method", "bethe", "--max-iter", "2", "--json"])
+    assert _last_json(res)["converged"] is False
+    assert not math.isnan(_last_json(res)["log_z"])
