@@ -4,6 +4,8 @@
 draws the states as a grid of images (needs matplotlib, the ``plot`` extra). The image shape comes
 from the model file's metadata, else from a square ``n_visible``. A DBN runs its chains in the top
 RBM and then draws one directed pass down; a mixture draws ancestral samples (``--steps`` unused).
+Parallel tempering (``--sampler pt:20``, ``--pt-steps K`` sweeps between swap rounds, ``--ladder``)
+keeps the chains at ``beta = 1`` and reports the swap rates and round trips of the replicas.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from boltzkit.cli.common import (
     image_shape_of,
     show_progress,
 )
-from boltzkit.cli.stack import draw_visible
+from boltzkit.cli.stack import draw_visible, is_stack_model
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
 from boltzkit.plots._backend import png_writer
 from boltzkit.plots.images import image_grid
-from boltzkit.samplers import make_operator
+from boltzkit.samplers import make_operator, run_chains
+from boltzkit.samplers.tempering import LADDERS, ParallelTempering, SwapMonitor, tune_ladder
 
 
 def command(
@@ -51,14 +54,36 @@ def command(
     max_images: Annotated[
         int, typer.Option("--max-images", min=1, help="Most samples drawn in a PNG.")
     ] = 100,
+    pt_steps: Annotated[
+        int | None,
+        typer.Option("--pt-steps", min=1, help="Parallel tempering (--sampler pt:T): sweeps between swap rounds."),
+    ] = None,
+    ladder: Annotated[
+        str,
+        typer.Option("--ladder", help="Parallel tempering: uniform, geometric or adaptive (tuned by pilot runs)."),
+    ] = "uniform",
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
-    """Sample from MODEL with Gibbs, flip-the-state or a blend, and save the final visible states."""
+    """Sample from MODEL with Gibbs, flip-the-state, a blend or parallel tempering, and save the
+    final visible states."""
     kind = out.suffix.lower()
     if kind not in (".npy", ".png"):
         raise BoltzkitError("unknown output type", got=str(out), expected="a file ending in .npy or .png")
+    if ladder not in LADDERS:
+        raise BoltzkitError("unknown temperature ladder", got=repr(ladder), expected=", ".join(LADDERS))
     operator = make_operator(sampler)
+    tempering = isinstance(operator, ParallelTempering)
+    if not tempering and (pt_steps is not None or ladder != "uniform"):
+        raise BoltzkitError(
+            "--pt-steps and --ladder apply to parallel tempering only",
+            got=f"--sampler {sampler}",
+            hint="use e.g. --sampler pt:20 --pt-steps 1",
+        )
+    if tempering:
+        operator = ParallelTempering(
+            operator.n_temperatures, operator.operator, k=pt_steps or operator.k, kind=ladder
+        )
     write_png = png_writer("or save the samples to a .npy file.") if kind == ".png" else None
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
@@ -70,15 +95,23 @@ def command(
             hint="save to a .npy file instead.",
         )
     t0 = time.perf_counter()
-    # a DBN: chains in its top RBM, then a directed pass down; a mixture: ancestral samples
-    visible = draw_visible(
-        rbm,
-        operator,
-        chains=chains,
-        steps=steps,
-        generator=make_generator(seed, dev),
-        progress=show_progress(progress),
-    )
+    generator = make_generator(seed, dev)
+    monitor: SwapMonitor | None = None
+    if tempering and not is_stack_model(rbm):
+        # chains of every replica; the swap monitor counts acceptances and round trips
+        state = operator.extend(rbm.random_state(chains, generator))
+        if operator.adaptive:
+            _, state = tune_ladder(rbm, operator, state=state, n_rounds=max(10, steps // 10), generator=generator)
+        monitor = SwapMonitor(operator.n_temperatures, chains, device=dev)
+        state = run_chains(
+            rbm, operator, state, steps, generator=generator, observers=[monitor], progress=show_progress(progress)
+        )
+        visible = operator.project(state).visible
+    else:
+        # a DBN: chains in its top RBM, then a directed pass down; a mixture: ancestral samples
+        visible = draw_visible(
+            rbm, operator, chains=chains, steps=steps, generator=generator, progress=show_progress(progress)
+        )
     seconds = time.perf_counter() - t0
     states = visible.detach().cpu().numpy().astype(np.uint8)
     if write_png is not None:
@@ -98,11 +131,27 @@ def command(
         "mean_activation": float(states.mean()),
         "seconds": seconds,
     }
-    emit(
-        record,
-        as_json=as_json,
-        human=lambda: (
-            f"{chains} chains x {steps} sweeps of {sampler} in {fmt(seconds, 2)} s -> {out} "
-            f"(mean visible activation {fmt(record['mean_activation'], 3)})"
-        ),
-    )
+    if monitor is not None:
+        record.update(
+            pt_steps=operator.k,
+            ladder=ladder,
+            betas=[round(float(b), 6) for b in operator.betas],
+            swap_rates=[float(r) for r in monitor.swap_rates],
+            round_trips=monitor.round_trips,
+        )
+
+    def human() -> str:
+        text = (
+            (
+                f"{chains} independent samples of the mixture"
+                if metadata.get("kind") == "mixture"
+                else f"{chains} chains x {steps} sweeps of {sampler}"
+            )
+            + f" in {fmt(seconds, 2)} s -> {out} (mean visible activation {fmt(record['mean_activation'], 3)})"
+        )
+        if monitor is not None:
+            rates = ", ".join(f"{r:.2f}" for r in record["swap_rates"])
+            text += f"\nswap rates (hot to cold): {rates}; round trips: {record['round_trips']}"
+        return text
+
+    emit(record, as_json=as_json, human=human)

@@ -746,8 +746,9 @@ def comparison_markdown(records: Sequence[dict[str, Any]], settings: Variational
         "Iterations: sweeps of the final run (TRW: message-passing sweeps of the final solve, 0 where "
         "Newton's method was warm-started from an earlier solve); residual: the largest change of a "
         "message (BP, TRW) or mean (mean-field, TAP) in the last sweep. Mean-field and TAP: "
-        f"{settings.n_starts} starts (all 1/2, then random). TRW: {settings.trw_label()}, from the "
-        "uniform spanning-tree distribution. All at the library's defaults otherwise (damping 0.5).",
+        f"{settings.n_starts} starts (all 1/2, then random). TRW: {settings.trw_label()}"
+        + (", from the uniform spanning-tree distribution" if settings.trw_rho == "optimized" else "")
+        + ". All at the library's defaults otherwise (damping 0.5).",
         "",
     ]
     return lines
@@ -840,7 +841,7 @@ def plot_logz_methods(panels: Sequence[MethodsPanel], path: Path, *, suptitle: s
                 f"{log_z:.1f}", (i, d), textcoords="offset points", xytext=offset, ha="center", fontsize=7
             )
         ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylim(min(-1.0, *ys) * 1.6, max(1.0, *ys) * 1.6)
+        ax.set_ylim(min(-1.0, *ys) * 3.0, max(1.0, *ys) * 3.0)  # half a decade of room for labels
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:+g}" if y else "0"))
         ax.set_xticks(range(len(labels)), labels, fontsize=8)
         ax.set_xlim(-0.6, len(labels) - 0.4)
