@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from boltzkit import __version__
-from boltzkit.cli import evaluate, logz, plot, reproduce, sample, train
+from boltzkit.cli import evaluate, logz, mixing, plot, reproduce, sample, train
 from boltzkit.cli.common import BoltzkitCommand
 
 app = typer.Typer(
@@ -61,6 +61,7 @@ for _name, _module in (
     ("logz", logz),
     ("evaluate", evaluate),
     ("sample", sample),
+    ("mixing", mixing),
     ("plot", plot),
     ("reproduce", reproduce),
 ):

@@ -8,9 +8,11 @@
                 raw log-weights (``logz --out FILE.json --keep-weights``, or an experiment's records);
                 one panel per record
 ``samples``     a grid of sample images, from ``sample --out FILE.npy``
+``acf``         energy autocorrelation functions, one line per sampler, from ``mixing --out FILE.npz``;
+                one panel per file
 =============== ==================================================================================
 
-Autocorrelation functions will come with the mixing study. Each kind is one function of
+Each kind is one function of
 :mod:`boltzkit.plots`; matplotlib is needed (``pip install "boltzkit[plot]"``).
 """
 
@@ -25,12 +27,14 @@ import typer
 
 from boltzkit.cli.common import JsonFlag, emit, fmt
 from boltzkit.errors import BoltzkitError
-from boltzkit.plots import plot_ais_course, plot_history, plot_logz_runs, plot_samples
+from boltzkit.plots import plot_acf, plot_ais_course, plot_history, plot_logz_runs, plot_samples
 from boltzkit.plots._backend import require_matplotlib
 
 #: The kinds of plot, as the command line names them.
 PlotKind = Enum(
-    "PlotKind", {k.replace("-", "_"): k for k in ("history", "ais-course", "logz-runs", "samples")}, type=str
+    "PlotKind",
+    {k.replace("-", "_"): k for k in ("history", "ais-course", "logz-runs", "samples", "acf")},
+    type=str,
 )
 
 #: Kinds that draw exactly one input file.
@@ -42,7 +46,7 @@ def command(
         PlotKind,
         typer.Argument(
             metavar="KIND",
-            help="history, ais-course, logz-runs or samples (autocorrelation comes with the mixing study).",
+            help="history, ais-course, logz-runs, samples or acf.",
         ),
     ],
     files: Annotated[
@@ -50,7 +54,7 @@ def command(
         typer.Argument(
             metavar="FILE...",
             help="Input: history .csv/.json (history), a --trace .npz (ais-course), log Z .json records "
-            "with log_weights (logz-runs), a samples .npy (samples).",
+            "with log_weights (logz-runs), a samples .npy (samples), mixing --out .npz files (acf).",
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="The PNG file to write.")],
@@ -64,15 +68,19 @@ def command(
     max_images: Annotated[
         int, typer.Option("--max-images", min=1, help="Most samples drawn (samples).")
     ] = 100,
+    max_lag: Annotated[
+        int | None,
+        typer.Option("--max-lag", min=1, help="Last lag drawn (acf) [default: n_steps / 4, at most 200]."),
+    ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Figure title.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Draw a plot (learning curves, the course of an AIS run, log Z against AIS runs, samples) as PNG.
+    """Draw a plot (learning curves, an AIS run's course, log Z against AIS runs, samples, ACFs) as PNG.
 
     KIND is one of: history (FILE: train --history PATH.csv or .json; several files overlay),
     ais-course (FILE: logz --method ais --trace FILE.npz), logz-runs (FILE: logz --out FILE.json
     --keep-weights, or experiment records with log_weights; one panel per record), samples (FILE:
-    sample --out FILE.npy). Autocorrelation functions will come with the mixing study.
+    sample --out FILE.npy), acf (FILE: mixing --out FILE.npz; one panel per file).
     """
     name = kind.value
     if out.suffix.lower() != ".png":
@@ -90,6 +98,8 @@ def command(
         plot_ais_course(files[0], out, image_shape=image_shape, title=title)
     elif name == "logz-runs":
         plot_logz_runs(files, out, title=title)
+    elif name == "acf":
+        plot_acf(files, out, max_lag=max_lag)
     else:
         plot_samples(files[0], out, image_shape=image_shape, max_images=max_images)
     seconds = time.perf_counter() - t0

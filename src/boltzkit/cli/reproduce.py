@@ -37,6 +37,35 @@ def command(
     data_dir: DataDirOpt = None,
     progress: ProgressFlag = None,
     json_output: JsonFlag = False,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="bruegge-fischer-igel-2013: parts to run, e.g. table1,table2,fig3 "
+            "(table1-table6, fig3, fig4) [default: all].",
+        ),
+    ] = None,
+    executor: Annotated[
+        str,
+        typer.Option(
+            "--executor",
+            help="bruegge-fischer-igel-2013: where training tasks run: inline, processes or ray.",
+        ),
+    ] = "inline",
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="bruegge-fischer-igel-2013: local worker processes (implies --executor processes when > 1).",
+        ),
+    ] = 1,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="bruegge-fischer-igel-2013 --executor ray: the cluster (default: local)."
+        ),
+    ] = None,
     from_run: Annotated[
         Path | None,
         typer.Option(
@@ -59,6 +88,19 @@ def command(
                 got=f"{name} --from-run {from_run}",
             )
         extra["from_run"] = str(from_run)
+    grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
+    if grid_options:
+        if name != "bruegge-fischer-igel-2013":
+            raise BoltzkitError(
+                "--only, --executor, --workers and --address apply to bruegge-fischer-igel-2013 only",
+                got=name,
+            )
+        extra.update(
+            only=only,
+            executor="processes" if workers > 1 and executor == "inline" else executor,
+            workers=workers,
+            address=address,
+        )
     summary: dict[str, Any] = run_experiment(
         name,
         out_dir=out,

@@ -56,11 +56,15 @@ def command(
     ] = 100,
     pt_steps: Annotated[
         int | None,
-        typer.Option("--pt-steps", min=1, help="Parallel tempering (--sampler pt:T): sweeps between swap rounds."),
+        typer.Option(
+            "--pt-steps", min=1, help="Parallel tempering (--sampler pt:T): sweeps between swap rounds."
+        ),
     ] = None,
     ladder: Annotated[
         str,
-        typer.Option("--ladder", help="Parallel tempering: uniform, geometric or adaptive (tuned by pilot runs)."),
+        typer.Option(
+            "--ladder", help="Parallel tempering: uniform, geometric or adaptive (tuned by pilot runs)."
+        ),
     ] = "uniform",
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
@@ -101,10 +105,18 @@ def command(
         # chains of every replica; the swap monitor counts acceptances and round trips
         state = operator.extend(rbm.random_state(chains, generator))
         if operator.adaptive:
-            _, state = tune_ladder(rbm, operator, state=state, n_rounds=max(10, steps // 10), generator=generator)
+            _, state = tune_ladder(
+                rbm, operator, state=state, n_rounds=max(10, steps // 10), generator=generator
+            )
         monitor = SwapMonitor(operator.n_temperatures, chains, device=dev)
         state = run_chains(
-            rbm, operator, state, steps, generator=generator, observers=[monitor], progress=show_progress(progress)
+            rbm,
+            operator,
+            state,
+            steps,
+            generator=generator,
+            observers=[monitor],
+            progress=show_progress(progress),
         )
         visible = operator.project(state).visible
     else:
@@ -142,13 +154,10 @@ def command(
 
     def human() -> str:
         text = (
-            (
-                f"{chains} independent samples of the mixture"
-                if metadata.get("kind") == "mixture"
-                else f"{chains} chains x {steps} sweeps of {sampler}"
-            )
-            + f" in {fmt(seconds, 2)} s -> {out} (mean visible activation {fmt(record['mean_activation'], 3)})"
-        )
+            f"{chains} independent samples of the mixture"
+            if metadata.get("kind") == "mixture"
+            else f"{chains} chains x {steps} sweeps of {sampler}"
+        ) + f" in {fmt(seconds, 2)} s -> {out} (mean visible activation {fmt(record['mean_activation'], 3)})"
         if monitor is not None:
             rates = ", ".join(f"{r:.2f}" for r in record["swap_rates"])
             text += f"\nswap rates (hot to cold): {rates}; round trips: {record['round_trips']}"

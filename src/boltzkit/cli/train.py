@@ -44,7 +44,8 @@ from boltzkit.learning import train_model
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
 LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
-TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap")}, type=str)
+TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap", "pt")}, type=str)
+Ladder = Enum("Ladder", {k: k for k in ("uniform", "geometric", "adaptive")}, type=str)
 PositiveKind = Enum(
     "PositiveKind", {k: k for k in ("auto", "exact", "mean-field", "clamped-chains")}, type=str
 )
@@ -125,6 +126,10 @@ def _summary(record: dict[str, Any]) -> str:
         f"in {fmt(record['seconds'], 1)} s -> {record['out']}",
         f"reconstruction error: {fmt(record.get('recon_error'))}",
     ]
+    last = record["history"][-1] if record.get("history") else {}
+    if last.get("swap_rates") is not None:
+        rates = ", ".join(f"{r:.2f}" for r in last["swap_rates"])
+        lines.append(f"swap rates (hot to cold): {rates}; round trips: {last.get('round_trips')}")
     if record.get("log_z") is not None:
         lines.append(f"log Z (exact): {fmt(record['log_z'])}")
         for split in ("train", "valid", "test"):
@@ -152,7 +157,11 @@ def command(
     model: Annotated[ModelKind, typer.Option("--model", help="Model to train.")] = ModelKind["rbm"],
     method: Annotated[
         TrainMethod,
-        typer.Option("--method", help="cd (CD-k), pcd (persistent CD-k) or sap (persistent chains, S2)."),
+        typer.Option(
+            "--method",
+            help="cd (CD-k), pcd (persistent CD-k), sap (persistent chains, S2) or pt (parallel "
+            "tempering: --temperatures replicas, --k sweeps between swaps).",
+        ),
     ] = TrainMethod["cd"],
     positive: Annotated[
         PositiveKind,
@@ -194,7 +203,16 @@ def command(
     ] = "0.05",
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Examples per update.")] = 100,
     sampler: SamplerOpt = "gibbs",
-    chains: Annotated[int, typer.Option("--chains", min=1, help="Persistent chains (pcd, sap).")] = 100,
+    chains: Annotated[
+        int, typer.Option("--chains", min=1, help="Persistent chains (pcd, sap; pt: per replica).")
+    ] = 100,
+    temperatures: Annotated[
+        int,
+        typer.Option("--temperatures", min=2, help="pt: tempered replicas (inverse temperatures in [0, 1])."),
+    ] = 10,
+    ladder: Annotated[
+        Ladder, typer.Option("--ladder", help="pt: uniform (as Brügge et al. 2013), geometric or adaptive.")
+    ] = Ladder["uniform"],
     momentum: Annotated[float, unit_interval_option("--momentum", help="SGD momentum, in [0, 1).")] = 0.0,
     weight_decay: Annotated[
         float, non_negative_float_option("--weight-decay", help="L2 penalty on the weights.")
@@ -318,6 +336,7 @@ def command(
         batch_size=batch_size,
         sampler=sampler,
         n_chains=chains,
+        **({"temperatures": temperatures, "ladder": ladder.value} if method.value == "pt" else {}),
         momentum=momentum,
         weight_decay=weight_decay,
         seed=seed,
@@ -352,6 +371,7 @@ def command(
         "batch_size": batch_size,
         "sampler": sampler,
         "chains": chains if method.value != "cd" else None,
+        **({"temperatures": temperatures, "ladder": ladder.value} if method.value == "pt" else {}),
         "momentum": momentum,
         "weight_decay": weight_decay,
         "seed": seed,

@@ -1,5 +1,21 @@
-"""Diagnostics of samplers: exact transition matrices on tiny models and their SLEM."""
+"""Diagnostics of samplers: exact transition matrices on tiny models and their SLEM,
+autocorrelation times of chains, class changes between modes."""
 
+from boltzkit.diagnostics.autocorrelation import (
+    IntegratedTime,
+    autocorrelation,
+    energy_trace,
+    integrated_time,
+    integrated_time_ar,
+    integrated_time_geyer,
+    integrated_time_sokal,
+)
+from boltzkit.diagnostics.class_changes import (
+    class_changes_from_ones,
+    classify_modes,
+    count_class_changes,
+    steps_to_first_change,
+)
 from boltzkit.diagnostics.transition_matrix import (
     SlemRow,
     StationaryCheck,
@@ -7,6 +23,7 @@ from boltzkit.diagnostics.transition_matrix import (
     block_kernel,
     block_kernels,
     eigenvalue_moduli,
+    exact_swap_rates,
     format_slem_table,
     slem,
     slem_study,
@@ -16,16 +33,28 @@ from boltzkit.diagnostics.transition_matrix import (
 )
 
 __all__ = [
+    "IntegratedTime",
     "SlemRow",
     "StationaryCheck",
     "all_states",
+    "autocorrelation",
     "block_kernel",
     "block_kernels",
+    "class_changes_from_ones",
+    "classify_modes",
+    "count_class_changes",
     "eigenvalue_moduli",
+    "energy_trace",
+    "exact_swap_rates",
     "format_slem_table",
+    "integrated_time",
+    "integrated_time_ar",
+    "integrated_time_geyer",
+    "integrated_time_sokal",
     "slem",
     "slem_study",
     "stationary_check",
     "stationary_distribution",
+    "steps_to_first_change",
     "transition_matrix",
 ]

@@ -33,6 +33,12 @@ def _s2_table2(**kwargs: Any) -> dict[str, Any]:
     return run_table2(**kwargs)
 
 
+def _bfi2013(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.bfi2013 import run_bfi2013
+
+    return run_bfi2013(**kwargs)
+
+
 def _ais_operators(**kwargs: Any) -> dict[str, Any]:
     from boltzkit.experiments.ais_operators import run_ais_operators
 
@@ -57,6 +63,11 @@ EXPERIMENTS: dict[str, tuple[str, Callable[..., dict[str, Any]]]] = {
         "AIS log Z and log-probabilities of MNIST RBM, SRBM and BM, 500 hidden (Salakhutdinov 2008, "
         "Table 2, Fig. 4)",
         _s2_table2,
+    ),
+    "bruegge-fischer-igel-2013": (
+        "Flip-the-state vs Gibbs: log-likelihood of CD, PCD and PT learning with Wilcoxon tests, autocorrelation "
+        "times, class changes, SLEMs (Brügge, Fischer & Igel 2013, Tables 1-6, Figs. 3-4)",
+        _bfi2013,
     ),
     "ais-operators": (
         "Gibbs vs flip-the-state vs blend inside AIS: spread of log Z estimates at equal cost",

@@ -29,7 +29,15 @@ from boltzkit.learning.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from boltzkit.learning.gradients import CDLearner, Learner, PCDLearner, Phases, Statistics, make_learner
+from boltzkit.learning.gradients import (
+    CDLearner,
+    Learner,
+    PCDLearner,
+    Phases,
+    PTLearner,
+    Statistics,
+    make_learner,
+)
 from boltzkit.learning.history import History, history_paths
 from boltzkit.learning.mixture import train_mixture
 from boltzkit.learning.phases import (
@@ -70,6 +78,7 @@ __all__ = [
     "Learner",
     "LinearK",
     "PCDLearner",
+    "PTLearner",
     "Phases",
     "ProgressBar",
     "Statistics",

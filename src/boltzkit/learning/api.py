@@ -17,8 +17,15 @@ from torch import Tensor
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
-from boltzkit.learning.callbacks import Callback, Checkpointer, HistoryWriter, LogLikelihood, ProgressBar
-from boltzkit.learning.gradients import make_learner
+from boltzkit.learning.callbacks import (
+    Callback,
+    Checkpointer,
+    HistoryWriter,
+    LambdaCallback,
+    LogLikelihood,
+    ProgressBar,
+)
+from boltzkit.learning.gradients import PTLearner, make_learner
 from boltzkit.learning.history import History
 from boltzkit.learning.phases import ClampedChains, ExactConditional, MeanFieldPhase, PositivePhase
 from boltzkit.learning.schedules import parse_k_schedule
@@ -30,7 +37,7 @@ from boltzkit.samplers.operators import make_operator
 #: Model kinds :func:`init_model` builds.
 TRAINABLE_KINDS = ("rbm", "srbm", "bm", "dbm")
 #: Learning methods.
-METHODS = ("cd", "pcd", "sap")
+METHODS = ("cd", "pcd", "sap", "pt")
 #: Positive phases by name.
 POSITIVE_PHASES = ("auto", "exact", "mean-field", "clamped-chains")
 
@@ -175,6 +182,8 @@ def train(
     batch_size: int = 100,
     sampler: str = "gibbs",
     n_chains: int = 100,
+    temperatures: int = 10,
+    ladder: str = "uniform",
     positive: str | PositivePhase = "auto",
     damping: float = 0.5,
     momentum: float = 0.0,
@@ -217,7 +226,12 @@ def train(
     sampler
         ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"A+B"`` (cycle) or ``"A*N"`` (repeat).
     n_chains
-        Persistent chains (``pcd``/``sap``).
+        Persistent chains (``pcd``/``sap``; ``pt``: chains per replica).
+    temperatures, ladder
+        Parallel tempering (``method="pt"``, t-PT_k of Brügge, Fischer & Igel 2013): replicas and
+        the ladder of inverse temperatures (``"uniform"`` on [0, 1] as S3, ``"geometric"``,
+        ``"adaptive"``); ``k`` is the number of sweeps between swap rounds. Each epoch's record
+        gets the swap rates and the round trips.
     positive, damping
         Positive phase (``"auto"``, ``"exact"``, ``"mean-field"``, ``"clamped-chains"``) and the
         mean-field damping.
@@ -254,7 +268,9 @@ def train(
     """
     method_name = str(method).strip().lower()
     if method_name not in METHODS:
-        raise BoltzkitError("unknown learning method", got=repr(method), expected="'cd', 'pcd' or 'sap'")
+        raise BoltzkitError(
+            "unknown learning method", got=repr(method), expected="'cd', 'pcd', 'sap' or 'pt'"
+        )
     k = _positive_int(k, "k", hint="k is the number of sampling sweeps per update, e.g. 1 for CD-1.")
     schedule = parse_k_schedule(k_schedule if k_schedule is not None else k)
     epochs = _positive_int(epochs, "epochs")
@@ -281,8 +297,14 @@ def train(
         valid_x = check_binary(valid_x, source="validation data", n_visible=model.n_visible)
     if lr_decay is None:
         lr_decay = method_name != "cd"
+    pt_options = {"temperatures": temperatures, "ladder": ladder} if method_name == "pt" else {}
     learner = make_learner(
-        method_name, k=schedule(0, epochs), sampler=operator, n_chains=n_chains, positive=positive_phase
+        method_name,
+        k=schedule(0, epochs),
+        sampler=operator,
+        n_chains=n_chains,
+        positive=positive_phase,
+        **pt_options,
     )
     coupling_names = {model.coupling_name(l, m) for l, m in model.coupling_keys}
     named = list(model.named_parameters())
@@ -307,6 +329,7 @@ def train(
         "k_schedule": schedule.spec,
         "sampler": operator.name,
         "n_chains": n_chains if method_name != "cd" else None,
+        **pt_options,
         "positive": learner.positive_phase(model).name,
         "epochs": epochs,
         "lr": lr,
@@ -322,6 +345,13 @@ def train(
     cbs: list[Callback] = []
     if monitor is not None:
         cbs.append(LogLikelihood(monitor, every=monitor_every))
+    if isinstance(learner, PTLearner):
+
+        def swaps(trainer: Trainer, record: dict[str, Any]) -> None:
+            record["swap_rates"] = [round(float(r), 4) for r in learner.swap_rates]
+            record["round_trips"] = learner.round_trips
+
+        cbs.append(LambdaCallback(on_epoch_end=swaps))
     cbs.extend(callbacks)
     if history_path is not None:
         cbs.append(HistoryWriter(history_path))

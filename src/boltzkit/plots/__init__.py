@@ -11,9 +11,12 @@ One function per plot; each takes data or the files boltzkit writes and an outpu
 :func:`plot_logz_runs`      ``log Z_hat`` against the number of AIS runs with ``±3 sigma`` bars (S&M
                             2008, Fig. 3) from records with raw log-weights (``logz --keep-weights``)
 :func:`plot_samples`        a grid of sample images (``sample --out FILE.npy``)
+:func:`plot_acf`            energy autocorrelation functions per sampler (``mixing --out FILE.npz``;
+                            Brügge et al. 2013, Fig. 4); :mod:`boltzkit.plots.mixing` also draws the
+                            study's Fig. 3
 =========================== ============================================================================
 
-Autocorrelation functions will join them with the mixing study. ``boltzkit plot KIND FILE...
+``boltzkit plot KIND FILE...
 --out PNG`` calls these functions. matplotlib is an optional extra (``pip install
 "boltzkit[plot]"``), imported only when a plot is drawn. This package sits at the top of the
 layers, beside ``cli/``: it reads files and records of ``estimators/``, ``learning/`` and ``io/``;
@@ -23,6 +26,7 @@ nothing below imports it.
 from boltzkit.plots.ais import plot_ais_course, plot_logz_runs, read_logz_runs
 from boltzkit.plots.history import plot_history, read_history
 from boltzkit.plots.images import image_grid, image_shape_of, plot_samples
+from boltzkit.plots.mixing import plot_acf
 
 #: The kinds of ``boltzkit plot``, by name.
 PLOTS = {
@@ -30,12 +34,14 @@ PLOTS = {
     "ais-course": plot_ais_course,
     "logz-runs": plot_logz_runs,
     "samples": plot_samples,
+    "acf": plot_acf,
 }
 
 __all__ = [
     "PLOTS",
     "image_grid",
     "image_shape_of",
+    "plot_acf",
     "plot_ais_course",
     "plot_history",
     "plot_logz_runs",

@@ -15,20 +15,25 @@ from boltzkit.samplers.operators import (
     move_probability,
 )
 from boltzkit.samplers.sequential import sequential_update
+from boltzkit.samplers.tempering import ParallelTempering, SwapMonitor, equalize_ladder, tune_ladder
 
 __all__ = [
     "Blend",
     "Cycle",
     "FlipTheState",
     "Gibbs",
+    "ParallelTempering",
     "Repeat",
     "StepInfo",
+    "SwapMonitor",
     "TransitionOperator",
     "UnitOperator",
+    "equalize_ladder",
     "make_operator",
     "move_probability",
     "run_chains",
     "sample",
     "sample_dbn",
     "sequential_update",
+    "tune_ladder",
 ]

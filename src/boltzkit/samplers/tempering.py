@@ -33,7 +33,8 @@ from torch import Tensor
 
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
-from boltzkit.samplers.operators import StepInfo, TransitionOperator, make_operator
+from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.samplers.operators import StepInfo, TransitionOperator, UnitOperator, make_operator
 from boltzkit.state import ChainState
 
 #: Ladders of inverse temperatures by name (``"adaptive"`` starts uniform, then is tuned).
@@ -239,16 +240,16 @@ class ParallelTempering(TransitionOperator):
         """``k`` inner sweeps at each replica's temperature (times ``beta``), then swaps."""
         before = state if track else None
         row_beta = self.row_betas(state, beta)
+        energy = None
         for i in range(self.k):
-            state, _ = self.operator.step(
-                model,
-                state,
-                beta=row_beta,
-                generator=generator,
-                clamped=clamped,
-                fresh_layers=fresh_layers if i == 0 else (),
-            )
-        state, accepted = self.swap(model, state, row_beta, generator)
+            fresh = fresh_layers if i == 0 else ()
+            if i == self.k - 1:
+                state, energy = self._last_sweep(model, state, row_beta, generator, clamped, fresh)
+            else:
+                state, _ = self.operator.step(
+                    model, state, beta=row_beta, generator=generator, clamped=clamped, fresh_layers=fresh
+                )
+        state, accepted = self.swap(model, state, row_beta, generator, energy=energy)
         flips = None
         if before is not None:
             flips = tuple(
@@ -257,14 +258,55 @@ class ParallelTempering(TransitionOperator):
             )
         return state, StepInfo(flip_rate=flips, swap_accepted=accepted)
 
+    def _last_sweep(self, model, state, row_beta, generator, clamped, fresh_layers):
+        """The last inner sweep, returning the joint energies of the new state when they come for
+        free: the final block of a sweep is a layer ``l`` without laterals, and its untempered input
+        ``a_l`` (computed for its update) gives ``E(x) = E_rest(x_{-l}) - x_l . a_l`` without a
+        further product (for an RBM, ``E = -c.h - v.(W h + b)``). The update itself is the
+        operator's own rule (:meth:`UnitOperator.update_units`) on the tempered logits
+        ``beta a_l``, exactly what :meth:`UnitOperator.step` does. Otherwise ``(state, None)``."""
+        blocks = model.blocks() if isinstance(model, BoltzmannMachine) else ()
+        last = blocks[-1] if blocks else None
+        if (
+            last is None
+            or not isinstance(self.operator, UnitOperator)
+            or last.sequential
+            or last.units is not None
+            or last.layer in clamped
+            or last.layer in fresh_layers
+            or sum(b.layer == last.layer for b in blocks) != 1
+        ):
+            state, _ = self.operator.step(
+                model, state, beta=row_beta, generator=generator, clamped=clamped, fresh_layers=fresh_layers
+            )
+            return state, None
+        l = last.layer
+        state, _ = self.operator.step(
+            model, state, beta=row_beta, generator=generator, clamped=(*clamped, l), fresh_layers=fresh_layers
+        )
+        inp = model.layer_input(state, l)
+        logits = inp * row_beta.to(dtype=inp.dtype).unsqueeze(1)
+        new = self.operator.update_units(logits, state.layers[l], l, generator)
+        state = state.with_layer(l, new)
+        rest = [m for m in range(model.n_layers) if m != l]
+        energy = model.energy_of(state, rest) - (new.to(torch.float64) * inp.to(torch.float64)).sum(1)
+        return state, energy
+
     @torch.no_grad()
     def swap(
-        self, model: EnergyModel, state: ChainState, row_beta: Tensor, generator: torch.Generator
+        self,
+        model: EnergyModel,
+        state: ChainState,
+        row_beta: Tensor,
+        generator: torch.Generator,
+        *,
+        energy: Tensor | None = None,
     ) -> tuple[ChainState, Tensor]:
         """One swap round: even pairs, then odd pairs; returns the new state and, per pair and
-        chain, whether the exchange was accepted (bool, ``(t - 1, n)``)."""
+        chain, whether the exchange was accepted (bool, ``(t - 1, n)``). ``energy``: the joint
+        energies of ``state`` when already known (float64, ``(t n,)``)."""
         t, n = self.n_temperatures, self._chains(state)
-        energy = model.joint_energy(state).reshape(t, n)
+        energy = (model.joint_energy(state) if energy is None else energy).reshape(t, n)
         betas = row_beta.reshape(t, n)
         order = torch.arange(t, device=energy.device).unsqueeze(1).expand(t, n).clone()  # row block per slot
         accepted = torch.zeros(t - 1, n, dtype=torch.bool, device=energy.device)
@@ -299,7 +341,8 @@ class SwapMonitor:
     swap_rates
         Mean acceptance per pair, ``(t - 1,)``.
     round_trips
-        Completed round trips over all chains.
+        Completed round trips, summed over all replicas of all chains (each of the ``t`` replicas
+        of a chain is a walker on the ladder).
     """
 
     def __init__(self, n_temperatures: int, n_chains: int, device: torch.device | str = "cpu") -> None:

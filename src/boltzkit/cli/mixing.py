@@ -1,0 +1,161 @@
+"""``boltzkit mixing MODEL``: how fast do samplers mix on a model? Energy autocorrelation times.
+
+Each operator of ``--samplers`` (default ``gibbs,flip``: G and T of Brügge, Fischer & Igel 2013,
+"S3") runs ``--chains`` chains for ``--burn-in`` unrecorded and then ``--steps`` recorded sweeps from
+the same uniform start; the joint energy after every sweep is the series (S3 Eq. 16). The integrated
+autocorrelation time ``tau = 1 + 2 sum_dt R(dt)`` is estimated by the AR fit S3 uses (Thompson
+2010), Sokal's window and Geyer's initial monotone sequence (:mod:`boltzkit.diagnostics.autocorrelation`);
+a windowed estimate from chains shorter than 50 tau is flagged. ``--out FILE.npz`` keeps the traces
+(one array per operator, ``(n_chains, n_steps)``), which ``boltzkit plot acf FILE.npz`` draws.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from boltzkit._numerics import make_generator
+from boltzkit.atomic import atomic_open
+from boltzkit.cli.common import (
+    DeviceOpt,
+    JsonFlag,
+    ModelArg,
+    ProgressFlag,
+    SeedOpt,
+    device_from,
+    emit,
+    fmt,
+    show_progress,
+    warn,
+)
+from boltzkit.cli.stack import is_stack_model
+from boltzkit.diagnostics.autocorrelation import ESTIMATORS, energy_trace, integrated_time
+from boltzkit.errors import BoltzkitError
+from boltzkit.io import load_model
+from boltzkit.samplers import make_operator
+
+
+def _operators(samplers: str) -> list[str]:
+    names = [s.strip() for s in samplers.split(",") if s.strip()]
+    if not names or len(set(names)) != len(names):
+        raise BoltzkitError(
+            "--samplers needs distinct operator names separated by commas",
+            got=repr(samplers),
+            expected="e.g. gibbs,flip or gibbs,blend:0.5,pt:10",
+        )
+    for name in names:
+        make_operator(name)  # a clear error for an unknown operator, before any work
+    return names
+
+
+def command(
+    model: ModelArg,
+    samplers: Annotated[
+        str,
+        typer.Option(
+            "--samplers",
+            help="Operators to compare, comma-separated: gibbs, flip, blend:A, A+B, A*N, pt:T[:INNER][@K].",
+        ),
+    ] = "gibbs,flip",
+    chains: Annotated[int, typer.Option("--chains", min=1, help="Independent chains per operator.")] = 10,
+    steps: Annotated[int, typer.Option("--steps", min=10, help="Recorded sweeps per chain.")] = 10_000,
+    burn_in: Annotated[
+        int, typer.Option("--burn-in", min=0, help="Sweeps run first and not recorded.")
+    ] = 1000,
+    method: Annotated[
+        str, typer.Option("--method", help="The tau estimate printed first: ar (S3's), sokal or geyer.")
+    ] = "ar",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Keep the energy traces in FILE.npz (for boltzkit plot acf)."),
+    ] = None,
+    seed: SeedOpt = 0,
+    device: DeviceOpt = "auto",
+    as_json: JsonFlag = False,
+    progress: ProgressFlag = None,
+) -> None:
+    """Estimate the energy autocorrelation time of each sampler on MODEL (S3, Table 2)."""
+    if method not in ESTIMATORS:
+        raise BoltzkitError(
+            "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
+        )
+    if out is not None and out.suffix.lower() != ".npz":
+        raise BoltzkitError(
+            "the energy traces are written as .npz", got=str(out), expected="a file ending in .npz"
+        )
+    names = _operators(samplers)
+    dev = device_from(device)
+    rbm, _ = load_model(model, device=dev)
+    if is_stack_model(rbm):
+        raise BoltzkitError(
+            "mixing measures Markov chains on a Boltzmann machine",
+            got=f"a {type(rbm).__name__}",
+            hint="a DBN samples through its top RBM: measure that RBM's file instead.",
+        )
+    t0 = time.perf_counter()
+    traces: dict[str, np.ndarray] = {}
+    taus: dict[str, dict[str, Any]] = {}
+    for name in names:
+        # the same seed for every operator: the same uniform start
+        trace = energy_trace(
+            rbm,
+            name,
+            n_chains=chains,
+            n_steps=steps,
+            burn_in=burn_in,
+            generator=make_generator(seed, dev),
+            progress=show_progress(progress),
+        ).numpy()
+        traces[name] = trace
+        taus[name] = {}
+        for est in ESTIMATORS:
+            res = integrated_time(trace, est)
+            taus[name][est] = {
+                "tau": res.tau,
+                "reliable": res.reliable,
+                "window": res.window,
+                "order": res.order,
+            }
+    seconds = time.perf_counter() - t0
+    if out is not None:
+        with atomic_open(out, "wb") as f:
+            np.savez(f, **{f"energy_{i}": t for i, t in enumerate(traces.values())}, samplers=np.array(names))
+    unreliable = [f"{n} ({est})" for n in names for est, r in taus[n].items() if not r["reliable"]]
+    if unreliable:
+        warn(
+            f"chains shorter than 50 tau for {', '.join(unreliable)}: those tau estimates are biased low; "
+            "run more --steps"
+        )
+    record: dict[str, Any] = {
+        "model": str(model),
+        "samplers": names,
+        "n_chains": chains,
+        "n_steps": steps,
+        "burn_in": burn_in,
+        "seed": seed,
+        "device": str(dev),
+        "tau": {n: taus[n][method]["tau"] for n in names},
+        "tau_method": method,
+        "estimates": taus,
+        "out": None if out is None else str(out),
+        "seconds": seconds,
+    }
+
+    def human() -> str:
+        rows = [f"integrated autocorrelation time of the energy ({chains} chains x {steps} sweeps):"]
+        for n in names:
+            others = ", ".join(f"{e} {fmt(taus[n][e]['tau'], 2)}" for e in ESTIMATORS if e != method)
+            rows.append(f"  {n}: tau = {fmt(taus[n][method]['tau'], 2)} ({method}; {others})")
+        if len(names) > 1:
+            ref = taus[names[0]][method]["tau"]
+            for n in names[1:]:
+                gain = 100.0 * (ref - taus[n][method]["tau"]) / ref
+                rows.append(f"  {n} vs {names[0]}: {fmt(gain, 2)} % shorter")
+        rows.append(f"in {fmt(seconds, 2)} s" + ("" if out is None else f" -> {out}"))
+        return "\n".join(rows)
+
+    emit(record, as_json=as_json, human=human)

@@ -1,0 +1,360 @@
+"""Autocorrelation functions and integrated autocorrelation times of Markov chains.
+
+Brügge, Fischer & Igel (2013, "S3", Sec. 4.3) compare Gibbs sampling and flip-the-state by the
+autocorrelation of the energy ``E(v_k, h_k)`` along a chain (S3 Eq. 16)::
+
+    R(dt) = E[(E_k - mu)(E_{k+dt} - mu)] / sigma^2
+
+and its integrated autocorrelation time (S3 Eq. 17)::
+
+    tau = sum_{dt = -inf}^{inf} R(dt) = 1 + 2 sum_{dt >= 1} R(dt)
+
+``l tau`` consecutive samples estimate a mean as well as ``l`` independent ones. Summing the
+sample autocorrelations of a finite chain is noisy, so ``tau`` is estimated in three ways:
+
+* :func:`integrated_time_ar` (what S3 uses, after Thompson 2010 and his SamplerCompare ``ar.act``):
+  fit an autoregressive model AR(p) by Yule-Walker with the order chosen by AIC (R's ``ar.yw``) and
+  take the model's ``tau = (1 - sum_k phi_k rho_k) / (1 - sum_k phi_k)^2``;
+* :func:`integrated_time_sokal`: the windowed sum ``1 + 2 sum_{dt <= M} R(dt)`` with Sokal's
+  automatic window, the smallest ``M >= c tau(M)`` (the estimator of emcee's ``integrated_time``);
+* :func:`integrated_time_geyer`: Geyer's (1992) initial monotone sequence estimator.
+
+Several chains of the same quantity (shape ``(n_chains, n_steps)``) share one estimate: their
+normalised autocorrelation functions are averaged (as emcee does); the AR estimator fits each
+chain and averages the times. Everything is float64 numpy. :func:`energy_trace` records the
+energies of chains run by any operator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.models.base import EnergyModel
+from boltzkit.samplers.driver import run_chains
+from boltzkit.samplers.operators import TransitionOperator, make_operator
+from boltzkit.state import ChainState
+
+#: Sokal's window constant (emcee's default): the window is the smallest ``M >= c tau(M)``.
+SOKAL_C = 5.0
+#: A windowed estimate is trusted when the chain is at least this many ``tau`` long (emcee's tol).
+RELIABLE_LENGTHS = 50.0
+
+
+@dataclass(frozen=True)
+class IntegratedTime:
+    """An integrated autocorrelation time and how it was obtained.
+
+    Attributes
+    ----------
+    tau
+        The estimate (mean over chains for ``method="ar"``).
+    method
+        ``"ar"``, ``"sokal"`` or ``"geyer"``.
+    n_steps, n_chains
+        Length and number of the chains.
+    window
+        Lags summed (``"sokal"``, ``"geyer"``); ``None`` for ``"ar"``.
+    order
+        AR order chosen by AIC (``"ar"``; the largest over chains); else ``None``.
+    per_chain
+        ``tau`` of each chain (``"ar"`` only; the windowed estimators pool the chains).
+    reliable
+        Whether the chains are at least :data:`RELIABLE_LENGTHS` times ``tau`` long.
+    """
+
+    tau: float
+    method: str
+    n_steps: int
+    n_chains: int
+    window: int | None = None
+    order: int | None = None
+    per_chain: tuple[float, ...] = ()
+    reliable: bool = True
+
+    def __float__(self) -> float:
+        return float(self.tau)
+
+
+def _as_chains(x: np.ndarray | Tensor | Sequence[float], *, min_steps: int = 3) -> np.ndarray:
+    """``x`` as a float64 array of shape ``(n_chains, n_steps)``, de-meaned per chain."""
+    if isinstance(x, Tensor):
+        x = x.detach().cpu().to(torch.float64).numpy()
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[0] < 1 or a.shape[1] < min_steps:
+        raise BoltzkitError(
+            "a chain's series must have shape (n_steps,) or (n_chains, n_steps)",
+            got=f"shape {a.shape}",
+            expected=f"at least {min_steps} steps",
+        )
+    if not np.isfinite(a).all():
+        raise BoltzkitError("the series holds NaN or infinite values", got=f"shape {a.shape}")
+    return a - a.mean(axis=1, keepdims=True)
+
+
+def _autocovariance(a: np.ndarray) -> np.ndarray:
+    """Biased autocovariances ``(1/n) sum_k a_k a_{k+dt}`` of de-meaned rows, by FFT, ``(m, n)``."""
+    n = a.shape[1]
+    size = 1 << (2 * n - 1).bit_length()  # zero padding: no circular wrap-around
+    f = np.fft.rfft(a, n=size, axis=1)
+    return np.fft.irfft(f * np.conj(f), n=size, axis=1)[:, :n] / n
+
+
+def autocorrelation(x: np.ndarray | Tensor | Sequence[float], max_lag: int | None = None) -> np.ndarray:
+    """Normalised autocorrelation function ``R(dt)``, ``dt = 0 .. max_lag`` (S3 Eq. 16).
+
+    Parameters
+    ----------
+    x
+        A series, shape ``(n_steps,)``, or several chains of it, ``(n_chains, n_steps)``.
+    max_lag
+        Last lag returned (default ``n_steps - 1``).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape ``(max_lag + 1,)``, ``R(0) = 1``; the mean over chains of each chain's
+        normalised function (a constant chain contributes nothing).
+    """
+    a = _as_chains(x, min_steps=2)
+    acov = _autocovariance(a)
+    var = acov[:, :1]
+    live = var[:, 0] > 0
+    if not live.any():
+        raise BoltzkitError(
+            "the series is constant: its autocorrelation is undefined", got=f"shape {a.shape}"
+        )
+    acf = (acov[live] / var[live]).mean(axis=0)
+    if max_lag is not None:
+        if isinstance(max_lag, bool) or not isinstance(max_lag, int) or max_lag < 0:
+            raise BoltzkitError("max_lag must be a non-negative integer", got=repr(max_lag))
+        acf = acf[: max_lag + 1]
+    return acf
+
+
+def integrated_time_sokal(x: np.ndarray | Tensor | Sequence[float], *, c: float = SOKAL_C) -> IntegratedTime:
+    """``tau`` by the windowed sum ``1 + 2 sum_{dt=1}^{M} R(dt)`` with Sokal's automatic window.
+
+    ``M`` is the smallest lag with ``M >= c tau(M)`` (Sokal 1997; Goodman & Weare 2010; emcee's
+    ``integrated_time``); the estimate is flagged unreliable when the chain is shorter than
+    :data:`RELIABLE_LENGTHS` ``tau``.
+    """
+    if not float(c) > 0:
+        raise BoltzkitError("Sokal's window constant c must be positive", got=c)
+    a = _as_chains(x)
+    rho = autocorrelation(a)
+    taus = 2.0 * np.cumsum(rho) - 1.0
+    ok = np.arange(taus.size) >= float(c) * taus
+    window = int(np.argmax(ok)) if ok.any() else taus.size - 1
+    tau = float(taus[window])
+    return IntegratedTime(
+        tau=tau,
+        method="sokal",
+        n_steps=a.shape[1],
+        n_chains=a.shape[0],
+        window=window,
+        reliable=bool(a.shape[1] >= RELIABLE_LENGTHS * tau),
+    )
+
+
+def integrated_time_geyer(x: np.ndarray | Tensor | Sequence[float]) -> IntegratedTime:
+    """``tau`` by Geyer's (1992) initial monotone sequence estimator.
+
+    The sums of adjacent pairs ``Gamma_k = R(2k) + R(2k + 1)`` of a reversible chain are
+    positive and decreasing; sum them while positive, each capped by the one before, and take
+    ``tau = -1 + 2 sum_k Gamma_k``.
+    """
+    a = _as_chains(x)
+    rho = autocorrelation(a)
+    m = rho.size // 2
+    gamma = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
+    stop = np.flatnonzero(gamma <= 0)
+    k = int(stop[0]) if stop.size else gamma.size
+    mono = np.minimum.accumulate(gamma[:k]) if k else gamma[:0]
+    tau = float(-1.0 + 2.0 * mono.sum()) if k else 1.0
+    return IntegratedTime(
+        tau=tau,
+        method="geyer",
+        n_steps=a.shape[1],
+        n_chains=a.shape[0],
+        window=2 * k,
+        reliable=bool(a.shape[1] >= RELIABLE_LENGTHS * tau),
+    )
+
+
+def levinson_durbin(acov: np.ndarray, order: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Yule-Walker AR coefficients of every order ``1 .. order`` from autocovariances.
+
+    Parameters
+    ----------
+    acov
+        ``r(0), r(1), ..., r(order)`` (at least ``order + 1`` values, ``r(0) > 0``).
+    order
+        Largest order.
+
+    Returns
+    -------
+    (list of numpy.ndarray, numpy.ndarray)
+        ``phi[p - 1]`` of shape ``(p,)`` for ``p = 1 .. order``, and the innovation variances
+        ``v_p = r(0) prod_{j <= p} (1 - kappa_j^2)`` for ``p = 0 .. order``, shape ``(order + 1,)``.
+    """
+    r = np.asarray(acov, dtype=np.float64)
+    phis: list[np.ndarray] = []
+    var = np.empty(order + 1)
+    var[0] = r[0]
+    phi = np.zeros(0)
+    for p in range(1, order + 1):
+        kappa = (r[p] - phi @ r[p - 1 : 0 : -1]) / var[p - 1] if p > 1 else r[1] / r[0]
+        phi = np.concatenate([phi - kappa * phi[::-1], [kappa]])
+        var[p] = var[p - 1] * (1.0 - kappa * kappa)
+        phis.append(phi)
+    return phis, var
+
+
+def ar_time(phi: np.ndarray, rho: np.ndarray) -> float:
+    """``tau`` of an AR(p) model: ``(1 - sum_k phi_k rho_k) / (1 - sum_k phi_k)^2`` (Thompson 2010),
+    with ``rho_k`` its autocorrelations at lags ``1 .. p`` (the sample ones under Yule-Walker)."""
+    denominator = (1.0 - float(np.sum(phi))) ** 2
+    if denominator <= 0:
+        return math.inf
+    return (1.0 - float(phi @ rho[1 : phi.size + 1])) / denominator
+
+
+def _ar_one(a: np.ndarray, order_max: int | None) -> tuple[float, int]:
+    n = a.size
+    top = min(n - 1, int(math.floor(10.0 * math.log10(n)))) if order_max is None else int(order_max)
+    top = max(1, min(top, n - 1))
+    acov = _autocovariance(a[None, :])[0, : top + 1]
+    if acov[0] <= 0:
+        return 1.0, 1  # a constant chain: every sample is the same, nothing to correlate
+    phis, var = levinson_durbin(acov, top)
+    with np.errstate(divide="ignore"):
+        aic = n * np.log(np.maximum(var[1:], 1e-300)) + 2.0 * np.arange(1, top + 1)
+    p = int(np.argmin(aic)) + 1  # order >= 1, as Thompson's ar.act forces
+    return ar_time(phis[p - 1], acov / acov[0]), p
+
+
+def integrated_time_ar(
+    x: np.ndarray | Tensor | Sequence[float], *, order_max: int | None = None
+) -> IntegratedTime:
+    """``tau`` of an AR(p) model fitted by Yule-Walker, ``p`` by AIC (Thompson 2010; S3 Sec. 4.3).
+
+    As R's ``ar.yw``: the series is de-meaned, the biased autocovariances give the Yule-Walker
+    coefficients of every order up to ``order_max`` (default ``floor(10 log10 n)``) by the
+    Levinson-Durbin recursion, and the order minimising ``n log v_p + 2 p`` (``v_p`` the innovation
+    variance) is taken, at least 1. A Yule-Walker fit is always stationary, so ``tau`` is finite.
+
+    Parameters
+    ----------
+    x
+        Shape ``(n_steps,)`` or ``(n_chains, n_steps)``; each chain is fitted on its own.
+    order_max
+        Largest AR order tried.
+
+    Returns
+    -------
+    IntegratedTime
+        The mean of the chains' times, each chain's time, and the largest chosen order.
+    """
+    if order_max is not None and (
+        isinstance(order_max, bool) or not isinstance(order_max, int) or order_max < 1
+    ):
+        raise BoltzkitError("order_max must be a positive integer", got=repr(order_max))
+    a = _as_chains(x)
+    fits = [_ar_one(row, order_max) for row in a]
+    taus = tuple(float(t) for t, _ in fits)
+    tau = float(np.mean(taus))
+    return IntegratedTime(
+        tau=tau,
+        method="ar",
+        n_steps=a.shape[1],
+        n_chains=a.shape[0],
+        order=max(p for _, p in fits),
+        per_chain=taus,
+        reliable=bool(math.isfinite(tau) and a.shape[1] >= RELIABLE_LENGTHS * tau),
+    )
+
+
+#: Estimators by name.
+ESTIMATORS = {"ar": integrated_time_ar, "sokal": integrated_time_sokal, "geyer": integrated_time_geyer}
+
+
+def integrated_time(x: np.ndarray | Tensor | Sequence[float], method: str = "ar") -> IntegratedTime:
+    """``tau`` by ``method``: ``"ar"`` (S3's), ``"sokal"`` or ``"geyer"``."""
+    if method not in ESTIMATORS:
+        raise BoltzkitError(
+            "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
+        )
+    return ESTIMATORS[method](x)
+
+
+@torch.no_grad()
+def energy_trace(
+    model: EnergyModel,
+    operator: TransitionOperator | str,
+    *,
+    n_chains: int,
+    n_steps: int,
+    generator: torch.Generator,
+    burn_in: int = 0,
+    init: ChainState | None = None,
+    progress: bool = False,
+) -> Tensor:
+    """The joint energy ``E(v, h)`` of chains after every sweep (the series of S3 Eq. 16).
+
+    Parameters
+    ----------
+    model, operator
+        Target and kernel (parallel tempering: the ``beta = 1`` replica's energies).
+    n_chains, n_steps
+        Chains and recorded sweeps.
+    generator
+        Source of randomness.
+    burn_in
+        Sweeps run first and not recorded.
+    init
+        Start (default: uniform random states).
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    Tensor
+        float64, shape ``(n_chains, n_steps)``, on the CPU.
+    """
+    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or n_steps < 1:
+        raise BoltzkitError("n_steps must be a positive integer", got=repr(n_steps))
+    op = make_operator(operator)
+    state = op.extend(model.random_state(n_chains, generator) if init is None else init)
+    if burn_in:
+        state = run_chains(model, op, state, burn_in, generator=generator)
+    out = torch.empty(n_steps, n_chains, dtype=torch.float64, device=state.layers[0].device)
+    for step in tqdm(range(n_steps), desc="energy trace", disable=not progress, leave=False):
+        state, _ = op.step(model, state, generator=generator)  # no flip-rate tracking: no host syncs
+        out[step] = model.joint_energy(op.project(state)).to(torch.float64)
+    return out.t().contiguous().cpu()
+
+
+__all__ = [
+    "ESTIMATORS",
+    "RELIABLE_LENGTHS",
+    "SOKAL_C",
+    "IntegratedTime",
+    "ar_time",
+    "autocorrelation",
+    "energy_trace",
+    "integrated_time",
+    "integrated_time_ar",
+    "integrated_time_geyer",
+    "integrated_time_sokal",
+    "levinson_durbin",
+]

@@ -1,0 +1,681 @@
+"""Repeated learning experiments as a grid of independent, seeded, resumable tasks.
+
+Brügge, Fischer & Igel (2013, "S3", Sec. 4.2) train RBMs with every combination of data set,
+algorithm (CD_k, PCD_k, t-PT_k), learning rate and transition operator (Gibbs G, flip-the-state
+T), repeat each 25 times, record the exact log-likelihood every 100 of 20,000 updates, and compare
+G with T by the median over repetitions of each run's maximum log-likelihood and a Wilcoxon
+signed-rank test (S3 Tables 1, 5, 6). This module runs such a grid:
+
+* a :class:`GridTask` is one training run; its seed depends on the data set, algorithm, learning
+  rate and repetition but **not** on the operator, so G and T of one repetition start from the
+  same weights and see the same minibatches (paired samples for the signed-rank test);
+* :func:`run_task` trains and returns the task's record (the curve of exact log-likelihoods);
+* :func:`run_grid` runs the tasks not yet done and writes each record atomically to
+  ``OUT/tasks/<task_id>.json`` (the one JSON encoder of :mod:`boltzkit.jsonio`), so a killed sweep
+  resumes where it stopped and finished tasks are never rerun. Executors: ``"inline"`` (this
+  process, the default), ``"processes"`` (``workers`` local processes, each with
+  ``cores // workers`` torch threads: two default-threaded torch processes on two cores run many
+  times slower) and ``"ray"`` (a Ray cluster at ``address``, or a local one; the driver writes the
+  records, so workers need no shared file system);
+* :func:`aggregate` turns records into cells (median maximum log-likelihood) and G-vs-T
+  comparisons with the Wilcoxon signed-rank test (``scipy.stats.wilcoxon``) and S3's star.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from boltzkit._numerics import resolve_device
+from boltzkit.data import load_dataset
+from boltzkit.data.registry import derive_seed
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.likelihood import exact_log_likelihoods
+from boltzkit.jsonio import save_json
+from boltzkit.learning.gradients import Learner, PTLearner, make_learner
+from boltzkit.models.rbm import RBM
+
+#: Executors of :func:`run_grid`.
+EXECUTORS = ("inline", "processes", "ray")
+#: Significance level of the signed-rank test (S3: p < 0.05).
+ALPHA = 0.05
+#: Version of the task record layout.
+RECORD_VERSION = 1
+
+
+# ------------------------------------------------------------------------------- algorithms
+def parse_algorithm(spec: str) -> dict[str, Any]:
+    """``"cd:K"``, ``"pcd:K"`` or ``"pt:T:K"`` (t-PT_k) as ``{"method", "k", "temperatures"}``."""
+    parts = str(spec).strip().lower().split(":")
+    try:
+        if parts[0] in ("cd", "pcd") and len(parts) == 2:
+            k = int(parts[1])
+            if k >= 1:
+                return {"method": parts[0], "k": k, "temperatures": None}
+        if parts[0] == "pt" and len(parts) == 3:
+            t, k = int(parts[1]), int(parts[2])
+            if t >= 2 and k >= 1:
+                return {"method": "pt", "k": k, "temperatures": t}
+    except ValueError:
+        pass
+    raise BoltzkitError(
+        "cannot read the learning algorithm",
+        got=repr(spec),
+        expected="'cd:K', 'pcd:K' or 'pt:T:K' (T temperatures, K sweeps between swaps), e.g. 'pt:20:1'",
+    )
+
+
+def algorithm_label(spec: str) -> str:
+    """S3's name of an algorithm: ``CD_5``, ``PCD_10``, ``20-PT_1``."""
+    a = parse_algorithm(spec)
+    if a["method"] == "pt":
+        return f"{a['temperatures']}-PT_{a['k']}"
+    return f"{a['method'].upper()}_{a['k']}"
+
+
+# ------------------------------------------------------------------------------------ tasks
+@dataclass(frozen=True)
+class GridTask:
+    """One training run of the grid.
+
+    Attributes
+    ----------
+    dataset
+        A :func:`~boltzkit.data.load_dataset` spec (``"bars-and-stripes"``,
+        ``"artificial-modes:0.1"``, ``"mnist"``).
+    algorithm
+        ``"cd:K"``, ``"pcd:K"`` or ``"pt:T:K"`` (:func:`parse_algorithm`).
+    lr
+        SGD learning rate (no momentum, no weight decay: S3 Sec. 4.2).
+    operator
+        The transition operator inside the chains (``"gibbs"``, ``"flip"``, ``"blend:A"``).
+    repetition
+        Index of the repetition (0-based).
+    n_hidden
+        Hidden units (S3: 16 on the toy problems, 10 on MNIST).
+    n_updates
+        Parameter updates (S3: 20,000).
+    eval_every
+        Updates between exact log-likelihood evaluations (S3: 100).
+    batch_size
+        Examples per update; ``None`` is batch learning (S3: Bars and Stripes); chains per
+        update (CD, PCD, each PT replica) equal the batch size, as in S3.
+    seed
+        Base seed of the grid.
+    data_seed
+        Seed of random data sets (the same data for every task).
+    init_scale
+        Standard deviation of the initial weights and biases (S3: 0.01).
+    device, dtype
+        Where and in what precision to train (``"cpu"``/``"auto"``/``"cuda"``; ``"float64"`` or
+        ``"float32"``); log-likelihoods are always float64.
+    keep_model
+        Also keep the trained model: :func:`run_grid` writes it to ``OUT/models/<task_id>.safetensors``
+        (the studies of autocorrelation and class changes sample from these models).
+    """
+
+    dataset: str
+    algorithm: str
+    lr: float
+    operator: str
+    repetition: int
+    n_hidden: int = 16
+    n_updates: int = 20_000
+    eval_every: int = 100
+    batch_size: int | None = None
+    seed: int = 0
+    data_seed: int = 0
+    init_scale: float = 0.01
+    device: str = "cpu"
+    dtype: str = "float64"
+    keep_model: bool = False
+
+    def __post_init__(self) -> None:
+        parse_algorithm(self.algorithm)
+        for name in ("n_hidden", "n_updates", "eval_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise BoltzkitError(f"a grid task's {name} must be a positive integer", got=repr(v))
+        if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
+            raise BoltzkitError("batch_size must be a positive integer or None", got=repr(self.batch_size))
+        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+            raise BoltzkitError("the learning rate must be a positive number", got=repr(self.lr))
+        if self.dtype not in ("float32", "float64"):
+            raise BoltzkitError("a grid task's dtype must be 'float32' or 'float64'", got=repr(self.dtype))
+
+    @property
+    def cell(self) -> tuple[str, str, float, str]:
+        """The grid cell: ``(dataset, algorithm, lr, operator)``."""
+        return (self.dataset, self.algorithm, float(self.lr), self.operator)
+
+    @property
+    def pair_seed(self) -> int:
+        """Seed of the run: shared by every operator of one repetition (paired comparisons)."""
+        return derive_seed(
+            self.seed,
+            self.dataset,
+            self.algorithm,
+            repr(float(self.lr)),
+            str(self.repetition),
+            str(self.n_hidden),
+        )
+
+    @property
+    def task_id(self) -> str:
+        """File-name-safe identity; settings beyond the cell go into a short hash."""
+        settings = (
+            self.n_hidden,
+            self.n_updates,
+            self.eval_every,
+            self.batch_size,
+            self.seed,
+            self.data_seed,
+            self.init_scale,
+        )
+        tag = f"{derive_seed(0, repr(settings)) % 16**6:06x}"
+        raw = f"{self.dataset}_{self.algorithm}_lr{float(self.lr):g}_{self.operator}_r{self.repetition}_{tag}"
+        return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two tasks the same run (everything but ``keep_model``)."""
+        out = self.to_dict()
+        out.pop("keep_model")
+        return out
+
+
+def make_grid(
+    datasets: Iterable[str],
+    algorithms: Iterable[str],
+    lrs: Iterable[float],
+    operators: Iterable[str] = ("gibbs", "flip"),
+    repetitions: int = 25,
+    **settings: Any,
+) -> list[GridTask]:
+    """The full grid: every combination, repetitions innermost but one (operator innermost).
+
+    ``settings`` are the remaining :class:`GridTask` fields (``n_hidden``, ``n_updates``, ...),
+    or a callable ``settings(dataset) -> dict`` under the key ``per_dataset``.
+    """
+    per_dataset: Callable[[str], dict[str, Any]] | None = settings.pop("per_dataset", None)
+    tasks = []
+    for d in datasets:
+        extra = dict(settings, **(per_dataset(d) if per_dataset else {}))
+        for a in algorithms:
+            for lr in lrs:
+                for r in range(int(repetitions)):
+                    for op in operators:
+                        tasks.append(GridTask(d, a, float(lr), op, r, **extra))
+    return tasks
+
+
+# ------------------------------------------------------------------------------- one task
+@functools.lru_cache(maxsize=8)
+def _data(spec: str, data_dir: str | None, data_seed: int) -> torch.Tensor:
+    return load_dataset(spec, split="train", data_dir=data_dir, seed=data_seed).x
+
+
+def _init_model(
+    n_visible: int, n_hidden: int, scale: float, generator: torch.Generator, dtype: torch.dtype
+) -> RBM:
+    """S3 Sec. 4.2: weights and biases ~ N(0, scale^2) (drawn in float64, then cast)."""
+    dev = generator.device
+    kw = {"generator": generator, "dtype": torch.float64, "device": dev}
+    return RBM(
+        n_visible,
+        n_hidden,
+        weights=scale * torch.randn(n_visible, n_hidden, **kw),
+        vbias=scale * torch.randn(n_visible, **kw),
+        hbias=scale * torch.randn(n_hidden, **kw),
+        dtype=dtype,
+        device=dev,
+    )
+
+
+def _learner(task: GridTask, n_chains: int) -> Learner:
+    a = parse_algorithm(task.algorithm)
+    kw: dict[str, Any] = {
+        "k": a["k"],
+        "sampler": task.operator,
+        "n_chains": n_chains,
+        "reconstruction": False,
+    }
+    if a["method"] == "pt":
+        kw["temperatures"] = a["temperatures"]
+    return make_learner(a["method"], **kw)
+
+
+@torch.no_grad()
+def train_task(
+    task: GridTask, x: torch.Tensor, *, on_eval: Callable[[int, RBM], None] | None = None
+) -> tuple[RBM, dict[str, Any]]:
+    """Train the task's RBM on ``x`` (``(n, n_visible)``); returns it and its record.
+
+    The update loop: minibatches of a fresh permutation each pass (or the whole set), the
+    learner's gradient, one SGD step. The exact mean log-likelihood of ``x`` is measured at update
+    0 and every ``eval_every`` updates (and after the last); ``None`` where it is intractable.
+    """
+    t0 = time.perf_counter()
+    dev = resolve_device(task.device)
+    dtype = torch.float64 if task.dtype == "float64" else torch.float32
+    g = torch.Generator(device=dev).manual_seed(task.pair_seed)
+    x = x.to(device=dev, dtype=dtype)
+    n = x.shape[0]
+    bs = n if task.batch_size is None else min(task.batch_size, n)
+    rbm = _init_model(x.shape[1], task.n_hidden, task.init_scale, g, dtype)
+    learner = _learner(task, bs)
+    optimizer = torch.optim.SGD(rbm.parameters(), lr=float(task.lr))
+    learner.setup(rbm, x, g)
+    updates: list[int] = []
+    curve: list[float | None] = []
+
+    def evaluate(u: int) -> None:
+        updates.append(u)
+        value = exact_log_likelihoods(rbm, {"train": x}).get("train_log_lik")
+        curve.append(None if value is None or not math.isfinite(value) else float(value))
+        if on_eval is not None:
+            on_eval(u, rbm)
+
+    evaluate(0)
+    perm = torch.randperm(n, generator=g, device=dev)
+    pos = 0
+    for u in range(1, task.n_updates + 1):
+        if bs == n:
+            batch = x
+        else:
+            if pos + bs > n:
+                perm, pos = torch.randperm(n, generator=g, device=dev), 0
+            batch = x.index_select(0, perm[pos : pos + bs])
+            pos += bs
+        learner.set_gradients(rbm, batch, g)
+        optimizer.step()
+        if u % task.eval_every == 0 or u == task.n_updates:
+            evaluate(u)
+    finite = [v for v in curve if v is not None]
+    record: dict[str, Any] = {
+        "version": RECORD_VERSION,
+        "task": task.to_dict(),
+        "task_id": task.task_id,
+        "label": algorithm_label(task.algorithm),
+        "updates": updates,
+        "log_lik": curve,
+        "max_log_lik": max(finite) if finite else None,
+        "final_log_lik": curve[-1],
+        "n_train": n,
+        "seconds": time.perf_counter() - t0,
+        "torch": torch.__version__,
+    }
+    if isinstance(learner, PTLearner):
+        record["swap_rates"] = [float(r) for r in learner.swap_rates]
+        record["round_trips"] = learner.round_trips
+    return rbm, record
+
+
+def run_task(task: GridTask, data_dir: str | None = None) -> dict[str, Any]:
+    """Load the task's data and train (:func:`train_task`); returns the record, with the model's
+    parameters (CPU tensors) under ``"parameters"`` when the task keeps its model."""
+    x = _data(task.dataset, data_dir, task.data_seed)
+    rbm, record = train_task(task, x)
+    if task.keep_model:
+        record["parameters"] = {k: v.detach().cpu() for k, v in rbm.state_dict().items()}
+    return record
+
+
+# ------------------------------------------------------------------------------ the sweep
+def task_path(out_dir: str | os.PathLike, task: GridTask) -> Path:
+    return Path(out_dir) / "tasks" / f"{task.task_id}.json"
+
+
+def model_path(out_dir: str | os.PathLike, task: GridTask) -> Path:
+    """Where :func:`run_grid` keeps the trained model of a ``keep_model`` task."""
+    return Path(out_dir) / "models" / f"{task.task_id}.safetensors"
+
+
+def load_task_model(out_dir: str | os.PathLike, task: GridTask, *, device: str | torch.device | None = None):
+    """The kept model of a finished task (:func:`boltzkit.io.load_model`)."""
+    from boltzkit.io import load_model
+
+    return load_model(model_path(out_dir, task), device=device)[0]
+
+
+def load_record(out_dir: str | os.PathLike, task: GridTask) -> dict[str, Any] | None:
+    """The task's finished record, or ``None`` (missing, damaged or from other settings)."""
+    import json
+
+    path = task_path(out_dir, task)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    stored = dict(record.get("task") or {})
+    kept = bool(stored.pop("keep_model", False))
+    if record.get("version") != RECORD_VERSION or stored != task.identity():
+        return None
+    if task.keep_model and not (kept and model_path(out_dir, task).is_file()):
+        return None
+    return record
+
+
+def _threads_for(workers: int) -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(1, workers))
+
+
+def _init_worker(threads: int) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
+
+
+def _run_in_worker(task: GridTask, data_dir: str | None, threads: int) -> dict[str, Any]:
+    torch.set_num_threads(threads)
+    return run_task(task, data_dir)
+
+
+@dataclass
+class GridRun:
+    """What :func:`run_grid` did.
+
+    Attributes
+    ----------
+    records
+        Records of all tasks (finished before or now), in the order of the tasks.
+    ran, skipped
+        Tasks run now, and tasks found finished.
+    seconds
+        Wall-clock time of this call.
+    """
+
+    records: list[dict[str, Any]]
+    ran: int
+    skipped: int
+    seconds: float
+    executor: str = "inline"
+    workers: int = 1
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def tasks_per_minute(self) -> float:
+        return 60.0 * self.ran / self.seconds if self.seconds > 0 else math.nan
+
+
+def run_grid(
+    tasks: Sequence[GridTask],
+    out_dir: str | os.PathLike,
+    *,
+    executor: str = "inline",
+    workers: int = 1,
+    address: str | None = None,
+    data_dir: str | None = None,
+    progress: bool = True,
+    ray_init: dict[str, Any] | None = None,
+) -> GridRun:
+    """Run the tasks not yet finished in ``out_dir`` and return every record.
+
+    Parameters
+    ----------
+    tasks
+        The grid (:func:`make_grid`); task ids must be unique.
+    out_dir
+        Folder of the records (``tasks/<task_id>.json``, written atomically as each task ends).
+    executor
+        ``"inline"`` (this process), ``"processes"`` (``workers`` local processes, each with
+        ``max(1, cores // workers)`` torch threads) or ``"ray"``.
+    workers
+        Local processes (``"processes"``); ignored otherwise.
+    address
+        Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts a local Ray.
+    data_dir
+        Folder of the MNIST files, passed to every task.
+    progress
+        A tqdm bar of tasks done and left.
+    ray_init
+        Extra keyword arguments of ``ray.init`` (e.g. ``{"num_cpus": 1}``).
+
+    Returns
+    -------
+    GridRun
+    """
+    if executor not in EXECUTORS:
+        raise BoltzkitError("unknown executor", got=repr(executor), expected=", ".join(EXECUTORS))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise BoltzkitError("workers must be a positive integer", got=repr(workers))
+    ids = [t.task_id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise BoltzkitError(
+            "the grid holds the same task twice", got=f"{len(ids) - len(set(ids))} duplicates"
+        )
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    records: dict[str, dict[str, Any]] = {}
+    todo: list[GridTask] = []
+    for t in tasks:
+        rec = load_record(out, t)
+        if rec is None:
+            todo.append(t)
+        else:
+            records[t.task_id] = rec
+    skipped = len(records)
+    bar = tqdm(
+        total=len(tasks), initial=skipped, desc="tasks", unit="task", disable=not progress, leave=False
+    )
+
+    def finish(task: GridTask, record: dict[str, Any]) -> None:
+        params = record.pop("parameters", None)
+        if params is not None:  # the model first: a record on disk promises its model
+            from boltzkit.io import save_model
+
+            (out / "models").mkdir(exist_ok=True)
+            rbm = RBM(
+                params["W"].shape[0],
+                params["W"].shape[1],
+                weights=params["W"],
+                vbias=params["vbias"],
+                hbias=params["hbias"],
+                dtype=params["W"].dtype,
+            )
+            save_model(
+                rbm, model_path(out, task), metadata={"training": task.to_dict(), "data": task.dataset}
+            )
+        save_json(record, task_path(out, task), what=f"the record of task {task.task_id}")
+        records[task.task_id] = record
+        bar.update(1)
+
+    try:
+        if not todo:
+            pass
+        elif executor == "inline":
+            for t in todo:
+                finish(t, run_task(t, data_dir))
+        elif executor == "processes":
+            _run_processes(todo, workers, data_dir, finish)
+        else:
+            _run_ray(todo, address, data_dir, finish, ray_init or {})
+    finally:
+        bar.close()
+    return GridRun(
+        records=[records[t.task_id] for t in tasks if t.task_id in records],
+        ran=len(todo),
+        skipped=skipped,
+        seconds=time.perf_counter() - t0,
+        executor=executor,
+        workers=workers if executor == "processes" else 1,
+    )
+
+
+def _run_processes(
+    todo: list[GridTask],
+    workers: int,
+    data_dir: str | None,
+    finish: Callable[[GridTask, dict[str, Any]], None],
+) -> None:
+    import multiprocessing
+
+    threads = _threads_for(workers)
+    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch thread pools
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
+    ) as pool:
+        futures = {pool.submit(_run_in_worker, t, data_dir, threads): t for t in todo}
+        for fut in as_completed(futures):
+            finish(futures[fut], fut.result())
+
+
+def _run_ray(
+    todo: list[GridTask],
+    address: str | None,
+    data_dir: str | None,
+    finish: Callable[[GridTask, dict[str, Any]], None],
+    ray_init: dict[str, Any],
+) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise BoltzkitError(
+            "the Ray executor needs ray, which is not installed",
+            hint='pip install "boltzkit[cluster]" (or pip install ray), or use --workers N for local processes.',
+        ) from None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, **ray_init)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(_run_in_worker)
+        pending = {remote.remote(t, data_dir, 1): t for t in todo}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                finish(pending.pop(ref), ray.get(ref))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------------------- aggregation
+@dataclass(frozen=True)
+class Comparison:
+    """Operator ``a`` (Gibbs) vs ``b`` (flip-the-state) in one ``(dataset, algorithm, lr)`` cell.
+
+    Attributes
+    ----------
+    dataset, algorithm, lr
+        The cell.
+    median_a, median_b
+        Median over repetitions of each run's maximum log-likelihood.
+    n_pairs
+        Repetitions with both operators finished.
+    p_value
+        Two-sided Wilcoxon signed-rank test of the paired maxima (``None`` when fewer than two
+        pairs or all differences are zero).
+    better
+        ``"a"`` or ``"b"`` when ``p_value < alpha`` (S3's star): the operator the signed-rank test
+        favours (the larger sum of ranks of the paired differences; S3 Table 6 stars a T whose
+        median is the lower one, so the star follows the pairs, not the medians); else ``None``.
+    """
+
+    dataset: str
+    algorithm: str
+    lr: float
+    median_a: float
+    median_b: float
+    n_pairs: int
+    p_value: float | None
+    better: str | None
+
+    @property
+    def label(self) -> str:
+        return algorithm_label(self.algorithm)
+
+    def marked(self, which: str, digits: int = 6) -> str:
+        """The median of ``which`` (``"a"``/``"b"``) with S3's star when it is significantly better."""
+        value = self.median_a if which == "a" else self.median_b
+        text = f"{value:.{digits}g}" if math.isfinite(value) else "n/a"
+        return text + ("*" if self.better == which else "")
+
+
+def aggregate(
+    records: Iterable[dict[str, Any]], *, a: str = "gibbs", b: str = "flip", alpha: float = ALPHA
+) -> list[Comparison]:
+    """Median maximum log-likelihoods of ``a`` and ``b`` per cell, with the signed-rank test.
+
+    Repetitions are paired by index (same initial weights and minibatches). Cells appear in the
+    order of the records.
+    """
+    from scipy.stats import rankdata, wilcoxon
+
+    by_cell: dict[tuple[str, str, float], dict[str, dict[int, float]]] = {}
+    for rec in records:
+        t = rec["task"]
+        key = (t["dataset"], t["algorithm"], float(t["lr"]))
+        value = rec.get("max_log_lik")
+        by_cell.setdefault(key, {}).setdefault(t["operator"], {})[int(t["repetition"])] = (
+            math.nan if value is None else float(value)
+        )
+    out = []
+    for (dataset, algorithm, lr), ops in by_cell.items():
+        ra, rb = ops.get(a, {}), ops.get(b, {})
+        reps = sorted(set(ra) & set(rb))
+        xa = [ra[r] for r in reps]
+        xb = [rb[r] for r in reps]
+        fa = [v for v in ra.values() if math.isfinite(v)]
+        fb = [v for v in rb.values() if math.isfinite(v)]
+        med_a = statistics.median(fa) if fa else math.nan
+        med_b = statistics.median(fb) if fb else math.nan
+        p = None
+        diffs = [y - x for x, y in zip(xa, xb, strict=True)]
+        if len(reps) >= 2 and any(d != 0 for d in diffs) and all(math.isfinite(d) for d in diffs):
+            p = float(wilcoxon(xb, xa).pvalue)
+        better = None
+        if p is not None and p < alpha:
+            ranks = rankdata([abs(d) for d in diffs if d != 0])
+            nonzero = [d for d in diffs if d != 0]
+            r_plus = sum(r for r, d in zip(ranks, nonzero, strict=True) if d > 0)
+            better = "b" if r_plus > ranks.sum() / 2 else "a"
+        out.append(Comparison(dataset, algorithm, lr, med_a, med_b, len(reps), p, better))
+    return out
+
+
+def min_significant_pairs(alpha: float = ALPHA) -> int:
+    """Fewest pairs with which the exact two-sided signed-rank test can reach ``p < alpha``
+    (``2 / 2^n < alpha``): 6 at 0.05."""
+    n = 1
+    while 2.0 / 2**n >= alpha:
+        n += 1
+    return n
+
+
+__all__ = [
+    "ALPHA",
+    "EXECUTORS",
+    "Comparison",
+    "GridRun",
+    "GridTask",
+    "aggregate",
+    "algorithm_label",
+    "load_record",
+    "load_task_model",
+    "model_path",
+    "make_grid",
+    "min_significant_pairs",
+    "parse_algorithm",
+    "run_grid",
+    "run_task",
+    "task_path",
+    "train_task",
+]

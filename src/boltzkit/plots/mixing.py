@@ -1,0 +1,136 @@
+"""Plots of the mixing study of Brügge, Fischer & Igel (2013, "S3"): the SLEM comparison and the
+learning curves of Fig. 3, and the autocorrelation functions of Fig. 4.
+
+Each function draws one PNG (matplotlib, the ``plot`` extra) and returns its path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from boltzkit.diagnostics.autocorrelation import autocorrelation
+from boltzkit.errors import BoltzkitError
+from boltzkit.plots._backend import new_figure, save_png
+
+
+def plot_slem_fraction(rows: Sequence[Mapping[str, float]], out: str | os.PathLike) -> Path:
+    """S3 Fig. 3 (top): fraction of random ``n x n`` RBMs for which flip-the-state has the smaller
+    SLEM, against the weight bound ``c``; one line per ``n``.
+
+    ``rows``: dicts with ``n``, ``c`` and ``fraction_b_better`` (:class:`~boltzkit.diagnostics.SlemRow`).
+    """
+    fig = new_figure(5.0, 3.4)
+    ax = fig.add_subplot(1, 1, 1)
+    styles = ["k-", "r--", "b:", "g-."]
+    for i, n in enumerate(sorted({int(r["n"]) for r in rows})):
+        sel = sorted((r for r in rows if int(r["n"]) == n), key=lambda r: r["c"])
+        ax.plot(
+            [r["c"] for r in sel],
+            [r["fraction_b_better"] for r in sel],
+            styles[i % 4],
+            marker="o",
+            ms=3,
+            label=f"{n}x{n}",
+        )
+    ax.set_xlabel("weight bound c (weights uniform on [-c, c])")
+    ax.set_ylabel("fraction with SLEM(T) < SLEM(G)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
+    return save_png(fig, out)
+
+
+def plot_curves_with_difference(
+    updates: Sequence[int],
+    curve_a: Sequence[float],
+    curve_b: Sequence[float],
+    out: str | os.PathLike,
+    *,
+    labels: tuple[str, str] = ("G (Gibbs)", "T (flip-the-state)"),
+    optimum: float | None = None,
+    title: str = "",
+) -> Path:
+    """S3 Fig. 3 (bottom): two learning curves and, inset, their difference ``b - a``; a dashed
+    line at the best achievable value."""
+    fig = new_figure(5.6, 3.8)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(updates, curve_a, "k-", lw=1.2, label=labels[0])
+    ax.plot(updates, curve_b, "r--", lw=1.2, label=labels[1])
+    if optimum is not None:
+        ax.axhline(optimum, color="grey", ls="--", lw=0.8, label="maximum")
+    ax.set_xlabel("parameter updates")
+    ax.set_ylabel("mean log-likelihood")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    inset = ax.inset_axes([0.42, 0.4, 0.33, 0.3])
+    diff = np.asarray(curve_b, dtype=float) - np.asarray(curve_a, dtype=float)
+    inset.plot(updates, diff, "b-", lw=0.8)
+    inset.axhline(0.0, color="grey", lw=0.5)
+    inset.set_title("T - G", fontsize=7)
+    inset.tick_params(labelsize=6)
+    return save_png(fig, out)
+
+
+def plot_autocorrelations(
+    panels: Mapping[str, Mapping[str, Sequence[float]]], out: str | os.PathLike
+) -> Path:
+    """S3 Fig. 4: autocorrelation functions ``R(dt)`` of the energy, one panel per problem, one
+    line per operator (``{"problem": {"gibbs": acf, "flip": acf}}``)."""
+    names = list(panels)
+    fig = new_figure(3.6 * max(1, len(names)), 3.2)
+    styles = {"gibbs": ("k-", "G"), "flip": ("r:", "T")}
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(1, len(names), i + 1)
+        for op, acf in panels[name].items():
+            style, label = styles.get(op, ("b-.", op))
+            ax.plot(np.arange(len(acf)), acf, style, lw=1.0, label=label)
+        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.set_xlabel("lag (sweeps)")
+        if i == 0:
+            ax.set_ylabel("R(lag)")
+        ax.set_title(name, fontsize=9)
+        ax.legend(fontsize=8)
+    return save_png(fig, out)
+
+
+def read_energy_traces(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The energy traces of ``boltzkit mixing --out FILE.npz``: ``{sampler: (n_chains, n_steps)}``."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            names = [str(n) for n in f["samplers"]]
+            return {name: np.asarray(f[f"energy_{i}"], dtype=np.float64) for i, name in enumerate(names)}
+    except (KeyError, ValueError, OSError) as err:
+        raise BoltzkitError(
+            "not a file of energy traces",
+            got=f"{path}: {err}",
+            expected="the .npz that boltzkit mixing --out writes (arrays samplers, energy_0, ...)",
+        ) from None
+
+
+def plot_acf(
+    files: Sequence[str | os.PathLike], out: str | os.PathLike, *, max_lag: int | None = None
+) -> Path:
+    """Energy autocorrelation functions (S3 Fig. 4) from ``boltzkit mixing --out FILE.npz`` files:
+    one panel per file, one line per sampler, lags ``0 .. max_lag`` (default: a quarter of the
+    chains' length, at most 200)."""
+    panels: dict[str, dict[str, list[float]]] = {}
+    for path in files:
+        traces = read_energy_traces(path)
+        lag = max_lag
+        if lag is None:
+            lag = min(200, min(t.shape[1] for t in traces.values()) // 4)
+        panels[Path(path).stem] = {name: list(autocorrelation(t, lag)) for name, t in traces.items()}
+    return plot_autocorrelations(panels, out)
+
+
+__all__ = [
+    "plot_acf",
+    "plot_autocorrelations",
+    "plot_curves_with_difference",
+    "plot_slem_fraction",
+    "read_energy_traces",
+]

@@ -1,0 +1,153 @@
+"""Autocorrelation functions and integrated autocorrelation times (Brügge, Fischer & Igel 2013,
+Sec. 4.3): against emcee's implementation and against series of known tau."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.signal
+import torch
+from conftest import F64, K_SIGMA
+
+from boltzkit.diagnostics.autocorrelation import (
+    ar_time,
+    autocorrelation,
+    energy_trace,
+    integrated_time,
+    integrated_time_ar,
+    integrated_time_geyer,
+    integrated_time_sokal,
+    levinson_durbin,
+)
+from boltzkit.errors import BoltzkitError
+from boltzkit.models import RBM
+
+
+def ar_series(phi: tuple[float, ...], n: int, seed: int, n_chains: int = 1) -> np.ndarray:
+    """Stationary AR(p) chains ``x_t = sum_k phi_k x_{t-k} + e_t``, shape ``(n_chains, n)``."""
+    rng = np.random.default_rng(seed)
+    burn = 2000
+    e = rng.standard_normal((n_chains, n + burn))
+    x = scipy.signal.lfilter([1.0], [1.0, *(-p for p in phi)], e, axis=1)
+    return x[:, burn:]
+
+
+def ar1_tau(phi: float) -> float:
+    return (1 + phi) / (1 - phi)
+
+
+def sokal_relative_se(window: int, n: int) -> float:
+    """Sokal's (1997) variance of the windowed estimate: var(tau) ~ 2 (2 M + 1) / n tau^2."""
+    return math.sqrt(2.0 * (2 * window + 1) / n)
+
+
+@pytest.mark.parametrize("n_chains", [1, 4])
+def test_autocorrelation_and_sokal_window_equal_emcees(n_chains):
+    emcee = pytest.importorskip("emcee")
+    x = ar_series((0.8,), 5000, seed=1, n_chains=n_chains)
+    ref_acf = np.mean([emcee.autocorr.function_1d(row) for row in x], axis=0)
+    np.testing.assert_allclose(autocorrelation(x), ref_acf, rtol=0, atol=1e-12)
+    ours = integrated_time_sokal(x)
+    ref = emcee.autocorr.integrated_time(x.T if n_chains > 1 else x[0], c=5, tol=0, quiet=True)
+    assert ours.tau == pytest.approx(float(np.asarray(ref).ravel()[0]), rel=1e-10)
+    assert ours.n_chains == n_chains and ours.reliable
+
+
+@pytest.mark.parametrize("phi", [0.5, 0.9])
+def test_estimators_recover_the_tau_of_ar1_series(phi):
+    n = 100_000
+    x = ar_series((phi,), n, seed=2)
+    truth = ar1_tau(phi)
+    # AR fit: delta method on phi_hat, whose variance is (1 - phi^2) / n
+    se_ar = 2.0 / (1 - phi) ** 2 * math.sqrt((1 - phi**2) / n)
+    ar = integrated_time_ar(x)
+    assert abs(ar.tau - truth) < K_SIGMA * se_ar, (ar.tau, truth, se_ar)
+    for est in (integrated_time_sokal(x), integrated_time_geyer(x)):
+        se = sokal_relative_se(est.window, n) * truth
+        assert abs(est.tau - truth) < K_SIGMA * se, (est.method, est.tau, truth, se)
+
+
+def test_ar_estimator_gives_the_exact_tau_of_an_ar2_model():
+    phi = np.array([0.6, 0.25])
+    rho1 = phi[0] / (1 - phi[1])
+    rho = np.array([1.0, rho1, phi[0] * rho1 + phi[1]])
+    truth = ar_time(phi, rho)
+    # the same from the spectral density at 0 divided by the variance
+    var = (1 - phi[1]) / ((1 + phi[1]) * ((1 - phi[1]) ** 2 - phi[0] ** 2))
+    assert truth == pytest.approx(1.0 / (1 - phi.sum()) ** 2 / var, rel=1e-12)
+    n = 200_000
+    est = integrated_time_ar(ar_series(tuple(phi), n, seed=3))
+    # delta-method standard error through the AR(2) asymptotic covariance of phi_hat
+    cov = np.linalg.inv(scipy.linalg.toeplitz(rho[:2])) * (1 - phi @ rho[1:]) / n
+    eps = 1e-6
+    grad = np.array(
+        [
+            (_tau_of(phi + eps * np.eye(2)[i]) - _tau_of(phi - eps * np.eye(2)[i])) / (2 * eps)
+            for i in range(2)
+        ]
+    )
+    se = math.sqrt(grad @ cov @ grad)
+    assert est.order >= 2
+    assert abs(est.tau - truth) < K_SIGMA * se, (est.tau, truth, se)
+
+
+def _tau_of(phi: np.ndarray) -> float:
+    rho1 = phi[0] / (1 - phi[1])
+    return ar_time(phi, np.array([1.0, rho1, phi[0] * rho1 + phi[1]]))
+
+
+def test_levinson_durbin_solves_the_yule_walker_equations():
+    x = ar_series((0.5, -0.3, 0.2), 20_000, seed=4)[0]
+    x = x - x.mean()
+    r = np.array([x[: x.size - k] @ x[k:] / x.size for k in range(6)])
+    phis, var = levinson_durbin(r, 5)
+    for p in range(1, 6):
+        ref = scipy.linalg.solve_toeplitz(r[:p], r[1 : p + 1])
+        np.testing.assert_allclose(phis[p - 1], ref, rtol=1e-10, atol=1e-12)
+        assert var[p] == pytest.approx(r[0] - ref @ r[1 : p + 1], rel=1e-10)
+
+
+def test_energy_times_of_independent_units_are_exact():
+    """With W = 0 every unit is its own two-state chain: Gibbs draws independent states (tau = 1)
+    and flip-the-state has the eigenvalue -(1 - p)/p of the more probable state's probability p, so
+    the energy's tau is the variance-weighted mean of (1 + lambda)/(1 - lambda)."""
+    g = torch.Generator().manual_seed(5)
+    b = torch.randn(5, generator=g, dtype=F64) * 1.5
+    c = torch.randn(3, generator=g, dtype=F64) * 1.5
+    rbm = RBM(5, 3, weights=torch.zeros(5, 3, dtype=F64), vbias=b, hbias=c, dtype=F64)
+    a = torch.cat([b, c])
+    p1 = torch.sigmoid(a)
+    p = torch.maximum(p1, 1 - p1)
+    weight = a**2 * p1 * (1 - p1)
+    lam = {"gibbs": torch.zeros_like(p), "flip": -(1 - p) / p}
+    n_chains, n_steps = 64, 3000
+    for name, lam_i in lam.items():
+        truth = float((weight * (1 + lam_i) / (1 - lam_i)).sum() / weight.sum())
+        x = energy_trace(rbm, name, n_chains=n_chains, n_steps=n_steps, generator=g, burn_in=5)
+        assert x.shape == (n_chains, n_steps) and x.dtype == F64
+        est = integrated_time_sokal(x)
+        se = sokal_relative_se(est.window, n_chains * n_steps) * max(truth, 1.0)
+        assert abs(est.tau - truth) < K_SIGMA * se, (name, est.tau, truth, se)
+    assert truth < 1.0  # flip-the-state anticorrelates independent units
+
+
+def test_energy_trace_of_parallel_tempering_records_the_target_replica():
+    rbm = RBM(5, 3, weights=torch.ones(5, 3, dtype=F64), dtype=F64)
+    x = energy_trace(rbm, "pt:4", n_chains=7, n_steps=11, generator=torch.Generator().manual_seed(0))
+    assert x.shape == (7, 11)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(BoltzkitError, match="shape"):
+        autocorrelation(np.zeros((2, 2, 2)))
+    with pytest.raises(BoltzkitError, match="NaN"):
+        integrated_time_ar([1.0, np.nan, 2.0, 3.0])
+    with pytest.raises(BoltzkitError, match="constant"):
+        autocorrelation(np.ones(10))
+    with pytest.raises(BoltzkitError, match="estimator"):
+        integrated_time(np.arange(10.0), "magic")
+    with pytest.raises(BoltzkitError, match="order_max"):
+        integrated_time_ar(np.arange(10.0), order_max=0)

@@ -1,0 +1,96 @@
+"""``boltzkit mixing``: energy autocorrelation times of samplers on a model file, and ``plot acf``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_machine, random_rbm
+from typer.testing import CliRunner
+
+from boltzkit.cli.main import app
+from boltzkit.diagnostics.autocorrelation import ESTIMATORS, integrated_time
+from boltzkit.io import save_model
+from boltzkit.models import RBM
+from boltzkit.plots.mixing import read_energy_traces
+
+runner = CliRunner()
+
+
+def run_json(*args) -> dict:
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def rbm_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mixing") / "rbm.safetensors"
+    save_model(random_rbm(8, 6, seed=3, scale=1.5), path)
+    return path
+
+
+def test_mixing_reports_each_samplers_tau_from_the_traces_it_keeps(rbm_file, tmp_path):
+    out = tmp_path / "traces.npz"
+    args = ("mixing", rbm_file, "--samplers", "gibbs,flip", "--chains", "4", "--steps", "2000")
+    record = run_json(*args, "--burn-in", "50", "--seed", "5", "--out", out, "--json")
+    traces = read_energy_traces(out)
+    assert list(traces) == record["samplers"] == ["gibbs", "flip"]
+    for name, trace in traces.items():
+        assert trace.shape == (4, 2000) and np.isfinite(trace).all()
+        for est in ESTIMATORS:  # the record's numbers are the estimators' on the kept traces
+            assert record["estimates"][name][est]["tau"] == pytest.approx(integrated_time(trace, est).tau)
+        assert record["tau"][name] == record["estimates"][name]["ar"]["tau"]
+    # the same seed gives the same numbers
+    again = run_json(*args, "--burn-in", "50", "--seed", "5", "--json")
+    assert again["tau"] == record["tau"] and again["out"] is None
+
+
+def test_mixing_of_independent_units_has_tau_one_for_gibbs(tmp_path):
+    """Without couplings one Gibbs sweep draws a fresh exact sample: the energies are independent and
+    tau = 1; the AR estimate lands within 5 standard errors of it (SE of tau from n draws,
+    about tau * sqrt(2 * (2 * window + 1) / n) for a windowed sum; the AR fit is no worse here)."""
+    model = RBM(6, 4, weights=torch.zeros(6, 4), vbias=torch.linspace(-1, 1, 6), hbias=torch.zeros(4))
+    path = tmp_path / "independent.safetensors"
+    save_model(model, path)
+    record = run_json("mixing", path, "--samplers", "gibbs", "--chains", "8", "--steps", "4000", "--json")
+    n = 8 * 4000
+    se = np.sqrt(2 * 3 / n)  # window of at most one lag on each side
+    assert abs(record["tau"]["gibbs"] - 1.0) < 5 * se + 0.02
+
+
+def test_mixing_works_on_a_model_with_laterals(tmp_path):
+    path = tmp_path / "bm.safetensors"
+    save_model(random_machine("bm", (5, 3), seed=2), path)
+    record = run_json("mixing", path, "--samplers", "gibbs,pt:3", "--chains", "2", "--steps", "200", "--json")
+    assert set(record["tau"]) == {"gibbs", "pt:3"} and all(t > 0 for t in record["tau"].values())
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--samplers", "gibbs,gibbs"], "distinct operator names"),
+        (["--samplers", "shuffle"], "operator"),
+        (["--method", "emcee"], "unknown autocorrelation-time estimator"),
+        (["--out", "traces.txt"], ".npz"),
+    ],
+)
+def test_mixing_refuses_bad_input_with_one_line(rbm_file, extra, message):
+    result = runner.invoke(app, ["mixing", str(rbm_file), "--steps", "20", *extra])
+    assert result.exit_code == 1
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_plot_acf_draws_the_traces(rbm_file, tmp_path):
+    pytest.importorskip("matplotlib")
+    traces = tmp_path / "t.npz"
+    run_json("mixing", rbm_file, "--chains", "2", "--steps", "400", "--out", traces, "--json")
+    png = tmp_path / "acf.png"
+    record = run_json("plot", "acf", traces, "--out", png, "--max-lag", "50", "--json")
+    assert record["kind"] == "acf" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "other.npz"
+    np.savez(bad, x=np.zeros(3))
+    result = runner.invoke(app, ["plot", "acf", str(bad), "--out", str(tmp_path / "x.png")])
+    assert result.exit_code == 1 and "not a file of energy traces" in result.output

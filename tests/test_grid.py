@@ -1,0 +1,158 @@
+"""The experiment grid: seeded, paired, resumable tasks; in-process, local-process and Ray executors
+give the same records; aggregation with the Wilcoxon signed-rank test and S3's stars."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from scipy.stats import wilcoxon
+
+from boltzkit.data import load_dataset
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.likelihood import exact_log_likelihoods
+from boltzkit.experiments.grid import (
+    GridTask,
+    aggregate,
+    algorithm_label,
+    load_record,
+    load_task_model,
+    make_grid,
+    min_significant_pairs,
+    model_path,
+    parse_algorithm,
+    run_grid,
+    run_task,
+    task_path,
+)
+
+TINY = {"n_hidden": 3, "n_updates": 30, "eval_every": 10}
+DATA = "bars-and-stripes:size=3"
+
+
+def tiny_grid(algorithms=("cd:2", "pt:3:1"), repetitions=2) -> list[GridTask]:
+    return make_grid([DATA], algorithms, [0.1], ("gibbs", "flip"), repetitions, **TINY)
+
+
+def test_algorithms_and_labels():
+    assert parse_algorithm("pt:20:5") == {"method": "pt", "k": 5, "temperatures": 20}
+    assert [algorithm_label(a) for a in ("cd:5", "pcd:10", "pt:20:1")] == ["CD_5", "PCD_10", "20-PT_1"]
+    for bad in ("cd", "cd:0", "pt:1:1", "pt:5", "gibbs:3"):
+        with pytest.raises(BoltzkitError, match="algorithm"):
+            parse_algorithm(bad)
+    with pytest.raises(BoltzkitError, match="learning rate"):
+        GridTask(DATA, "cd:1", 0.0, "gibbs", 0)
+
+
+def test_operators_of_one_repetition_share_their_seed():
+    tasks = tiny_grid()
+    assert len(tasks) == 2 * 2 * 2 and len({t.task_id for t in tasks}) == len(tasks)
+    by = {(t.algorithm, t.repetition, t.operator): t for t in tasks}
+    assert by["cd:2", 0, "gibbs"].pair_seed == by["cd:2", 0, "flip"].pair_seed
+    assert by["cd:2", 0, "gibbs"].pair_seed != by["cd:2", 1, "gibbs"].pair_seed
+    first = run_task(by["cd:2", 0, "gibbs"])
+    other = run_task(by["cd:2", 0, "flip"])
+    assert first["log_lik"][0] == other["log_lik"][0]  # same initial weights
+    assert first["updates"] == [0, 10, 20, 30] and first["max_log_lik"] == max(first["log_lik"])
+    assert run_task(by["cd:2", 0, "gibbs"])["log_lik"] == first["log_lik"]  # deterministic
+    pt = run_task(by["pt:3:1", 0, "flip"])
+    assert len(pt["swap_rates"]) == 2 and pt["label"] == "3-PT_1"
+
+
+def test_a_killed_sweep_resumes_without_rerunning_finished_tasks(tmp_path):
+    tasks = tiny_grid(("cd:2",))
+    first = run_grid(tasks, tmp_path, progress=False)
+    assert first.ran == len(tasks) and first.skipped == 0 and len(first.records) == len(tasks)
+    again = run_grid(tasks, tmp_path, progress=False)
+    assert again.ran == 0 and again.skipped == len(tasks)
+    assert [r["log_lik"] for r in again.records] == [r["log_lik"] for r in first.records]
+    # a task killed mid-write leaves a damaged or missing file: only those run again
+    task_path(tmp_path, tasks[0]).write_text('{"version": 1, "tas')
+    task_path(tmp_path, tasks[1]).unlink()
+    resumed = run_grid(tasks, tmp_path, progress=False)
+    assert resumed.ran == 2 and resumed.skipped == len(tasks) - 2
+    assert [r["log_lik"] for r in resumed.records] == [r["log_lik"] for r in first.records]
+    assert load_record(tmp_path, tasks[0])["task"] == tasks[0].to_dict()
+    # a record of other settings is not taken for this task
+    changed = GridTask(**{**tasks[0].to_dict(), "n_updates": 20})
+    assert load_record(tmp_path, changed) is None
+    json.loads(task_path(tmp_path, tasks[0]).read_text())
+
+
+def test_kept_models_are_written_beside_the_records(tmp_path):
+    task = GridTask(DATA, "cd:2", 0.1, "flip", 0, keep_model=True, **TINY)
+    run = run_grid([task], tmp_path, progress=False)
+    assert run.ran == 1 and "parameters" not in run.records[0]
+    rbm = load_task_model(tmp_path, task)
+    assert rbm.W.shape == (9, 3) and rbm.W.dtype == torch.float64
+    ll = exact_log_likelihoods(rbm, {"train": load_dataset(DATA).x})["train_log_lik"]
+    assert ll == pytest.approx(run.records[0]["final_log_lik"], abs=1e-9)
+    # the same run without the model is found finished; asking for a missing model reruns it
+    plain = GridTask(**{**task.to_dict(), "keep_model": False})
+    assert run_grid([plain], tmp_path, progress=False).ran == 0
+    model_path(tmp_path, task).unlink()
+    assert run_grid([task], tmp_path, progress=False).ran == 1
+
+
+def test_local_processes_give_the_in_process_records(tmp_path):
+    tasks = tiny_grid(("cd:2",))
+    inline = run_grid(tasks, tmp_path / "inline", progress=False)
+    procs = run_grid(tasks, tmp_path / "procs", executor="processes", workers=2, progress=False)
+    assert procs.ran == len(tasks) and procs.workers == 2
+    assert [r["log_lik"] for r in procs.records] == [r["log_lik"] for r in inline.records]
+
+
+def test_ray_local_cluster_gives_the_in_process_records(tmp_path):
+    pytest.importorskip("ray")
+    tasks = tiny_grid(("cd:2",), repetitions=1)
+    inline = run_grid(tasks, tmp_path / "inline", progress=False)
+    on_ray = run_grid(
+        tasks,
+        tmp_path / "ray",
+        executor="ray",
+        progress=False,
+        ray_init={"num_cpus": 1, "include_dashboard": False},
+    )
+    assert on_ray.ran == len(tasks)
+    assert [r["log_lik"] for r in on_ray.records] == [r["log_lik"] for r in inline.records]
+
+
+def _record(algorithm, lr, op, rep, value):
+    return {
+        "task": {"dataset": "d", "algorithm": algorithm, "lr": lr, "operator": op, "repetition": rep},
+        "max_log_lik": value,
+    }
+
+
+def test_aggregate_medians_wilcoxon_and_stars():
+    g = [-4.0, -4.1, -3.9, -4.2, -4.05, -3.95, -4.15]
+    t = [x + 0.1 + 0.01 * i for i, x in enumerate(g)]  # flip better in every pair
+    records = [_record("cd:5", 0.05, "gibbs", i, v) for i, v in enumerate(g)]
+    records += [_record("cd:5", 0.05, "flip", i, v) for i, v in enumerate(t)]
+    records += [_record("cd:5", 0.1, "gibbs", i, v) for i, v in enumerate(g[:3])]
+    records += [_record("cd:5", 0.1, "flip", i, v) for i, v in enumerate(t[:3])]
+    cells = aggregate(records)
+    assert len(cells) == 2
+    c = cells[0]
+    assert c.median_a == pytest.approx(sorted(g)[3]) and c.median_b == pytest.approx(sorted(t)[3])
+    assert c.p_value == pytest.approx(float(wilcoxon(t, g).pvalue)) and c.p_value < 0.05
+    assert c.better == "b" and c.marked("b").endswith("*") and not c.marked("a").endswith("*")
+    assert c.label == "CD_5" and c.n_pairs == 7
+    few = cells[1]  # three pairs can never reach p < 0.05
+    assert few.n_pairs == 3 and few.better is None and few.p_value > 0.05
+    assert min_significant_pairs() == 6
+    nan_cell = aggregate([_record("cd:5", 0.1, "gibbs", 0, None)])[0]
+    assert math.isnan(nan_cell.median_b) and nan_cell.p_value is None
+
+
+def test_bad_executor_and_duplicates_are_refused(tmp_path):
+    tasks = tiny_grid(("cd:2",), repetitions=1)
+    with pytest.raises(BoltzkitError, match="executor"):
+        run_grid(tasks, tmp_path, executor="slurm")
+    with pytest.raises(BoltzkitError, match="twice"):
+        run_grid(tasks + tasks[:1], tmp_path)
+    with pytest.raises(BoltzkitError, match="workers"):
+        run_grid(tasks, tmp_path, executor="processes", workers=0)
+    assert torch.get_num_threads() >= 1
