@@ -47,13 +47,23 @@ from torch import Tensor
 from torch.nn.functional import logsigmoid
 
 from boltzkit.variational.graph import BlockGraph
+from boltzkit.variational.ties import (
+    TIE_DISTANCE,
+    W_TIE,
+    Groups,
+    groups_from_ties,
+    kink_distances,
+    scale_of_edges,
+)
 
 LOG2 = math.log(2.0)
 LOG4 = math.log(4.0)
 #: Node logits are clipped to this range (marginals within ~1e-304 of 0 or 1).
 Z_CLIP = 690.0
-#: Newton stops when the last STALL steps neither raised F beyond rounding nor cut the gap by 10%.
+#: Newton stops when the last STALL steps neither raised F beyond rounding nor cut its gradient by 10%.
 STALL = 3
+#: Edge curvatures are capped at about exp(LOG_CURVATURE_CAP) (see :func:`_edge_hessian`).
+LOG_CURVATURE_CAP = 69.0
 #: Newton's method is used up to this many units (a dense N x N Hessian); beyond, only the gap.
 NEWTON_MAX_UNITS = 6000
 
@@ -176,11 +186,22 @@ def _block_rho(blk, r) -> Tensor:
 
 @torch.no_grad()
 def evaluate(
-    graph: BlockGraph, rho: tuple[float | Tensor, ...], logits: tuple[Tensor, ...], *, hessian: bool = False
+    graph: BlockGraph,
+    rho: tuple[float | Tensor, ...],
+    logits: tuple[Tensor, ...],
+    *,
+    hessian: bool = False,
+    groups: Groups | None = None,
 ) -> NodeEvaluation:
     """Evaluate ``F``, its gradient, the gap and (optionally) the Hessian at ``mu = sigma(z)``.
 
     ``rho`` per block as in :func:`~boltzkit.variational.bp.propagate` (numbers or matrices).
+    With ``groups`` (:mod:`boltzkit.variational.ties`), an edge whose two units lie in one group
+    contributes to the Hessian only its curvature along the group, ``V_aa + V_bb + 2 s V_ab`` (``s``
+    the product of the units' signs), placed on the diagonal so that ``P^T H P``
+    (:meth:`~boltzkit.variational.ties.Groups.reduce`) is exact: computed without cancellation
+    (:func:`_edge_hessian`), whereas the three entries themselves are of order ``exp(|w| / 2)``
+    on a kink.
     """
     z = [x.clamp(-Z_CLIP, Z_CLIP) for x in logits]
     mu = [torch.sigmoid(x) for x in z]
@@ -210,9 +231,23 @@ def evaluate(
             degree[m] = degree[m] + rr.sum(0)
             pull[m] = pull[m] + (rr * tab.a_j).sum(0)
         if hess is not None:
-            v_aa, v_bb, v_ab = _edge_hessian(tab, rr)
             rows, cols = slice(off[l], off[l + 1]), slice(off[m], off[m + 1])
+            inside = None
+            if groups is not None:
+                lab_l, lab_m = groups.label[rows], groups.label[cols]
+                inside = (lab_l[:, None] == lab_m[None, :]) & (lab_l[:, None] >= 0)
+                if blk.lateral:
+                    inside.fill_diagonal_(False)
+                if not bool(inside.any()):
+                    inside = None
+            relative = None if inside is None else groups.sign[rows][:, None] * groups.sign[cols][None, :]
+            v_aa, v_bb, v_ab, along = _edge_hessian(tab, rr, relative)
             d = torch.diagonal(hess)
+            if inside is not None:
+                zero = torch.zeros_like(v_ab)
+                v_aa, v_bb, v_ab = (torch.where(inside, zero, v) for v in (v_aa, v_bb, v_ab))
+                along = torch.where(inside, along, zero)
+                d[rows] += (torch.triu(along, 1) if blk.lateral else along).sum(1)
             d[rows] += v_aa.sum(1)
             if blk.lateral:
                 hess[rows, rows] += v_ab
@@ -233,31 +268,112 @@ def evaluate(
     return NodeEvaluation(value + gap_f, value, gap_f, torch.cat(grads), tuple(mu), tuple(infos), hess)
 
 
-def _edge_hessian(tab: EdgeTables, rr: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def _edge_hessian(
+    tab: EdgeTables, rr: Tensor, relative: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
     """Second derivatives of ``V(a, b) = max_t [W t + rho H(table)]`` in the margins: with
     ``q = 1 / b`` and ``S = sum q`` (implicit differentiation of the odds-ratio condition)::
 
         V_aa = -rho (q00 + q10)(q01 + q11) / S,  V_bb = -rho (q00 + q01)(q10 + q11) / S,
         V_ab = rho (q01 q10 - q00 q11) / S
+
+    The scale ``max q`` is capped at ``exp(LOG_CURVATURE_CAP)`` (edges whose smallest entry is
+    below ``1e-30``; their true curvature overflows float64 once ``|w|`` is in the thousands, as
+    in the far end of a Frank-Wolfe line search): Newton's method cannot move such a direction
+    anyway. Where ``relative`` (``+1`` or ``-1`` per edge) is given, also the curvature along ``(1,
+    relative)`` written as a sum of positive terms (the products ``q01 q10`` or ``q00 q11``, of
+    order ``exp(|w|)`` on a kink, cancel analytically)::
+
+        V_aa + V_bb + 2 V_ab = -rho [(q00 + q11)(q01 + q10) + 4 q00 q11] / S
+        V_aa + V_bb - 2 V_ab = -rho [(q00 + q11)(q01 + q10) + 4 q01 q10] / S
     """
     lq = [-tab.log_b00, -tab.log_b01, -tab.log_b10, -tab.log_b11]
     top = torch.maximum(torch.maximum(lq[0], lq[1]), torch.maximum(lq[2], lq[3]))
     q00, q01, q10, q11 = (torch.exp(x - top) for x in lq)  # scaled by exp(-top): no overflow
     s = q00 + q01 + q10 + q11
-    scale = torch.exp(top)
+    scale = torch.exp(top.clamp(max=LOG_CURVATURE_CAP))
     v_aa = -rr * (q00 + q10) * ((q01 + q11) / s) * scale
     v_bb = -rr * (q00 + q01) * ((q10 + q11) / s) * scale
     v_ab = rr * (q01 * q10 - q00 * q11) / s * scale
-    return v_aa, v_bb, v_ab
+    along = None
+    if (
+        relative is not None
+    ):  # in unscaled Q = 1 / b (capped): (Q00 + Q11) (q01 + q10) / s + 4 Q00 q11 / s ...
+        big = [torch.exp(x.clamp(max=LOG_CURVATURE_CAP)) for x in lq]
+        cross = torch.where(relative > 0, big[0] * q11, big[1] * q10) / s
+        along = -rr * ((big[0] + big[3]) * ((q01 + q10) / s) + 4.0 * cross)
+    return v_aa, v_bb, v_ab, along
 
 
 @dataclass(frozen=True)
 class NodeFit:
-    """The outcome of :func:`maximise`: the final evaluation and the Newton steps taken."""
+    """The outcome of :func:`maximise`.
+
+    Attributes
+    ----------
+    evaluation
+        At the final marginals (Hessian included).
+    logits
+        The final node log-odds per layer.
+    steps
+        Newton steps taken.
+    ties
+        Per block, the boolean mask of tied edges (:mod:`boltzkit.variational.ties`; laterals
+        symmetric).
+    n_ties
+        Tied edges (a lateral pair counted once).
+    """
 
     evaluation: NodeEvaluation
     logits: tuple[Tensor, ...]
     steps: int
+    ties: tuple[Tensor, ...] = ()
+    n_ties: int = 0
+
+
+def _tie_candidates(graph: BlockGraph, rho: tuple[float | Tensor, ...]) -> list[Tensor]:
+    """Per block, the edges sharp enough to be tied: ``|W / rho| >= W_TIE`` (not a lateral diagonal)."""
+    out = []
+    for blk, r in zip(graph.blocks, rho, strict=True):
+        rr = _block_rho(blk, r)
+        cand = blk.weights.abs() >= W_TIE * rr
+        if blk.lateral:
+            cand.fill_diagonal_(False)
+        out.append(cand)
+    return out
+
+
+def _kink_is_optimal(
+    graph: BlockGraph, rho: tuple[float | Tensor, ...], ev: NodeEvaluation, k: int, ii: Tensor, jj: Tensor
+) -> Tensor:
+    """Whether each edge ``(ii, jj)`` of block ``k`` (within ``TIE_DISTANCE`` of its kink) would stay
+    on it if the rest of ``F`` were frozen: with ``u = (e_i - s e_j) / 2`` (``s = sign W``) and the
+    edge's own slope ``V_u`` along ``u`` (``-rho (A_i - s A_j) / 2``), the external slope ``f = g.u -
+    V_u`` must be balanced by an own slope on the kink, i.e. ``V_u(d = +delta) <= -f <= V_u(d =
+    -delta)`` with ``d`` the distance to the kink and ``delta`` the tie distance (own slopes from the
+    tables at ``d = +-delta``, a slightly narrower interval than the kink's: conservative)."""
+    blk = graph.blocks[k]
+    l, m = blk.key
+    off = graph.offsets
+    rr = _block_rho(blk, rho[k])[ii, jj]
+    w = blk.weights[ii, jj] / rr
+    s = torch.where(w >= 0, 1.0, -1.0).to(w.dtype)
+    mu_i, mu_j = ev.marginals[l][ii], ev.marginals[m][jj]
+    g_i, g_j = ev.gradient[off[l] + ii], ev.gradient[off[m] + jj]
+    z_i = torch.logit(mu_i)
+
+    def own(mu_b: Tensor) -> Tensor:
+        tab = edge_tables(z_i, torch.logit(mu_b.clamp(1e-300, 1.0)), w)
+        return -rr * (tab.a_i - s * tab.a_j) / 2.0
+
+    external = (g_i - s * g_j) / 2.0 - own(mu_j)
+    scale = torch.minimum(torch.minimum(mu_i, 1.0 - mu_i), torch.minimum(mu_j, 1.0 - mu_j))
+    delta = TIE_DISTANCE * scale
+    base = torch.where(w >= 0, mu_i, 1.0 - mu_i)  # mu_j on the kink
+    # d = +delta: mu_j = mu_i - delta (W > 0) or 1 - mu_i + delta (W < 0)
+    right = own(base - s * delta)
+    left = own(base + s * delta)
+    return (right <= -external) & (-external <= left)
 
 
 @torch.no_grad()
@@ -268,42 +384,57 @@ def maximise(
     *,
     gap_tol: float = 1e-7,
     max_steps: int = 50,
+    ties: tuple[Tensor, ...] | None = None,
 ) -> NodeFit:
-    """Newton's method on the concave ``F(mu)`` from ``mu = sigma(logits)`` until the certified
-    gap is at most ``gap_tol`` nats (or ``max_steps``).
+    """Newton's method on the concave ``F(mu)`` from ``mu = sigma(logits)`` until the gap is at most
+    ``gap_tol`` nats, ``F`` stops rising, or ``max_steps``.
 
-    Each step solves ``(-H + delta I) d = g`` by Cholesky (``delta`` grows from 0 only if the
-    factorisation fails: ``H`` is negative semi-definite up to rounding), keeps ``mu`` inside the
-    box (at most 99% of the way to its boundary) and halves the step until ``F`` does not decrease
-    beyond rounding.
+    The steps are taken in the marginals of the tie groups (:mod:`boltzkit.variational.ties`; at the
+    start every unit is its own group unless ``ties`` are given): each solves ``(-P^T H P + delta
+    I) d = P^T g`` by Cholesky (``delta`` grows from 0 only if the factorisation fails), keeps
+    ``mu`` inside the box (at most 99% of the way to its boundary) and halves the step until ``F``
+    rises by a tenth of a per mille of the predicted amount (up to rounding). It stops when ``F``
+    has been flat to rounding for ``STALL`` steps while the gradient in the group marginals has not
+    shrunk by 10%. After each step, an
+    edge with ``|W / rho| >= W_TIE`` that came within ``TIE_DISTANCE`` of its kink, and would stay
+    there given the rest of the gradient (:func:`_kink_is_optimal`), is tied and its groups are
+    merged at their mean. The gap reported here is the plain first-order one; on kinks it stays
+    large even at the optimum, and :func:`boltzkit.variational.certificate.certify` computes the
+    tight one.
     """
-    z = tuple(x.clone() for x in logits)
-    ev = evaluate(graph, rho, z, hessian=True)
-    steps = 0
     sizes = graph.layer_sizes
-    history = [(ev.value, ev.gap)]
+    cand = _tie_candidates(graph, rho)
+    tied = [torch.zeros_like(c) for c in cand] if ties is None else [t.clone() for t in ties]
+    groups = groups_from_ties(graph, tied) if any(bool(t.any()) for t in tied) else Groups.singletons(graph)
+    z = torch.cat([x.clamp(-Z_CLIP, Z_CLIP) for x in logits])
+    if ties is not None:
+        z = groups.project(torch.sigmoid(z))
+    ev = evaluate(graph, rho, tuple(torch.split(z, sizes)), hessian=True, groups=groups)
+    history: list[tuple[float, float]] = []
+    steps = 0
     for steps in range(1, max_steps + 1):
-        if ev.gap <= gap_tol or not math.isfinite(ev.value):
+        if ev.gap <= gap_tol or not math.isfinite(ev.value) or groups.n_groups == 0:
             steps -= 1
             break
-        if len(history) > STALL:  # no progress: F flat to rounding and the gap not shrinking
-            old_value, old_gap = history[-1 - STALL]
-            if ev.value - old_value <= 1e-12 * max(1.0, abs(ev.value)) and ev.gap > 0.9 * old_gap:
+        g_red, h_red = groups.reduce(ev.gradient, ev.hessian)
+        history.append((ev.value, float(g_red.abs().max())))
+        if len(history) > STALL:  # no progress: F flat to rounding and the reduced gradient not shrinking
+            old_value, old_norm = history[-1 - STALL]
+            if ev.value - old_value <= 1e-12 * max(1.0, abs(ev.value)) and history[-1][1] > 0.9 * old_norm:
                 steps -= 1
                 break
-        neg_h = -ev.hessian
-        diag_scale = float(torch.diagonal(neg_h).abs().max())
+        neg = -h_red
+        diag_scale = float(torch.diagonal(neg).abs().max())
+        eye = torch.eye(len(neg), dtype=neg.dtype, device=neg.device)
         delta, chol = 0.0, None
         for _ in range(20):
-            eye = torch.eye(len(neg_h), dtype=neg_h.dtype, device=neg_h.device)
-            shifted = neg_h + delta * eye if delta else neg_h
-            chol, info = torch.linalg.cholesky_ex(shifted)
+            chol, info = torch.linalg.cholesky_ex(neg + delta * eye if delta else neg)
             if int(info) == 0:
                 break
             delta = max(1e-12 * diag_scale, 10.0 * delta)
         else:
             break
-        d = torch.cholesky_solve(ev.gradient[:, None], chol)[:, 0]
+        d = groups.expand(torch.cholesky_solve(g_red[:, None], chol)[:, 0])
         mu = torch.cat(ev.marginals)
         inf = torch.full_like(d, math.inf)
         room = torch.where(d > 0, (1.0 - mu) / d, torch.where(d < 0, -mu / d, inf))
@@ -312,19 +443,54 @@ def maximise(
         noise = 1e-12 * max(1.0, abs(ev.value))
         new = None
         while alpha > 1e-12:
-            cand = (mu + alpha * d).clamp(1e-300, 1.0)
-            zc = torch.logit(cand)
-            z_new = tuple(torch.split(zc, sizes))
-            trial = evaluate(graph, rho, z_new, hessian=True)
+            zc = groups.project((mu + alpha * d).clamp(1e-300, 1.0))
+            trial = evaluate(graph, rho, tuple(torch.split(zc, sizes)))
             if trial.value >= ev.value + 1e-4 * alpha * slope - noise:
-                new = (z_new, trial)
+                new = zc
                 break
             alpha *= 0.5
         if new is None:
             break
-        z, ev = new
-        history.append((ev.value, ev.gap))
-    return NodeFit(ev, z, steps)
+        z = new
+        ev = evaluate(graph, rho, tuple(torch.split(z, sizes)), hessian=True, groups=groups)
+        if _add_ties(graph, rho, ev, cand, tied):
+            groups = groups_from_ties(graph, tied)
+            z = groups.project(torch.cat(ev.marginals))
+            ev = evaluate(graph, rho, tuple(torch.split(z, sizes)), hessian=True, groups=groups)
+    n_ties = sum(
+        int(torch.triu(t, 1).sum()) if b.lateral else int(t.sum())
+        for b, t in zip(graph.blocks, tied, strict=True)
+    )
+    return NodeFit(ev, tuple(torch.split(z, sizes)), steps, tuple(tied), n_ties)
+
+
+def _add_ties(
+    graph: BlockGraph,
+    rho: tuple[float | Tensor, ...],
+    ev: NodeEvaluation,
+    cand: list[Tensor],
+    tied: list[Tensor],
+) -> bool:
+    """Tie (in place) the candidate edges within ``TIE_DISTANCE`` of their kink that pass
+    :func:`_kink_is_optimal`; whether any was added."""
+    mu = torch.cat(ev.marginals)
+    added = False
+    for k, (dist, scale) in enumerate(zip(kink_distances(graph, mu), scale_of_edges(graph, mu), strict=True)):
+        near = cand[k] & ~tied[k] & (dist.abs() <= TIE_DISTANCE * scale)
+        if graph.blocks[k].lateral:
+            near = torch.triu(near, 1)
+        if not bool(near.any()):
+            continue
+        ii, jj = torch.nonzero(near, as_tuple=True)
+        keep = _kink_is_optimal(graph, rho, ev, k, ii, jj)
+        if not bool(keep.any()):
+            continue
+        ii, jj = ii[keep], jj[keep]
+        tied[k][ii, jj] = True
+        if graph.blocks[k].lateral:
+            tied[k][jj, ii] = True
+        added = True
+    return added
 
 
 __all__ = [

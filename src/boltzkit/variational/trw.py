@@ -3,21 +3,25 @@
 For edge appearance probabilities ``rho`` in the spanning-tree polytope of the model's graph, the
 tree-reweighted entropy ``H~(mu) = sum_i H_i - sum_ij rho_ij I_ij`` bounds the entropy from above,
 and its variational problem over the local polytope bounds ``log Z`` from above (S2 Sec. 2.5, Eqs.
-14-15; Wainwright, Jaakkola & Willsky 2005). The problem is convex. It is solved in two stages:
+14-15; Wainwright, Jaakkola & Willsky 2005). The problem is convex. It is solved in three stages:
 
 1. tree-reweighted message passing (:func:`boltzkit.variational.bp.propagate` with ``rho``; damped,
-   messages as log-ratios), whose fixed point is the optimum;
-2. Newton's method on the same objective written as a concave function of the node marginals
-   (:mod:`boltzkit.variational.node_objective`), started from the message-passing beliefs; it
-   finishes what message passing cannot on large models with small ``rho`` (sublinear drift of
-   saturating messages), and its concavity gap *certifies* the bound.
+   messages as log-ratios) for a start: its fixed point is the optimum, but on large models with
+   small ``rho`` it does not converge (the residual of S2's Table 1 SRBM stays at 0.02);
+2. Newton's method on the same objective written as a concave function ``F`` of the node marginals
+   (:mod:`boltzkit.variational.node_objective`), with the edges that reach their kink tied
+   (:mod:`boltzkit.variational.ties`), which finishes what message passing cannot;
+3. the certificate: the plain first-order one of ``F``, and where it is not tight (the optimum
+   sits on kinks, where ``F``'s gradient is one of two one-sided slopes) the dual certificate of
+   :mod:`boltzkit.variational.certificate`, which balances the slopes with the edges' own
+   linearisation points.
 
-The reported value is the certified ``U = F(mu) + gap`` (``gap`` = first-order concavity gap over
-the unit box), which is an upper bound on ``log Z`` (up to rounding) at *any* ``mu``; the run is
-``converged`` when ``gap <= gap_tol`` nats, i.e. when ``U`` is within ``gap_tol`` of the TRW
-optimum for this ``rho``. ALGORITHMS.md section 8 warns that the message-passing value is a bound
-only at the converged optimum; the certificate removes that caveat, and the gap and the
-message-passing residual are both reported.
+The reported value is the certified ``U`` (``U - F`` is the gap), an upper bound on ``log Z`` (up
+to rounding) at *any* ``mu``; the run is ``converged`` when the gap is at most ``gap_tol`` nats
+(default: ``max(GAP_TOL, REL_GAP_TOL |F|)``), i.e. ``U`` is within that of the TRW optimum for this
+``rho``. ALGORITHMS.md section 8
+warns that the message-passing value is a bound only at the converged optimum; the certificate
+removes that caveat, and the gap and the message-passing residual are both reported.
 
 The bound is convex in ``rho`` with gradient ``-I_ij`` (mutual informations of the optimal edge
 tables), so ``rho`` is optimised by conditional gradient (Frank-Wolfe) over the polytope, as S2
@@ -29,7 +33,10 @@ objective went down, and the reported bound is the smallest certified ``U`` met,
 monotonically. The start is the uniform distribution over spanning trees
 (:func:`~boltzkit.variational.spanning.uniform_rho`): ``(N - 1) / |E|`` on edge-transitive graphs,
 the block effective resistances otherwise. The Frank-Wolfe duality gap ``sum I (1_T - rho)`` bounds
-how far the bound is above its optimum over ``rho``; steps stop when it is below ``fw_tol``.
+how far the bound is above its optimum over ``rho``; steps stop when it is below ``fw_tol``. The
+solves inside a step need the bound and ``I_ij`` only to a fraction of that duality gap, so they
+are certified to ``max(gap_tol, FW_INNER * duality gap)`` (a solve that misses it is not used),
+and the best ``rho`` is solved once more to ``gap_tol`` at the end.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -45,6 +52,7 @@ from torch import Tensor
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.variational.bp import DAMPING, TOL, Messages, check_settings, propagate
+from boltzkit.variational.certificate import Certificate, certify
 from boltzkit.variational.graph import BlockGraph
 from boltzkit.variational.node_objective import NEWTON_MAX_UNITS, evaluate, maximise
 from boltzkit.variational.result import ConvergenceWarning, VariationalResult
@@ -60,18 +68,33 @@ from boltzkit.variational.spanning import (
 RHO_CHOICES = ("uniform", "optimized")
 
 #: Message sweeps before Newton takes over (messages that converge stop earlier).
-MAX_ITER = 500
-#: Certified gap (nats) at which a TRW solve counts as converged; Newton steps per solve.
+MAX_ITER = 200
+#: Certified gap (nats) at which a TRW solve counts as converged, or this fraction of ``|F|`` if
+#: larger (rounding-level precision: ``F`` sums ``|E|`` terms); Newton steps per solve.
 GAP_TOL = 1e-6
-NEWTON_STEPS = 30
+REL_GAP_TOL = 1e-7
+NEWTON_STEPS = 100
+#: Rounds of tying the edges whose certificate shifts cost most (``|W / rho| >= W_SNAP``, more than
+#: ``STRAIN`` of the allowance each), then Newton and the certificate again; kept if the bound drops.
+SNAP_ROUNDS = 3
+W_SNAP = 20.0
+STRAIN = 1e-3
+#: Snapping is skipped on graphs with more edges than this: there each round costs a Newton solve
+#: and a far larger certificate program (on S2's Table 2 SRBM, 700,000 edges, one round took 170 s
+#: and raised the gap from 0.13 to 2.8 nats; on its Table 1 SRBM, 8,120 edges, one round took 0.1 s
+#: and closed the gap from 0.015 nats to 7e-6).
+SNAP_MAX_EDGES = 100_000
 #: Frank-Wolfe defaults: at most this many steps, stop when the duality gap (nats) is below FW_TOL.
 FW_STEPS = 30
 FW_TOL = 1e-3
 #: Evaluations of the bound per line search, and the largest step (keeps every rho_ij > 0).
 LINE_SEARCH_EVALS = 8
 GAMMA_MAX = 0.999
-#: Newton steps per line-search solve (warm-started next to a solved point).
-LINE_SEARCH_NEWTON_STEPS = 10
+#: Inner solves of a Frank-Wolfe step are certified to this fraction of its duality gap; their
+#: Newton steps at most (warm-started next to a solved point; the far end of a line search, a
+#: nearly single tree, needs many more and is usually past the minimum anyway).
+FW_INNER = 1e-3
+LINE_SEARCH_NEWTON_STEPS = 20
 
 
 @dataclass(frozen=True)
@@ -87,7 +110,7 @@ class TRWSolution:
     gap
         ``U - F``.
     converged
-        ``gap <= gap_tol``.
+        ``gap <= tolerance``.
     logits
         Node log-odds per layer (to warm-start another solve).
     mutual_information
@@ -98,6 +121,13 @@ class TRWSolution:
         Message passing: final messages (``None`` when skipped), sweeps, final residual.
     newton_steps
         Newton steps taken.
+    tolerance
+        The gap at which it counts as converged (:func:`tolerance`).
+    ties
+        Edges tied on their kink by Newton's method.
+    certificate
+        The dual certificate (:func:`~boltzkit.variational.certificate.certify`) where the plain
+        first-order gap was above ``gap_tol``, else ``None``.
     """
 
     bound: float
@@ -111,6 +141,9 @@ class TRWSolution:
     sweeps: int
     residual: float
     newton_steps: int
+    tolerance: float = GAP_TOL
+    ties: int = 0
+    certificate: Certificate | None = None
 
 
 @torch.no_grad()
@@ -121,14 +154,15 @@ def solve(
     damping: float = DAMPING,
     tol: float = TOL,
     max_iter: int = MAX_ITER,
-    gap_tol: float = GAP_TOL,
+    gap_tol: float | None = None,
     newton_steps: int = NEWTON_STEPS,
     logits: tuple[Tensor, ...] | None = None,
     messages: Messages | None = None,
+    snap_rounds: int = SNAP_ROUNDS,
 ) -> TRWSolution:
     """TRW at ``rho``: message passing (unless ``logits`` are given: a warm start for Newton), then
     Newton's method on the node marginals (models of at most ``NEWTON_MAX_UNITS`` units), then the
-    certificate.
+    certificate (the dual one where the plain gap is above ``gap_tol``).
 
     Parameters
     ----------
@@ -138,25 +172,78 @@ def solve(
     damping, tol, max_iter
         Message passing (:func:`~boltzkit.variational.bp.propagate`).
     gap_tol, newton_steps
-        Newton stops at a certified gap of ``gap_tol`` nats or after ``newton_steps`` steps.
+        Newton stops at a plain gap of ``gap_tol`` nats, when ``F`` stops rising, or after
+        ``newton_steps`` steps; the certificate stops refining, and the solve counts as converged,
+        at a gap of ``gap_tol`` (default ``None``: :func:`tolerance`).
     logits, messages
         Warm starts: node log-odds (skip message passing) or messages.
+    snap_rounds
+        Rounds of tying the edges that strain the certificate (``SNAP_ROUNDS``; none on graphs
+        with more than ``SNAP_MAX_EDGES`` edges).
     """
     sweeps, residual, msgs = 0, math.nan, None
     if logits is None or graph.n_nodes > NEWTON_MAX_UNITS:
         state = propagate(graph, rho, damping=damping, tol=tol, max_iter=max_iter, messages=messages)
         logits, sweeps, residual, msgs = state.logits, state.iterations, state.residual, state.messages
-    steps = 0
+    steps, ties, fit = 0, 0, None
     if graph.n_nodes <= NEWTON_MAX_UNITS and graph.blocks:
-        fit = maximise(graph, rho, logits, gap_tol=gap_tol, max_steps=newton_steps)
-        ev, logits, steps = fit.evaluation, fit.logits, fit.steps
+        fit = maximise(
+            graph, rho, logits, gap_tol=GAP_TOL if gap_tol is None else gap_tol, max_steps=newton_steps
+        )
+        ev, logits, steps, ties = fit.evaluation, fit.logits, fit.steps, fit.n_ties
     else:
         ev = evaluate(graph, rho, logits)
-    converged = math.isfinite(ev.bound) and ev.gap <= gap_tol
+    bound, cert = ev.bound, None
+    target = tolerance(gap_tol, ev.value)
+    if math.isfinite(ev.value) and ev.gap > target:
+        cert = certify(graph, rho, logits, ev, gap_tol=target)
+        bound = min(bound, cert.bound)
+    rounds = snap_rounds if fit is not None and graph.n_edges <= SNAP_MAX_EDGES else 0
+    for _ in range(rounds):
+        if cert is None or bound - ev.value <= target or not cert.strain:
+            break
+        snap = _strained(graph, rho, cert, fit.ties)
+        if snap is None:
+            break
+        trial = maximise(graph, rho, fit.logits, gap_tol=target, max_steps=newton_steps, ties=snap)
+        trial_cert = certify(graph, rho, trial.logits, trial.evaluation, gap_tol=target)
+        trial_bound = min(trial.evaluation.bound, trial_cert.bound)
+        if not trial_bound < bound:
+            break
+        fit, ev, cert, bound = trial, trial.evaluation, trial_cert, trial_bound
+        logits, steps, ties = fit.logits, steps + fit.steps, fit.n_ties
+    gap = bound - ev.value
+    converged = math.isfinite(bound) and gap <= target
     return TRWSolution(
-        ev.bound, ev.value, ev.gap, converged, logits, ev.mutual_information, ev.marginals, msgs, sweeps,
-        residual, steps,
+        bound, ev.value, gap, converged, logits, ev.mutual_information, ev.marginals, msgs, sweeps,
+        residual, steps, target, ties, cert,
     )  # fmt: skip
+
+
+def _strained(
+    graph: BlockGraph, rho: tuple[float | Tensor, ...], cert: Certificate, tied: tuple[Tensor, ...]
+) -> tuple[Tensor, ...] | None:
+    """``tied`` plus the sharp edges (``|W / rho| >= W_SNAP``) on which the certificate's shifts cost
+    more than ``STRAIN`` of its allowance, or ``None`` if there is none to add."""
+    out, added = [], False
+    threshold = STRAIN * cert.allowance
+    for blk, r, strain, t in zip(graph.blocks, rho, cert.strain, tied, strict=True):
+        rr = r if isinstance(r, Tensor) else torch.full_like(blk.weights, float(r))
+        new = (strain > threshold) & (blk.weights.abs() >= W_SNAP * rr) & ~t
+        if blk.lateral:
+            new = new | new.t()
+            new.fill_diagonal_(False)
+        added = added or bool(new.any())
+        out.append(t | new)
+    return tuple(out) if added else None
+
+
+def tolerance(gap_tol: float | None, value: float) -> float:
+    """The gap (nats) at which a solve with objective ``value`` counts as converged: ``gap_tol``,
+    or by default ``max(GAP_TOL, REL_GAP_TOL |value|)``."""
+    if gap_tol is not None:
+        return float(gap_tol)
+    return max(GAP_TOL, REL_GAP_TOL * abs(value)) if math.isfinite(value) else GAP_TOL
 
 
 @dataclass
@@ -228,7 +315,7 @@ def frank_wolfe(
     damping: float = DAMPING,
     tol: float = TOL,
     max_iter: int = MAX_ITER,
-    gap_tol: float = GAP_TOL,
+    gap_tol: float | None = None,
     line_search_evals: int = LINE_SEARCH_EVALS,
     start: TreeMixture | None = None,
 ) -> FrankWolfeFit:
@@ -244,7 +331,8 @@ def frank_wolfe(
         Stop when the duality gap falls below this (nats).
     damping, tol, max_iter, gap_tol
         TRW solves (:func:`solve`); line-search evaluations are warm-started from the nearest
-        evaluated point's node marginals (Newton only).
+        evaluated point's node marginals (Newton only) and certified to ``max(tolerance, FW_INNER
+        * duality gap)``.
     line_search_evals
         TRW solves per line search.
     start
@@ -279,7 +367,8 @@ def frank_wolfe(
         if gap <= fw_tol:
             fit.stop = "gap"
             break
-        gamma, new, runs, sweeps, newton = _line_search(graph, r, d, sol, gap, line_search_evals, kw)
+        inner = {**kw, "gap_tol": max(tolerance(gap_tol, sol.value), FW_INNER * gap)}
+        gamma, new, runs, sweeps, newton = _line_search(graph, r, d, sol, gap, line_search_evals, inner)
         fit.runs += runs
         fit.total_sweeps += sweeps
         fit.newton_steps += newton
@@ -293,6 +382,17 @@ def frank_wolfe(
             best, best_rho = sol, rho
             best_weights = (mixture.base_weight, list(mixture.weights), len(mixture.trees))
         fit.history.append(best.bound)
+    if (
+        best.gap > tolerance(gap_tol, best.value) and best is not fit.solution
+    ):  # certified to a Frank-Wolfe step's tolerance only
+        final = solve(graph, best_rho, logits=best.logits, **kw)
+        fit.runs += 1
+        fit.newton_steps += final.newton_steps
+        if final.bound < best.bound:
+            best = final
+            fit.history[-1] = min(fit.history[-1], best.bound)
+        target = tolerance(gap_tol, best.value)
+        best = replace(best, tolerance=target, converged=math.isfinite(best.bound) and best.gap <= target)
     if best_weights[2] < len(mixture.trees):  # the best rho came before the last step
         base_weight, weights, n_trees = best_weights
         mixture = TreeMixture(mixture.base, base_weight, mixture.trees[:n_trees], weights)
@@ -301,17 +401,16 @@ def frank_wolfe(
     return fit
 
 
-def usable(sol: TRWSolution) -> bool:
-    """A solve whose value can guide Frank-Wolfe: converged, or at least finite with a gap far below
-    the value (on large models with small ``rho`` the certified gap stalls at a small fraction of a
-    nat while ``F`` itself has converged)."""
-    return sol.converged or (math.isfinite(sol.value) and sol.gap <= 1e-3 * max(1.0, abs(sol.value)))
+def usable(sol: TRWSolution, gap_tol: float) -> bool:
+    """A solve whose value can guide Frank-Wolfe: finite and certified to ``gap_tol``."""
+    return math.isfinite(sol.value) and math.isfinite(sol.bound) and sol.gap <= gap_tol
 
 
 def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
     """Minimise ``F`` along ``rho + gamma d``, ``0 < gamma <= GAMMA_MAX``: regula falsi (Illinois) on
-    the derivative ``-sum I(gamma) d``, which is ``-gap < 0`` at 0. Returns the best converged point
-    that lowers ``F`` (``gamma = 0`` if none), with the solves, sweeps and Newton steps used."""
+    the derivative ``-sum I(gamma) d``, which is ``-gap < 0`` at 0. Returns the best point certified
+    to ``kw["gap_tol"]`` that lowers ``F`` (``gamma = 0`` if none), with the solves, sweeps and
+    Newton steps used."""
     best_gamma, best = 0.0, sol0
     tried: list[tuple[float, TRWSolution]] = [(0.0, sol0)]
     used = [0, 0, 0]
@@ -321,12 +420,12 @@ def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
         warm = min(tried, key=lambda t: abs(t[0] - gamma))[1]
         st = solve(
             graph, _move(graph, rho, d, gamma), logits=warm.logits, messages=warm.messages,
-            newton_steps=LINE_SEARCH_NEWTON_STEPS, **kw,
+            newton_steps=LINE_SEARCH_NEWTON_STEPS, snap_rounds=0, **kw,
         )  # fmt: skip
         used[0] += 1
         used[1] += st.sweeps
         used[2] += st.newton_steps
-        if usable(st):
+        if usable(st, kw["gap_tol"]):
             tried.append((gamma, st))
             if st.value < best.value:
                 best_gamma, best = gamma, st
@@ -335,9 +434,9 @@ def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
     lo, dlo = 0.0, -gap
     hi = GAMMA_MAX
     st, dhi = evaluate_at(hi)
-    if usable(st) and dhi <= 0.0:
+    if usable(st, kw["gap_tol"]) and dhi <= 0.0:
         return best_gamma, best, *used
-    if not usable(st):
+    if not usable(st, kw["gap_tol"]):
         dhi = abs(dlo)
     side = 0
     for _ in range(max(0, evals - 1)):
@@ -345,7 +444,7 @@ def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
         g = (lo * dhi - hi * dlo) / (dhi - dlo)
         g = min(max(g, lo + 1e-3 * width), hi - 1e-3 * width)
         st, dg = evaluate_at(g)
-        if not usable(st):  # treat as past the minimum
+        if not usable(st, kw["gap_tol"]):  # treat as past the minimum
             hi, dhi, side = g, abs(dlo), 0
             continue
         if abs(dg) <= 1e-3 * gap or width < 1e-9:
@@ -371,7 +470,7 @@ def trw_log_z(
     damping: float = DAMPING,
     tol: float = TOL,
     max_iter: int = MAX_ITER,
-    gap_tol: float = GAP_TOL,
+    gap_tol: float | None = None,
     fw_steps: int = FW_STEPS,
     fw_tol: float = FW_TOL,
     line_search_evals: int = LINE_SEARCH_EVALS,
@@ -389,7 +488,8 @@ def trw_log_z(
     damping, tol, max_iter
         Message passing.
     gap_tol
-        Convergence: the certified gap (nats) to the TRW optimum at the final ``rho``.
+        Convergence: the certified gap (nats) to the TRW optimum at the final ``rho``; default
+        ``max(1e-6, 1e-7 |F|)`` (:func:`tolerance`).
     fw_steps, fw_tol, line_search_evals
         Frank-Wolfe (``rho="optimized"`` only).
 
@@ -399,8 +499,10 @@ def trw_log_z(
         ``log_z`` is the certified bound ``U``; ``bound="upper"`` when it is finite (it bounds
         ``log Z`` whether or not the solver converged); ``converged`` when ``gap <= gap_tol``
         (else a :class:`ConvergenceWarning`); ``iterations`` and ``residual`` are the message
-        sweeps and residual of the final solve. Settings: ``gap``, ``primal_value`` (``F``),
-        ``newton_steps``, ``rho``, ``rho_start`` and, for ``"optimized"``, ``fw_steps``, ``fw_gap``,
+        sweeps and residual of the final solve. Settings: ``gap``, ``gap_tol`` (the tolerance
+        applied), ``primal_value`` (``F``), ``newton_steps``, ``ties``, ``certificate`` (the dual
+        certificate's ``balance``, ``allowance``, ``shifted`` edges, LP ``columns`` and ``seconds``,
+        or ``None``), ``rho``, ``rho_start`` and, for ``"optimized"``, ``fw_steps``, ``fw_gap``,
         ``fw_stop``, ``fw_history``, ``trw_runs``, ``total_sweeps``.
     """
     if rho not in RHO_CHOICES:
@@ -437,9 +539,19 @@ def trw_log_z(
         "rho": rho,
         "rho_start": start,
         "gap": sol.gap,
-        "gap_tol": gap_tol,
+        "gap_tol": sol.tolerance,
         "primal_value": sol.value,
         "newton_steps": sol.newton_steps,
+        "ties": sol.ties,
+        "certificate": None
+        if sol.certificate is None
+        else {
+            "balance": sol.certificate.balance,
+            "allowance": sol.certificate.allowance,
+            "shifted": sol.certificate.shifted,
+            "columns": sol.certificate.columns,
+            "seconds": sol.certificate.seconds,
+        },
         "damping": damping,
         "tol": tol,
         "max_iter": max_iter,
