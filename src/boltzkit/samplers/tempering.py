@@ -289,7 +289,9 @@ class ParallelTempering(TransitionOperator):
         new = self.operator.update_units(logits, state.layers[l], l, generator)
         state = state.with_layer(l, new)
         rest = [m for m in range(model.n_layers) if m != l]
-        energy = model.energy_of(state, rest) - (new.to(torch.float64) * inp.to(torch.float64)).sum(1)
+        # new is binary, so new * inp is exact in the input's dtype; the sum accumulates in float64
+        # (the same numbers as converting both first, without two float64 copies of the layer)
+        energy = model.energy_of(state, rest) - torch.sum(new * inp, dim=1, dtype=torch.float64)
         return state, energy
 
     @torch.no_grad()
