@@ -11,9 +11,11 @@ hand (``E = -v.(h W^T + b) - c.h``: no third product) and the ``19 x 100`` swap 
 gives the ratio to the same bare cost plus one energy product ``(v W) . h``, which is what
 ``model.joint_energy`` does.
 
-**Sweep throughput.** Tiny grid tasks (CD_5 on 3 x 3 Bars and Stripes, 9 x 4 RBM, 300 updates)
-per minute in-process and with ``workers=2`` local processes (each with ``cores // 2`` torch
-threads). Not run by ``--quick`` unless ``--sweep`` is given (process start-up dominates it).
+**Sweep throughput.** Grid tasks per minute in-process and with ``workers=2`` local processes
+(each with ``cores // 2`` torch threads), for two task sizes: 8 tiny tasks (CD_5 on 3 x 3 Bars and
+Stripes, 9 x 4 RBM, 300 updates), where process start-up dominates, and 8 tasks of S3's kind at
+half its length (CD_5 on 4 x 4 Bars and Stripes, 16 x 8 RBM, 10,000 updates, exact log-likelihood
+every 100), where it does not. Not run by ``--quick`` unless ``--sweep`` is given.
 
 Run: python benchmarks/bench_tempering.py [--quick] [--device cpu] [--repeats 15] [--sweep]
 """
@@ -151,30 +153,41 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, sw
     return rows
 
 
+SWEEPS = (
+    # (label, data, n_hidden, n_updates)
+    ("CD_5, 3x3 Bars and Stripes, 300 updates", "bars-and-stripes:size=3", 4, 300),
+    ("CD_5, 4x4 Bars and Stripes, 16 x 8 RBM, 10,000 updates", "bars-and-stripes:size=4", 8, 10_000),
+)
+
+
 def sweep_rows(n_tasks: int = 8) -> list[dict]:
-    """Tiny grid tasks per minute: in-process vs two local worker processes."""
+    """Grid tasks per minute: in-process vs two local worker processes, short and long tasks."""
     from boltzkit.experiments.grid import make_grid, run_grid
 
-    tasks = make_grid(
-        ["bars-and-stripes:size=3"], ["cd:5"], [0.1], ("gibbs", "flip"), n_tasks // 2,
-        n_hidden=4, n_updates=300, eval_every=100,
-    )  # fmt: skip
     out = []
-    per_minute = {}
-    for executor, workers in (("inline", 1), ("processes", 2)):
-        with tempfile.TemporaryDirectory() as d:
-            t0 = time.perf_counter()
-            run = run_grid(tasks, d, executor=executor, workers=workers, progress=False)
-            seconds = time.perf_counter() - t0
-        per_minute[executor] = 60.0 * run.ran / seconds
-        out.append(
-            row(
-                f"grid sweep, {len(tasks)} tasks (CD_5, 3x3 Bars and Stripes, 300 updates)",
-                f"{executor}" + (f", workers={workers}" if executor == "processes" else ""),
-                seconds,
-                note=f"{per_minute[executor]:.0f} tasks/min (process start-up included)",
+    for label, data, n_hidden, n_updates in SWEEPS:
+        tasks = make_grid(
+            [data], ["cd:5"], [0.1], ("gibbs", "flip"), n_tasks // 2,
+            n_hidden=n_hidden, n_updates=n_updates, eval_every=100,
+        )  # fmt: skip
+        per_minute = {}
+        for executor, workers in (("inline", 1), ("processes", 2)):
+            with tempfile.TemporaryDirectory() as d:
+                t0 = time.perf_counter()
+                run = run_grid(tasks, d, executor=executor, workers=workers, progress=False)
+                seconds = time.perf_counter() - t0
+            per_minute[executor] = 60.0 * run.ran / seconds
+            note = f"{per_minute[executor]:.1f} tasks/min (process start-up included)"
+            if executor == "processes":
+                note += f"; {per_minute['processes'] / per_minute['inline']:.2f}x in-process"
+            out.append(
+                row(
+                    f"grid sweep, {len(tasks)} tasks ({label})",
+                    f"{executor}" + (f", workers={workers}" if executor == "processes" else ""),
+                    seconds,
+                    note=note,
+                )
             )
-        )
     return out
 
 
