@@ -17,9 +17,10 @@ the triangular system::
 fixed-point iteration ``y <- rule(a^0 + (y - x) tril(L_cc, -1)^T, x, u)``: after ``t`` iterations
 the first ``t`` units are final (forward substitution), the fixed point is unique, and the
 iteration stops as soon as ``y`` no longer changes, usually after a few iterations. The result is
-*exactly* the unit-by-unit sweep with the same uniforms. After the chunk, every unit's input
-is brought up to date with one product ``a += (y - x) L[chunk, :]``, so a sweep costs the
-products of one ``(n_chains, n) x (n, n)`` multiplication plus the small in-chunk iterations.
+*exactly* the unit-by-unit sweep with the same uniforms. After the chunk, the inputs of the units
+still to come are brought up to date with one product ``a[:, later] += (y - x) L[chunk, later]``,
+so a sweep costs the products of half an ``(n_chains, n) x (n, n)`` multiplication (the upper
+triangle) plus the small in-chunk iterations.
 """
 
 from __future__ import annotations
@@ -118,9 +119,12 @@ def sequential_update(
                 break
             y = z
         x[:, rows] = y
+        if i1 == n_units:
+            break
         d = y - x0
+        rest = a[:, i1:]  # the units already swept need no new input
         for scale, lat in terms:
-            a.addmm_(d, lat[rows, :], alpha=scale)
+            rest.addmm_(d, lat[rows, i1:], alpha=scale)
     return x
 
 
