@@ -301,7 +301,7 @@ def certify(
     in_set = np.zeros(len(first), dtype=bool)
     in_set[useful[np.argsort(first[useful] / rho_dir[useful])[:COLUMNS_PER_ROUND]]] = True
     chosen = np.flatnonzero(in_set)
-    best = Certificate(ev.bound, ev.value, ev.gap, ev.gap, 0.0, 0, 0, 0.0)
+    best = plain
     best_shifts = None
     for _ in range(max(1, rounds)):
         amounts, prices = _solve(dirs, chosen, g, mu)

@@ -139,13 +139,11 @@ def _safeguarded_step(
         ok = (v >= values - 1e-12 * values.abs().clamp(min=1.0)) | accepted
         new_layer = torch.where(ok[:, None], cand, old)
         new_values = torch.where(ok, torch.where(accepted, new_values, v), values)
-        fresh = ok & ~accepted
         accepted = ok
         if bool(accepted.all()):
             break
         trial_step = torch.where(accepted, trial_step, 0.5 * trial_step)
         cuts += int((~accepted).sum())
-        del fresh
     step = torch.where(accepted, torch.clamp(2.0 * trial_step, max=base), trial_step)
     return state.with_layer(layer, new_layer), new_values, step, cuts
 

@@ -415,7 +415,8 @@ def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
     tried: list[tuple[float, TRWSolution]] = [(0.0, sol0)]
     used = [0, 0, 0]
 
-    def evaluate_at(gamma: float) -> tuple[TRWSolution, float]:
+    def evaluate_at(gamma: float) -> tuple[float, bool]:
+        """Solve at ``gamma`` (kept if usable); the derivative there and whether it was usable."""
         nonlocal best_gamma, best
         warm = min(tried, key=lambda t: abs(t[0] - gamma))[1]
         st = solve(
@@ -425,26 +426,27 @@ def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
         used[0] += 1
         used[1] += st.sweeps
         used[2] += st.newton_steps
-        if usable(st, kw["gap_tol"]):
+        ok = usable(st, kw["gap_tol"])
+        if ok:
             tried.append((gamma, st))
             if st.value < best.value:
                 best_gamma, best = gamma, st
-        return st, -_edge_dot(graph, st.mutual_information, d)
+        return -_edge_dot(graph, st.mutual_information, d), ok
 
     lo, dlo = 0.0, -gap
     hi = GAMMA_MAX
-    st, dhi = evaluate_at(hi)
-    if usable(st, kw["gap_tol"]) and dhi <= 0.0:
+    dhi, ok = evaluate_at(hi)
+    if ok and dhi <= 0.0:
         return best_gamma, best, *used
-    if not usable(st, kw["gap_tol"]):
+    if not ok:
         dhi = abs(dlo)
     side = 0
     for _ in range(max(0, evals - 1)):
         width = hi - lo
         g = (lo * dhi - hi * dlo) / (dhi - dlo)
         g = min(max(g, lo + 1e-3 * width), hi - 1e-3 * width)
-        st, dg = evaluate_at(g)
-        if not usable(st, kw["gap_tol"]):  # treat as past the minimum
+        dg, ok = evaluate_at(g)
+        if not ok:  # treat as past the minimum
             hi, dhi, side = g, abs(dlo), 0
             continue
         if abs(dg) <= 1e-3 * gap or width < 1e-9:
