@@ -140,7 +140,7 @@ def test_train_user_npy_pcd_with_history_and_checkpoint(tmp_path):
         "--batch-size", 10, "--checkpoint-every", 1, "--history", tmp_path / "hist", "--out", out,
     )  # fmt: skip
     record = last_json(run(*args, "--json"))
-    assert record["settings"]["method"] == "pcd" and record["settings"]["chains"] == 7
+    assert record["settings"]["method"] == "pcd" and record["settings"]["n_chains"] == 7
     assert (tmp_path / "hist.csv").is_file() and (tmp_path / "hist.json").is_file()
     assert (tmp_path / "user.safetensors.ckpt").is_file()
     rbm, metadata = load_model(out)

@@ -31,6 +31,7 @@ from boltzkit.estimators.dbn_bound import dbn_bound, dbn_exact_log_prob, top_lay
 from boltzkit.estimators.result import Band, LogProbResult, LogZResult
 from boltzkit.io import load_model, save_model
 from boltzkit.learning import train_dbn, train_mixture
+from boltzkit.learning.recipes import Recipe, recipe_settings
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
 from boltzkit.models.mixture import MixtureOfBernoullis
@@ -90,18 +91,10 @@ def train_stack(
     out: Path,
     hidden: list[int],
     components: int,
-    method: str,
-    k: list[int],
-    k_schedule: list[str | None],
-    epochs: list[int],
-    lr: list[float],
-    batch_size: int,
-    sampler: str,
-    chains: int,
-    momentum: float,
-    weight_decay: float,
+    recipe: Recipe,
+    recipe_name: str | None,
+    per_layer: dict[str, list[Any]],
     init_transpose: bool,
-    layer_data: str,
     bottom: Path | None,
     seed: int,
     device: torch.device,
@@ -118,10 +111,13 @@ def train_stack(
     metrics: dict[str, Any] = {}
     history: list[Any] = []
     if kind == "mixture":
-        if len(epochs) != 1:
-            raise BoltzkitError("a mixture takes one --epochs value (its most EM iterations)", got=epochs)
+        if "epochs" in per_layer:
+            raise BoltzkitError(
+                "a mixture takes one --epochs value (its most EM iterations)", got=per_layer["epochs"]
+            )
+        max_iter = int(recipe.epochs)
         model, hist = train_mixture(
-            train.x, int(components), seed=seed, max_iter=int(epochs[0]), device=device, progress=progress
+            train.x, int(components), seed=seed, max_iter=max_iter, device=device, progress=progress
         )
         for split, x in splits.items():
             metrics[f"{split}_log_lik"] = float(model.log_prob(x.to(model.device)).mean())
@@ -129,17 +125,17 @@ def train_stack(
         settings: dict[str, Any] = {
             "model": "mixture",
             "components": int(components),
-            "max_iter": int(epochs[0]),
+            "max_iter": max_iter,
             "iterations": len(hist),
             "smoothing": 1.0,
             "seed": seed,
         }
     else:
         n = len(hidden)
-        for name, values in (("--epochs", epochs), ("--k", k), ("--lr", lr), ("--k-schedule", k_schedule)):
-            if len(values) not in (1, n):
+        for name, values in per_layer.items():
+            if len(values) != n:
                 raise BoltzkitError(
-                    f"{name} needs one value, or one per hidden layer",
+                    f"--{name.replace('_', '-')} needs one value, or one per hidden layer",
                     got=values,
                     expected=f"1 or {n} values",
                 )
@@ -165,18 +161,9 @@ def train_stack(
             hidden,
             seed=seed,
             device=device,
-            method=method,
-            k=single_or_list(k),
-            k_schedule=single_or_list(k_schedule),
-            epochs=single_or_list(epochs),
-            lr=single_or_list(lr),
-            batch_size=batch_size,
-            sampler=sampler,
-            n_chains=chains,
-            momentum=momentum,
-            weight_decay=weight_decay,
-            init_transpose=[False] + [bool(init_transpose)] * (n - 1),  # layers above the first
-            layer_data_mode=layer_data,
+            recipe=recipe,
+            **per_layer,
+            init_transpose=bool(init_transpose),  # one flag: every layer above the first
             bottom=below,
             checkpoint_dir=ckpt_dir,
             resume=resume,
@@ -190,18 +177,10 @@ def train_stack(
         settings = {
             "model": "dbn",
             "hidden": hidden,
-            "method": method,
-            "k": single_or_list(k),
-            "k_schedule": single_or_list(k_schedule),
-            "epochs": single_or_list(epochs),
-            "lr": single_or_list(lr),
-            "batch_size": batch_size,
-            "sampler": sampler,
-            "chains": chains if method != "cd" else None,
-            "momentum": momentum,
-            "weight_decay": weight_decay,
+            **recipe_settings(recipe),
+            **per_layer,
+            "recipe": recipe_name,
             "init_transpose": init_transpose,
-            "layer_data": layer_data,
             "bottom": None if bottom is None else str(bottom),
             "seed": seed,
         }

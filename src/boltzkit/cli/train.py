@@ -32,6 +32,7 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     non_negative_float_option,
+    positive_float_option,
     show_progress,
     unit_interval_option,
 )
@@ -41,11 +42,15 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, save_model
 from boltzkit.learning import train_model
+from boltzkit.learning.centering import parse_centering
+from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
+from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
 LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
 TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap", "pt")}, type=str)
 Ladder = Enum("Ladder", {k: k for k in ("uniform", "geometric", "adaptive")}, type=str)
+Reconstruction = Enum("Reconstruction", {k: k for k in ("sample", "mean")}, type=str)
 PositiveKind = Enum(
     "PositiveKind", {k: k for k in ("auto", "exact", "mean-field", "clamped-chains")}, type=str
 )
@@ -143,6 +148,37 @@ def _summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not left at its default)."""
+    key = {"n_chains": "chains"}.get(name, name)
+    source = ctx.get_parameter_source(key)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _check_momentum(text: str) -> str:
+    try:
+        parse_momentum(text)
+    except BoltzkitError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return text
+
+
+def _check_lr_schedule(text: str | None) -> str | None:
+    try:
+        parse_lr_schedule(text)
+    except BoltzkitError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return text
+
+
+def _check_centering(text: str) -> str:
+    try:
+        parse_centering(text)
+    except BoltzkitError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return text
+
+
 def command(
     data: DataOpt,
     out: Annotated[Path, typer.Option("--out", help="Where to save the model (.safetensors or .npz).")],
@@ -213,7 +249,51 @@ def command(
     ladder: Annotated[
         Ladder, typer.Option("--ladder", help="pt: uniform (as Brügge et al. 2013), geometric or adaptive.")
     ] = Ladder["uniform"],
-    momentum: Annotated[float, unit_interval_option("--momentum", help="SGD momentum, in [0, 1).")] = 0.0,
+    momentum: Annotated[
+        str,
+        typer.Option(
+            "--momentum",
+            help="SGD momentum in [0, 1), or a schedule 'M0,M1@E' (M0 for the first E epochs, then M1).",
+            callback=_check_momentum,
+        ),
+    ] = "0",
+    lr_schedule: Annotated[
+        str | None,
+        typer.Option(
+            "--lr-schedule",
+            help="Learning rate by update: constant, linear (to 0), linear-after:E, inverse:E "
+            "[default: linear for pcd/sap/pt, constant for cd].",
+            callback=_check_lr_schedule,
+        ),
+    ] = None,
+    reconstruction: Annotated[
+        Reconstruction,
+        typer.Option(
+            "--reconstruction",
+            help="CD's last visible update: a sample, or its mean p(v|h) (Hinton & Salakhutdinov's code).",
+        ),
+    ] = Reconstruction["sample"],
+    centering: Annotated[
+        str,
+        typer.Option(
+            "--centering",
+            help="Centered gradients (Melchior et al. 2016): none, data, model or average, optionally :RATE.",
+            callback=_check_centering,
+        ),
+    ] = "none",
+    init_scale: Annotated[
+        float, positive_float_option("--init-scale", help="Standard deviation of the initial couplings.")
+    ] = 0.01,
+    recipe: Annotated[
+        str | None,
+        typer.Option(
+            "--recipe",
+            help="A named training recipe (see --list-recipes); options given explicitly override it.",
+        ),
+    ] = None,
+    list_recipes: Annotated[
+        bool, typer.Option("--list-recipes", help="Print the training recipes and their sources, then exit.")
+    ] = False,
     weight_decay: Annotated[
         float, non_negative_float_option("--weight-decay", help="L2 penalty on the weights.")
     ] = 0.0,
@@ -275,9 +355,13 @@ def command(
     ] = None,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
+    ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
     """Train an RBM, SRBM, BM, DBM, DBN or mixture on binary data and save it with its settings and
     final metrics."""
+    if list_recipes:
+        typer.echo("\n\n".join(r.describe() for r in RECIPES.values()))
+        return
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
     if out.suffix.lower() not in (".safetensors", ".npz"):
@@ -290,15 +374,35 @@ def command(
     k_list, epoch_list = parse_list(k, int, "--k"), parse_list(epochs, int, "--epochs")
     lr_list = parse_list(lr, float, "--lr")
     schedule_list = parse_list(k_schedule, str, "--k-schedule") if k_schedule is not None else [None]
+    given = {
+        "method": method.value, "k": k_list[0], "k_schedule": schedule_list[0], "epochs": epoch_list[0],
+        "lr": lr_list[0], "layer_data": layer_data.value,
+        "lr_schedule": lr_schedule, "batch_size": batch_size, "sampler": sampler, "n_chains": chains,
+        "momentum": momentum, "weight_decay": weight_decay, "reconstruction": reconstruction.value,
+        "centering": centering, "temperatures": temperatures, "init_scale": init_scale,
+    }  # fmt: skip
+    if recipe is not None:  # the recipe's settings, with the options given explicitly on top
+        overrides = {key: value for key, value in given.items() if _given(ctx, key)}
+        chosen = get_recipe(recipe).replace(**overrides)
+    else:  # the options themselves, as a recipe without a name
+        chosen = Recipe(name="command-line", summary="the options of this command", **given)
     if model.value in STACK_KINDS:
         dev = device_from(device)
         train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
         test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
+        per_layer = {
+            name: values
+            for name, values in (
+                ("k", k_list),
+                ("epochs", epoch_list),
+                ("lr", lr_list),
+                ("k_schedule", schedule_list),
+            )
+            if len(values) > 1
+        }
         train_stack(
             kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,
-            method=method.value, k=k_list, k_schedule=schedule_list, epochs=epoch_list, lr=lr_list,
-            batch_size=batch_size, sampler=sampler, chains=chains, momentum=momentum,
-            weight_decay=weight_decay, init_transpose=init_transpose, layer_data=layer_data.value,
+            recipe=chosen, recipe_name=recipe, per_layer=per_layer, init_transpose=init_transpose,
             bottom=bottom, seed=seed, device=dev, checkpoint=checkpoint, resume=resume,
             progress=show_progress(progress), as_json=as_json,
         )  # fmt: skip
@@ -308,7 +412,9 @@ def command(
             raise BoltzkitError(
                 f"a {model.value} takes one {name} value", got=values, hint="lists are per DBN layer."
             )
-    k, epochs, lr = k_list[0], epoch_list[0], lr_list[0]
+    training = {"positive": positive.value, "damping": damping}
+    if chosen.method == "pt":
+        training["ladder"] = ladder.value
     dev = device_from(device)
     train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
     valid = None
@@ -326,19 +432,8 @@ def command(
         train.x,
         kind=model.value,
         hidden=hidden_sizes,
-        method=method.value,
-        positive=positive.value,
-        damping=damping,
-        k=k,
-        k_schedule=k_schedule,
-        epochs=epochs,
-        lr=lr,
-        batch_size=batch_size,
-        sampler=sampler,
-        n_chains=chains,
-        **({"temperatures": temperatures, "ladder": ladder.value} if method.value == "pt" else {}),
-        momentum=momentum,
-        weight_decay=weight_decay,
+        recipe=chosen,
+        **training,
         seed=seed,
         device=dev,
         valid_x=None if valid is None else valid.x,
@@ -361,19 +456,9 @@ def command(
     settings = {
         "model": model.value,
         "hidden": hidden_sizes,
-        "method": method.value,
-        "positive": positive.value,
-        "damping": damping,
-        "k": k,
-        "k_schedule": k_schedule,
-        "epochs": epochs,
-        "lr": lr,
-        "batch_size": batch_size,
-        "sampler": sampler,
-        "chains": chains if method.value != "cd" else None,
-        **({"temperatures": temperatures, "ladder": ladder.value} if method.value == "pt" else {}),
-        "momentum": momentum,
-        "weight_decay": weight_decay,
+        **recipe_settings(chosen),
+        "recipe": recipe,
+        **training,
         "seed": seed,
         "device": str(dev),
         "data": train.name,

@@ -265,7 +265,7 @@ def train_or_load(
         k=settings.k,
         epochs=settings.epochs,
         lr=settings.lr,
-        lr_decay=True,
+        lr_schedule="linear",
         batch_size=settings.batch_size,
         n_chains=settings.n_chains,
         positive="auto",

@@ -8,6 +8,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,18 @@ from boltzkit.learning.callbacks import (
     LogLikelihood,
     ProgressBar,
 )
+from boltzkit.learning.centering import Centering, parse_centering
 from boltzkit.learning.gradients import PTLearner, make_learner
 from boltzkit.learning.history import History
 from boltzkit.learning.phases import ClampedChains, ExactConditional, MeanFieldPhase, PositivePhase
-from boltzkit.learning.schedules import parse_k_schedule
+from boltzkit.learning.recipes import SETTINGS, Recipe, get_recipe
+from boltzkit.learning.schedules import (
+    LRSchedule,
+    MomentumSchedule,
+    parse_k_schedule,
+    parse_lr_schedule,
+    parse_momentum,
+)
 from boltzkit.learning.trainer import Trainer, data_fingerprint
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.rbm import RBM
@@ -186,7 +195,7 @@ def train(
     ladder: str = "uniform",
     positive: str | PositivePhase = "auto",
     damping: float = 0.5,
-    momentum: float = 0.0,
+    momentum: float | str | MomentumSchedule = 0.0,
     weight_decay: float = 0.0,
     valid_x: Tensor | None = None,
     checkpoint_path: str | os.PathLike | None = None,
@@ -197,9 +206,11 @@ def train(
     monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
     monitor_every: int = 1,
     callbacks: Sequence[Callback] = (),
-    lr_decay: bool | None = None,
+    lr_schedule: str | LRSchedule | None = None,
     settings: dict[str, Any] | None = None,
     probabilities: bool = False,
+    reconstruction: str = "sample",
+    centering: str | Centering | None = None,
 ) -> History:
     """Train any member of the Boltzmann machine family in place with SGD.
 
@@ -235,8 +246,11 @@ def train(
     positive, damping
         Positive phase (``"auto"``, ``"exact"``, ``"mean-field"``, ``"clamped-chains"``) and the
         mean-field damping.
-    momentum, weight_decay
-        Of ``torch.optim.SGD``; weight decay applies to the couplings, not to the biases.
+    momentum
+        Of ``torch.optim.SGD``: a number, or a schedule by epoch ``"0.5,0.9@5"`` (0.5 for the
+        first 5 epochs, then 0.9: :class:`~boltzkit.learning.schedules.MomentumSchedule`).
+    weight_decay
+        L2 penalty of ``torch.optim.SGD`` on the couplings, not on the biases.
     valid_x
         Optional held-out data (for the monitor).
     checkpoint_path, checkpoint_every, resume
@@ -252,14 +266,23 @@ def train(
         ``monitor_every`` epochs (e.g. :func:`boltzkit.estimators.likelihood.exact_log_likelihoods`).
     callbacks
         Extra callbacks.
-    lr_decay
-        Decay the learning rate linearly to 0 over all updates (S2 Sec. 5: "gradually decreased to
-        0"); default ``True`` for persistent chains and ``False`` for CD.
+    lr_schedule
+        The learning rate by update (:class:`~boltzkit.learning.schedules.LRSchedule`):
+        ``"constant"``, ``"linear"`` (to 0 over all updates: S2 Sec. 5, "gradually decreased to
+        0"), ``"linear-after:E"``, ``"inverse:E"``; default ``"linear"`` for persistent chains and
+        ``"constant"`` for CD.
     settings
         Extra JSON-able settings stored in checkpoints.
     probabilities
         ``train_x`` may hold probabilities in [0, 1] rather than bits (the posterior
         probabilities a DBN layer is trained on: :mod:`boltzkit.learning.stacking`).
+    reconstruction
+        CD's last visible update: ``"sample"`` or ``"mean"`` (the conditional probabilities, as
+        in Hinton & Salakhutdinov's code: :class:`~boltzkit.learning.phases.ContrastiveDivergence`).
+    centering
+        ``None`` or a :class:`~boltzkit.learning.centering.Centering` (spec ``"average"``,
+        ``"data"``, ``"model"``, optionally ``":RATE"``): centered gradients (Melchior, Fischer &
+        Wiskott 2016); the model stays an ordinary one.
 
     Returns
     -------
@@ -277,7 +300,8 @@ def train(
     batch_size = _positive_int(batch_size, "batch_size")
     n_chains = _positive_int(n_chains, "n_chains")
     lr = _non_negative_float(lr, "the learning rate lr", strictly=True)
-    momentum = _non_negative_float(momentum, "momentum", upper=1.0)
+    momentum_schedule = parse_momentum(momentum)
+    centering = parse_centering(centering)
     weight_decay = _non_negative_float(weight_decay, "weight_decay")
     checkpoint_every = int(checkpoint_every)
     if checkpoint_every < 0:
@@ -295,17 +319,25 @@ def train(
     x = x.to(device=model.device, dtype=model.dtype).contiguous()
     if valid_x is not None:
         valid_x = check_binary(valid_x, source="validation data", n_visible=model.n_visible)
-    if lr_decay is None:
-        lr_decay = method_name != "cd"
+    lr_plan = parse_lr_schedule(
+        ("linear" if method_name != "cd" else "constant") if lr_schedule is None else lr_schedule
+    )
     pt_options = {"temperatures": temperatures, "ladder": ladder} if method_name == "pt" else {}
+    if reconstruction != "sample" and method_name != "cd":
+        raise BoltzkitError(
+            "a mean reconstruction applies to CD only", got=f"method {method_name!r}",
+            hint="persistent chains must stay binary: use reconstruction='sample'.",
+        )  # fmt: skip
     learner = make_learner(
         method_name,
         k=schedule(0, epochs),
         sampler=operator,
         n_chains=n_chains,
         positive=positive_phase,
+        cd_reconstruction=reconstruction,
         **pt_options,
     )
+    learner.centering = centering
     coupling_names = {model.coupling_name(l, m) for l, m in model.coupling_keys}
     named = list(model.named_parameters())
     optimizer = torch.optim.SGD(
@@ -314,13 +346,14 @@ def train(
             {"params": [p for n, p in named if n not in coupling_names], "weight_decay": 0.0},
         ],
         lr=lr,
-        momentum=momentum,
+        momentum=momentum_schedule(0),
     )
     scheduler = None
-    if lr_decay:
-        n_updates = epochs * math.ceil(x.shape[0] / min(batch_size, x.shape[0]))
-        scheduler = torch.optim.lr_scheduler.LinearLR(
-            optimizer, start_factor=1.0, end_factor=0.0, total_iters=n_updates
+    if lr_plan.decays:
+        per_epoch = math.ceil(x.shape[0] / min(batch_size, x.shape[0]))
+        n_updates = epochs * per_epoch
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, partial(lr_plan.factor, n_updates=n_updates, per_epoch=per_epoch)
         )
     run_settings: dict[str, Any] = {
         "kind": model.kind,
@@ -333,10 +366,12 @@ def train(
         "positive": learner.positive_phase(model).name,
         "epochs": epochs,
         "lr": lr,
-        "lr_decay": bool(lr_decay),
+        "lr_schedule": lr_plan.spec,
         "batch_size": batch_size,
-        "momentum": momentum,
+        "momentum": momentum_schedule.spec,
         "weight_decay": weight_decay,
+        "reconstruction": reconstruction if method_name == "cd" else None,
+        "centering": None if centering is None else centering.spec,
         "device": model.device.type,
         "dtype": str(model.dtype).replace("torch.", ""),
         "train_data": data_fingerprint(x),
@@ -370,6 +405,7 @@ def train(
         scheduler=scheduler,
         scheduler_interval="batch",
         k_schedule=schedule,
+        momentum_schedule=None if momentum_schedule.constant else momentum_schedule,
         valid_x=valid_x,
         callbacks=cbs,
         settings=run_settings,
@@ -417,13 +453,27 @@ def train_model(
     seed: int = 0,
     device: str | torch.device = "auto",
     dtype: torch.dtype = torch.float32,
-    init_vbias_from_data: bool = True,
+    recipe: str | Recipe | None = None,
+    init_vbias_from_data: bool | None = None,
+    init_scale: float | None = None,
     **kwargs: Any,
 ) -> tuple[BoltzmannMachine, History]:
     """Initialise a model of ``kind`` (:func:`init_model`) and :func:`train` it.
 
     One ``torch.Generator`` seeded with ``seed`` draws the initial weights and then drives
     training, so the same seed gives the same model. ``kwargs`` go to :func:`train`.
+
+    Parameters
+    ----------
+    recipe
+        A named :class:`~boltzkit.learning.recipes.Recipe` (``"sm2008-cd25"``, ...) or a recipe:
+        its settings are the defaults of every training and initialisation argument; arguments
+        given here override them, and the settings actually used are recorded under
+        ``settings["recipe"]`` (so in a saved model's metadata). Without a recipe,
+        :func:`train`'s own defaults apply.
+    init_vbias_from_data, init_scale
+        Visible biases from the data's log-odds (default yes) and the scale of the initial
+        couplings (default 0.01), unless the recipe says otherwise.
 
     Returns
     -------
@@ -432,17 +482,36 @@ def train_model(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise BoltzkitError("seed must be an integer", got=repr(seed))
     _check_dtype(dtype)
+    recipe_record = None
+    if recipe is not None:
+        chosen = get_recipe(recipe)
+        overrides = {key: kwargs.pop(key) for key in list(kwargs) if key in SETTINGS}
+        if init_scale is not None:
+            overrides["init_scale"] = float(init_scale)
+        if init_vbias_from_data is not None:
+            overrides["init_vbias"] = "data" if init_vbias_from_data else "zero"
+        chosen = chosen.replace(**overrides)
+        kwargs = {**chosen.train_kwargs(), **kwargs}
+        init = chosen.init_kwargs()
+        init_scale, init_vbias_from_data = init["init_scale"], init["init_vbias_from_data"]
+        recipe_record = chosen.to_dict()
+    init_scale = 0.01 if init_scale is None else float(init_scale)
+    init_vbias_from_data = True if init_vbias_from_data is None else bool(init_vbias_from_data)
+    if str(kwargs.get("method", "cd")) != "pt":
+        kwargs.pop("temperatures", None)
     dev = resolve_device(device)
     x = check_binary(train_x, source="training data")
     gen = make_generator(int(seed), dev)
     x_dev = x.to(device=dev, dtype=dtype)
     model = init_model(
         kind, int(x.shape[1]), hidden, generator=gen, data=x_dev if init_vbias_from_data else None,
-        dtype=dtype, device=dev,
+        scale=init_scale, dtype=dtype, device=dev,
     )  # fmt: skip
     settings = {
         "seed": seed,
-        "init_vbias_from_data": bool(init_vbias_from_data),
+        "init_vbias_from_data": init_vbias_from_data,
+        "init_scale": init_scale,
+        "recipe": recipe_record,
         **kwargs.pop("settings", {}),
     }
     history = train(model, x_dev, generator=gen, settings=settings, **kwargs)
@@ -475,7 +544,7 @@ def train_rbm(
     init_vbias_from_data: bool = True,
     monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
     callbacks: Sequence[Callback] = (),
-    lr_decay: bool | None = None,
+    lr_schedule: str | None = None,
 ) -> tuple[RBM, History]:
     """Train a binary RBM by CD-k or PCD-k with SGD: the RBM recipe of :func:`train_model`.
 
@@ -497,7 +566,7 @@ def train_rbm(
         S&M 2008 raised ``k`` from 1 to 25), ``"geometric:1:25"``, ``"constant:3"``.
     epochs, lr, batch_size
         Passes over the data; SGD learning rate (for PCD it decays linearly to 0, see
-        ``lr_decay``); examples per update.
+        ``lr_schedule``); examples per update.
     sampler
         ``"gibbs"``, ``"flip"`` or ``"blend:ALPHA"`` (``"blend:A_V,A_H"``).
     n_chains
@@ -508,7 +577,7 @@ def train_rbm(
         Seeds the single ``torch.Generator`` behind initialisation, shuffling and sampling.
     device, dtype
         Where and in what precision to train (``"auto"`` picks CUDA when present).
-    valid_x, checkpoint_path, checkpoint_every, resume, history_path, progress, callbacks, lr_decay
+    valid_x, checkpoint_path, checkpoint_every, resume, history_path, progress, callbacks, lr_schedule
         As for :func:`train`.
     init_vbias_from_data
         Visible biases ``log(p / (1 - p))`` of the data means (else 0).
@@ -564,7 +633,7 @@ def train_rbm(
         progress=progress,
         monitor=monitor,
         callbacks=callbacks,
-        lr_decay=lr_decay,
+        lr_schedule=lr_schedule,
     )
     return model, history  # type: ignore[return-value]
 

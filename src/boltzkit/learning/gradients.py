@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from boltzkit.errors import BoltzkitError
+from boltzkit.learning.centering import Centering
 from boltzkit.learning.phases import (
     ContrastiveDivergence,
     MeanFieldPhase,
@@ -156,6 +157,10 @@ class Learner:
     reconstruction
         Track the reconstruction error ``||v^0 - p(v | h^0)||^2`` (one extra product per update
         unless the CD-k negative phase computes it on the way).
+    centering
+        Optional :class:`~boltzkit.learning.centering.Centering`: offsets that follow the phases'
+        means and turn the gradient into the centered one (Melchior, Fischer & Wiskott 2016),
+        written in the ordinary parameters.
     """
 
     method: str = "learner"
@@ -166,10 +171,12 @@ class Learner:
         positive: PositivePhase | None = None,
         *,
         reconstruction: bool = True,
+        centering: Centering | None = None,
     ) -> None:
         self.negative = negative
         self.positive = positive
         self.reconstruction = bool(reconstruction)
+        self.centering = centering
         self.method = negative.method
 
     # ------------------------------------------------------------------------- settings
@@ -238,20 +245,31 @@ class Learner:
         """
         ph = self.phases(model, v_data, generator)
         model.set_gradients(ph.positive, ph.negative)
+        if self.centering is not None:
+            self.centering.update(ph.positive, ph.negative)
+            self.centering.transform(model)
         return ph.reconstruction
 
     def setup(self, model: BoltzmannMachine, train_x: Tensor, generator: torch.Generator) -> None:
-        """Called once by the trainer before the first update (persistent chains start here)."""
+        """Called once by the trainer before the first update (persistent chains and centering
+        offsets start here)."""
         if isinstance(self.negative, Persistent):
             self.negative.positive_phase = self.positive_phase(model)
         self.negative.setup(model, train_x, generator)
+        if self.centering is not None:
+            self.centering.setup(model, train_x)
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint must hold to resume (tensors and JSON-able values)."""
-        return self.negative.state_dict()
+        state = self.negative.state_dict()
+        if self.centering is not None:
+            state["centering"] = self.centering.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.negative.load_state_dict(state)
+        if self.centering is not None and "centering" in state:
+            self.centering.load_state_dict(state["centering"])
 
     def describe(self) -> str:
         """Short name, e.g. ``"CD-3 (gibbs)"``."""
@@ -277,8 +295,10 @@ class CDLearner(Learner):
         *,
         positive: PositivePhase | None = None,
         reconstruction: bool = True,
+        cd_reconstruction: str = "sample",
     ) -> None:
-        super().__init__(ContrastiveDivergence(k, sampler), positive, reconstruction=reconstruction)
+        negative = ContrastiveDivergence(k, sampler, reconstruction=cd_reconstruction)
+        super().__init__(negative, positive, reconstruction=reconstruction)
 
 
 class PCDLearner(Learner):
@@ -381,13 +401,17 @@ def make_learner(
     temperatures: int = 10,
     ladder: str | Sequence[float] | Tensor = "uniform",
     adapt_every: int = 100,
+    cd_reconstruction: str = "sample",
 ) -> Learner:
     """``"cd"`` -> :class:`CDLearner`, ``"pcd"`` / ``"sap"`` / ``"persistent"`` -> :class:`PCDLearner`,
     ``"pt"`` -> :class:`PTLearner` (``temperatures`` replicas, ``k`` inner sweeps of ``sampler``
-    between swap rounds, the ``ladder`` of inverse temperatures)."""
+    between swap rounds, the ``ladder`` of inverse temperatures). ``cd_reconstruction`` is CD's
+    ``"sample"`` or ``"mean"`` last visible update (:class:`ContrastiveDivergence`)."""
     name = str(method).strip().lower()
     if name in ("cd", "contrastive-divergence"):
-        return CDLearner(k, sampler, positive=positive, reconstruction=reconstruction)
+        return CDLearner(
+            k, sampler, positive=positive, reconstruction=reconstruction, cd_reconstruction=cd_reconstruction
+        )
     if name in ("pcd", "sap", "persistent"):
         learner = PCDLearner(n_chains, k, sampler, positive=positive, reconstruction=reconstruction)
         learner.method = "sap" if name == "sap" else "pcd"

@@ -182,6 +182,10 @@ class NegativePhase(ABC):
         self.k = int(state["k"])
 
 
+#: What CD's last visible update contributes to the negative statistics.
+RECONSTRUCTIONS = ("sample", "mean")
+
+
 class ContrastiveDivergence(NegativePhase):
     """CD-k (Hinton 2002; S&M 2008, Eq. 7): chains started at the data.
 
@@ -190,29 +194,69 @@ class ContrastiveDivergence(NegativePhase):
     hidden draw is exact, the first sweep only updates the visible layer given ``h^0`` (CD-1 with
     Gibbs is exactly ``v^0 -> h^0 -> v^1 -> p(h | v^1)``; flip-the-state moves from ``v^0``); then
     ``k - 1`` full sweeps follow.
+
+    Parameters
+    ----------
+    k, sampler
+        See :class:`NegativePhase`.
+    reconstruction
+        ``"sample"``: the negative statistics use the last visible state of the chain, a binary
+        sample. ``"mean"``: the last visible update is replaced by its Gibbs conditional mean
+        ``p(v = 1 | h)`` given the chain's last hidden state, and the hidden means are taken given
+        that mean — the reconstruction of Hinton & Salakhutdinov's RBM code (2006), which S&M 2008
+        and S2 trained with, and of Hinton's practical guide (2010, Sec. 3.2: "use the
+        probabilities ... for the reconstruction", less sampling noise in the statistics). Needs a
+        visible layer without laterals (its conditional mean is then a product of Bernoullis).
     """
 
     method = "cd"
 
+    def __init__(
+        self, k: int = 1, sampler: TransitionOperator | str = "gibbs", *, reconstruction: str = "sample"
+    ) -> None:
+        super().__init__(k, sampler)
+        if reconstruction not in RECONSTRUCTIONS:
+            raise BoltzkitError(
+                "unknown CD reconstruction", got=repr(reconstruction), expected="'sample' or 'mean'"
+            )
+        self.reconstruction = reconstruction
+
     def __call__(self, model, v, positive, positive_phase, generator):
         exact = positive_phase.sampled_layers(model)
         hidden = tuple(range(1, model.n_layers))
+        mean = self.reconstruction == "mean"
+        if mean and model.has_laterals(0):
+            raise BoltzkitError(
+                "CD's mean reconstruction needs a visible layer without laterals",
+                got=f"a {model.kind} with visible laterals",
+                hint="use reconstruction='sample' for SRBMs and BMs.",
+            )
         state = sample_means(positive, generator, hidden)
         v_probs = None
         sweeps = self.k
+        op = self.operator
         if exact:
-            op = self.operator
             visible_block = next((b for b in model.blocks() if b.layer == 0), None)
             if isinstance(op, UnitOperator) and visible_block is not None and not visible_block.sequential:
                 logits = model.layer_input(state, 0)
                 v_probs = torch.sigmoid(logits)
-                state = state.with_layer(0, op.update_units(logits, v, 0, generator))
+                v_new = v_probs if mean and sweeps == 1 else op.update_units(logits, v, 0, generator)
+                state = state.with_layer(0, v_new)
             else:
                 state, _ = op.step(model, state, generator=generator, clamped=hidden)
+                if mean and sweeps == 1:
+                    state = state.with_layer(0, model.conditional_probs(state, 0))
             sweeps -= 1
-        for _ in range(sweeps):
-            state, _ = self.operator.step(model, state, generator=generator)
+        for sweep in range(sweeps):
+            if mean and sweep == sweeps - 1:  # the last sweep: hidden units drawn, visible mean
+                state, _ = op.step(model, state, generator=generator, clamped=(0,))
+                state = state.with_layer(0, model.conditional_probs(state, 0))
+            else:
+                state, _ = op.step(model, state, generator=generator)
         return model.rao_blackwellize(state), v_probs
+
+    def state_dict(self):
+        return {**super().state_dict(), "reconstruction": self.reconstruction}
 
 
 class Persistent(NegativePhase):
@@ -397,6 +441,7 @@ __all__ = [
     "NegativePhase",
     "Persistent",
     "PositivePhase",
+    "RECONSTRUCTIONS",
     "TemperedChains",
     "default_positive",
     "sample_means",

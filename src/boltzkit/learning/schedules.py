@@ -1,4 +1,5 @@
-"""Schedules for the number ``k`` of sampling sweeps per parameter update.
+"""Schedules over a training run: the number ``k`` of sampling sweeps per update, the momentum by
+epoch and the learning rate by update.
 
 Salakhutdinov & Murray (2008, Sec. 6) trained their best RBM, CD25(500), "by starting with T=1,
 and gradually increasing T to 25 during the course of CD training" (after Carreira-Perpinan &
@@ -176,4 +177,159 @@ def parse_k_schedule(spec: str | int | KSchedule) -> KSchedule:
     raise BoltzkitError("cannot read the k schedule", got=repr(spec), expected=_SPEC_HELP)
 
 
-__all__ = ["ConstantK", "GeometricK", "KSchedule", "LinearK", "parse_k_schedule"]
+# ------------------------------------------------------------------------------ momentum
+_MOMENTUM_HELP = "a number in [0, 1), or 'M0,M1@E' (M0 for the first E epochs, then M1)"
+
+
+@dataclass(frozen=True)
+class MomentumSchedule:
+    """Momentum by epoch: ``initial`` for the first ``switch_epoch`` epochs, then ``final``.
+
+    Hinton & Salakhutdinov's RBM code (2006, also behind S&M 2008 and S2) and Hinton's practical
+    guide (2010, Sec. 9) start at 0.5 and switch to 0.9 after 5 epochs: ``"0.5,0.9@5"``. A
+    constant momentum is ``switch_epoch = 0``. Pure in the epoch index, so a resumed run needs
+    only the epoch counter.
+    """
+
+    initial: float
+    final: float
+    switch_epoch: int = 0
+
+    def __post_init__(self) -> None:
+        for value in (self.initial, self.final):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value < 1.0):
+                raise BoltzkitError("momentum must be in [0, 1)", got=repr(value), expected=_MOMENTUM_HELP)
+        if (
+            isinstance(self.switch_epoch, bool)
+            or not isinstance(self.switch_epoch, int)
+            or self.switch_epoch < 0
+        ):
+            raise BoltzkitError(
+                "the momentum switch epoch must be an integer >= 0", got=repr(self.switch_epoch)
+            )
+
+    def __call__(self, epoch: int) -> float:
+        """Momentum of epoch ``epoch`` (0-based)."""
+        return float(self.initial if epoch < self.switch_epoch else self.final)
+
+    @property
+    def spec(self) -> str:
+        if self.switch_epoch == 0 or self.initial == self.final:
+            return f"{self.final:g}"
+        return f"{self.initial:g},{self.final:g}@{self.switch_epoch}"
+
+    @property
+    def constant(self) -> bool:
+        return self.switch_epoch == 0 or self.initial == self.final
+
+
+def parse_momentum(spec: str | float | MomentumSchedule) -> MomentumSchedule:
+    """``0.9``, ``"0.9"`` or ``"0.5,0.9@5"`` (0.5 for epochs 1-5, then 0.9).
+
+    Examples
+    --------
+    >>> [parse_momentum("0.5,0.9@5")(e) for e in (0, 4, 5)]
+    [0.5, 0.5, 0.9]
+    """
+    if isinstance(spec, MomentumSchedule):
+        return spec
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        return MomentumSchedule(float(spec), float(spec), 0)
+    text = str(spec).strip()
+    try:
+        if "@" in text:
+            values, epoch = text.split("@")
+            m0, m1 = (float(v) for v in values.split(","))
+            return MomentumSchedule(m0, m1, int(epoch))
+        value = float(text)
+    except ValueError:
+        raise BoltzkitError("cannot read the momentum", got=repr(spec), expected=_MOMENTUM_HELP) from None
+    return MomentumSchedule(value, value, 0)
+
+
+# ------------------------------------------------------------------------- learning rate
+_LR_HELP = "'constant', 'linear' (to 0 over the run), 'linear-after:E' or 'inverse:E'"
+
+
+@dataclass(frozen=True)
+class LRSchedule:
+    """Learning-rate factor by update: ``lr_t = lr * factor(t)``.
+
+    * ``constant`` -- 1 (Hinton & Salakhutdinov 2006; S&M 2008's CD training);
+    * ``linear`` -- falls linearly from 1 to 0 over all updates (S2 Sec. 5: "gradually decreased
+      to 0"; the stochastic approximation conditions of S2 Sec. 4.1.1 need a decreasing rate);
+    * ``linear-after:E`` -- 1 for the first ``E`` epochs, then linearly to 0 at the last update
+      (train at full speed, then anneal the noise of the estimates away);
+    * ``inverse:E`` -- ``1 / (1 + t / (E * updates per epoch))``, the ``epsilon / (1 + epoch / E)``
+      of Salakhutdinov's PCD code.
+
+    Pure in the update counter (``torch.optim.lr_scheduler.LambdaLR`` keeps it), so resuming needs
+    no extra state.
+    """
+
+    kind: str = "constant"
+    epochs: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("constant", "linear", "linear-after", "inverse"):
+            raise BoltzkitError("unknown learning-rate schedule", got=repr(self.kind), expected=_LR_HELP)
+        if self.kind in ("linear-after", "inverse") and (not isinstance(self.epochs, int) or self.epochs < 1):
+            raise BoltzkitError(
+                f"a '{self.kind}' learning-rate schedule needs a positive number of epochs",
+                got=repr(self.epochs),
+                expected=_LR_HELP,
+            )
+
+    def factor(self, update: int, n_updates: int, per_epoch: int) -> float:
+        """Factor of update ``update`` (0-based) in a run of ``n_updates`` updates."""
+        if self.kind == "constant":
+            return 1.0
+        if self.kind == "inverse":
+            return 1.0 / (1.0 + update / (self.epochs * per_epoch))
+        start = 0 if self.kind == "linear" else min(self.epochs * per_epoch, n_updates - 1)
+        if update < start:
+            return 1.0
+        return max(0.0, 1.0 - (update - start) / max(1, n_updates - start))
+
+    @property
+    def spec(self) -> str:
+        return self.kind if self.kind in ("constant", "linear") else f"{self.kind}:{self.epochs}"
+
+    @property
+    def decays(self) -> bool:
+        return self.kind != "constant"
+
+
+def parse_lr_schedule(spec: str | LRSchedule | bool | None) -> LRSchedule:
+    """``"constant"``, ``"linear"``, ``"linear-after:E"``, ``"inverse:E"``; ``True`` / ``False``
+    mean ``linear`` / ``constant`` (the older ``lr_decay`` flag)."""
+    if isinstance(spec, LRSchedule):
+        return spec
+    if spec is None or spec is False:
+        return LRSchedule("constant")
+    if spec is True:
+        return LRSchedule("linear")
+    text = str(spec).strip().lower()
+    kind, _, tail = text.partition(":")
+    if not tail:
+        return LRSchedule(kind)
+    try:
+        epochs = int(tail)
+    except ValueError:
+        raise BoltzkitError(
+            "cannot read the learning-rate schedule", got=repr(spec), expected=_LR_HELP
+        ) from None
+    return LRSchedule(kind, epochs)
+
+
+__all__ = [
+    "ConstantK",
+    "GeometricK",
+    "KSchedule",
+    "LRSchedule",
+    "LinearK",
+    "MomentumSchedule",
+    "parse_k_schedule",
+    "parse_lr_schedule",
+    "parse_momentum",
+]

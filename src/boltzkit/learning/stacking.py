@@ -44,11 +44,9 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.learning.api import METHODS, init_rbm, train
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.history import History
+from boltzkit.learning.recipes import LAYER_DATA, Recipe, get_recipe
 from boltzkit.models.dbn import DBN
 from boltzkit.models.rbm import RBM
-
-#: What an upper layer is trained on.
-LAYER_DATA = ("samples", "probs")
 
 #: Settings that may differ between layers (a value, or one value per hidden layer).
 PER_LAYER = (
@@ -135,23 +133,24 @@ def train_dbn(
     seed: int = 0,
     device: str | torch.device = "auto",
     dtype: torch.dtype = torch.float32,
-    method: str | Sequence[str] = "cd",
-    k: int | Sequence[int] = 1,
+    recipe: str | Recipe | None = None,
+    method: str | Sequence[str] | None = None,
+    k: int | Sequence[int] | None = None,
     k_schedule: str | None | Sequence[str | None] = None,
-    epochs: int | Sequence[int] = 1,
-    lr: float | Sequence[float] = 0.05,
-    batch_size: int | Sequence[int] = 100,
-    sampler: str | Sequence[str] = "gibbs",
-    n_chains: int | Sequence[int] = 100,
-    momentum: float | Sequence[float] = 0.0,
-    weight_decay: float | Sequence[float] = 0.0,
+    epochs: int | Sequence[int] | None = None,
+    lr: float | Sequence[float] | None = None,
+    batch_size: int | Sequence[int] | None = None,
+    sampler: str | Sequence[str] | None = None,
+    n_chains: int | Sequence[int] | None = None,
+    momentum: float | str | Sequence[float | str] | None = None,
+    weight_decay: float | Sequence[float] | None = None,
     init_transpose: bool | Sequence[bool] = False,
-    layer_data_mode: str = "samples",
+    layer_data_mode: str | None = None,
     bottom: Sequence[RBM] | DBN | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     resume: bool = False,
     progress: bool = True,
-    init_vbias_from_data: bool = True,
+    init_vbias_from_data: bool | None = None,
     monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
     layer_callbacks: Callable[[int], Sequence[Callback]] | None = None,
 ) -> tuple[DBN, list[History | None]]:
@@ -169,12 +168,18 @@ def train_dbn(
         epoch)``.
     device, dtype
         Where and in what precision to train.
+    recipe
+        A :class:`~boltzkit.learning.recipes.Recipe` (or its name) for every layer: its settings
+        are the defaults of the arguments below (its ``layer_data`` that of
+        ``layer_data_mode``); without one, the defaults of :func:`~boltzkit.learning.api.train`.
     method, k, k_schedule, epochs, lr, batch_size, sampler, n_chains, momentum, weight_decay
         As for :func:`~boltzkit.learning.api.train`; each a single value for every layer, or a
-        list with one value per hidden layer (entries for the layers in ``bottom`` are unused).
+        list with one value per hidden layer (entries for the layers in ``bottom`` are unused);
+        ``None`` takes the recipe's value.
     init_transpose
         Start layer ``l >= 1`` as the transposed RBM below (S1 Sec. 5.2; needs
-        ``hidden[l] == layer_sizes[l - 1]``); one flag, or one per layer.
+        ``hidden[l] == layer_sizes[l - 1]``): one flag for every layer above the first, or one
+        per layer (the first layer's must be ``False``).
     layer_data_mode
         ``"samples"`` (binary samples of the posterior, redrawn every epoch; S1's choice) or
         ``"probs"`` (posterior probabilities).
@@ -187,7 +192,8 @@ def train_dbn(
     progress
         Progress bars.
     init_vbias_from_data
-        A randomly initialised layer takes its visible biases from the mean of its data.
+        A randomly initialised layer takes its visible biases from the mean of its data (default:
+        the recipe's, else yes).
     monitor
         ``monitor(rbm, {"train": layer_data}) -> dict``, recorded each epoch of every layer.
     layer_callbacks
@@ -202,12 +208,18 @@ def train_dbn(
     sizes = [int(h) for h in hidden]
     if not sizes or any(h < 1 for h in sizes):
         raise BoltzkitError("hidden layer sizes must be positive integers", got=list(hidden))
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise BoltzkitError("seed must be an integer", got=repr(seed))
+    base = get_recipe(recipe) if recipe is not None else None
+    defaults = base.train_kwargs() if base is not None else {}
+    layer_data_mode = layer_data_mode or (base.layer_data if base is not None else "samples")
     if layer_data_mode not in LAYER_DATA:
         raise BoltzkitError(
             "unknown layer data", got=repr(layer_data_mode), expected=" or ".join(map(repr, LAYER_DATA))
         )
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise BoltzkitError("seed must be an integer", got=repr(seed))
+    if init_vbias_from_data is None:
+        init_vbias_from_data = base.init_vbias == "data" if base is not None else True
+    init_scale = base.init_scale if base is not None else 0.01
     n = len(sizes)
     given = {
         "method": method,
@@ -220,9 +232,22 @@ def train_dbn(
         "n_chains": n_chains,
         "momentum": momentum,
         "weight_decay": weight_decay,
-        "init_transpose": init_transpose,
     }
-    per = {name: _per_layer(value, name, n) for name, value in given.items()}
+    fallback = {"method": "cd", "k": 1, "epochs": 1, "lr": 0.05, "batch_size": 100, "sampler": "gibbs",
+                "n_chains": 100, "momentum": 0.0, "weight_decay": 0.0}  # fmt: skip
+    per = {
+        name: _per_layer(value if value is not None else defaults.get(name, fallback.get(name)), name, n)
+        for name, value in given.items()
+    }
+    if isinstance(init_transpose, (list, tuple)):
+        per["init_transpose"] = _per_layer(init_transpose, "init_transpose", n)
+    else:  # one flag: every layer above the first
+        per["init_transpose"] = [False] + [bool(init_transpose)] * (n - 1)
+    extra = {
+        key: defaults[key]
+        for key in ("lr_schedule", "reconstruction", "centering", "temperatures")
+        if key in defaults
+    }
     for m in per["method"]:
         if str(m).strip().lower() not in METHODS:
             raise BoltzkitError("unknown learning method", got=repr(m), expected=", ".join(METHODS))
@@ -275,17 +300,19 @@ def train_dbn(
                 sizes[l],
                 generator=gen,
                 data=data if init_vbias_from_data else None,
+                scale=init_scale,
                 dtype=dtype,
                 device=dev,
             )
         if layer_callbacks is not None:
             callbacks.extend(layer_callbacks(l))
         checkpoint = None if ckpt_dir is None else ckpt_dir / f"layer_{l}.ckpt"
+        layer_method = str(per["method"][l])
         history = train(
             rbm,
             data,
             generator=gen,
-            method=str(per["method"][l]),
+            method=layer_method,
             k=int(per["k"][l]),
             k_schedule=per["k_schedule"][l],
             epochs=int(per["epochs"][l]),
@@ -293,7 +320,7 @@ def train_dbn(
             batch_size=int(per["batch_size"][l]),
             sampler=str(per["sampler"][l]),
             n_chains=int(per["n_chains"][l]),
-            momentum=float(per["momentum"][l]),
+            momentum=per["momentum"][l],
             weight_decay=float(per["weight_decay"][l]),
             checkpoint_path=checkpoint,
             checkpoint_every=1 if checkpoint is not None else 0,
@@ -302,6 +329,10 @@ def train_dbn(
             monitor=monitor,
             callbacks=callbacks,
             probabilities=layer_data_mode == "probs" and l > 0,
+            **{
+                **extra,
+                "reconstruction": extra.get("reconstruction", "sample") if layer_method == "cd" else "sample",
+            },
             settings={
                 "dbn_layer": l,
                 "dbn_layer_sizes": [int(x.shape[1]), *sizes],
@@ -309,6 +340,8 @@ def train_dbn(
                 "init": "transpose" if transpose else "random",
                 "seed": seed,
                 "init_vbias_from_data": bool(init_vbias_from_data),
+                "init_scale": init_scale,
+                "recipe": None if base is None else base.to_dict(),
             },
         )
         below.append(rbm)

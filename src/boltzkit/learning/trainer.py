@@ -35,7 +35,13 @@ from boltzkit.learning.checkpoint import (
 )
 from boltzkit.learning.gradients import Learner
 from boltzkit.learning.history import History
-from boltzkit.learning.schedules import ConstantK, KSchedule, parse_k_schedule
+from boltzkit.learning.schedules import (
+    ConstantK,
+    KSchedule,
+    MomentumSchedule,
+    parse_k_schedule,
+    parse_momentum,
+)
 from boltzkit.models.boltzmann import BoltzmannMachine
 
 # --------------------------------------------------------------------------------- validation
@@ -102,6 +108,10 @@ class Trainer:
     k_schedule
         Sweeps per update by epoch: a :class:`KSchedule` or spec (``"1:25"``); default the
         learner's fixed ``k``.
+    momentum_schedule
+        Momentum by epoch (a :class:`~boltzkit.learning.schedules.MomentumSchedule` or spec
+        ``"0.5,0.9@5"``), set in every parameter group at the start of each epoch; default: the
+        optimizer's own, unchanged.
     valid_x
         Optional validation data (used by callbacks).
     callbacks
@@ -131,6 +141,7 @@ class Trainer:
         scheduler: Any = None,
         scheduler_interval: str = "batch",
         k_schedule: KSchedule | str | int | None = None,
+        momentum_schedule: MomentumSchedule | str | None = None,
         valid_x: Tensor | None = None,
         callbacks: Sequence[Callback] = (),
         settings: dict[str, Any] | None = None,
@@ -146,6 +157,7 @@ class Trainer:
         self.scheduler = scheduler
         self.scheduler_interval = scheduler_interval
         self.k_schedule = ConstantK(learner.k) if k_schedule is None else parse_k_schedule(k_schedule)
+        self.momentum_schedule = None if momentum_schedule is None else parse_momentum(momentum_schedule)
         n_visible = model.n_visible
         kw = {"device": model.device, "dtype": model.dtype}
         if check_data:
@@ -196,6 +208,9 @@ class Trainer:
         index = self.epoch  # 0-based index of this epoch
         k = self.k_schedule(index, self.epochs)
         self.learner.k = k
+        if self.momentum_schedule is not None:
+            for group in self.optimizer.param_groups:
+                group["momentum"] = self.momentum_schedule(index)
         lr = float(self.optimizer.param_groups[0]["lr"])
         for cb in self.callbacks:
             cb.on_epoch_begin(self, index + 1)
@@ -217,6 +232,8 @@ class Trainer:
             "lr": lr,
             "k": k,
         }
+        if self.momentum_schedule is not None:
+            record["momentum"] = self.momentum_schedule(index)
         self.history.append(record)
         for cb in self.callbacks:
             cb.on_epoch_end(self, record)

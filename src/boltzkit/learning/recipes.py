@@ -1,0 +1,322 @@
+"""Training recipes: named, documented sets of every choice that decides how good a trained model is.
+
+Hyperparameters alone do not make a recipe. Training a 784-500 RBM by CD-1 for 10 epochs with a
+learning rate of 0.05 gives a test log-probability of about -165 nats (boltzkit's runs before
+recipes existed); the same CD-1 with the reconstruction, initialisation, momentum schedule,
+weight decay and learning-rate decay of the recipe ``sm2008-cd1`` gives -125.9 after 50 epochs
+(docs/results.md), where S&M 2008 report -125.53. A :class:`Recipe` fixes all of it:
+
+* the learning rate and its schedule by update (:class:`~boltzkit.learning.schedules.LRSchedule`);
+* the momentum schedule by epoch (:class:`~boltzkit.learning.schedules.MomentumSchedule`);
+* weight decay (on the couplings only);
+* initialisation: the scale of the random couplings and the visible biases (zero, or the log-odds
+  of the data means);
+* batch size, the learning method (CD-k, PCD/SAP, PT), ``k`` and its schedule over epochs, the
+  transition operator and the number of persistent chains;
+* what CD's negative phase uses for the last visible update (a sample, or its mean);
+* optional centering (Melchior, Fischer & Wiskott 2016);
+* for a DBN, what the next layer is trained on (samples or probabilities of q).
+
+Every field says where its value comes from (:attr:`Recipe.sources`). Recipes are frozen;
+``recipe.replace(epochs=10)`` gives a variant, and a trained model's metadata records the
+recipe's name and its full settings (:meth:`Recipe.to_dict`). ``boltzkit train --recipe NAME``,
+:func:`boltzkit.learning.train_model` (``recipe=``) and the paper reproductions all read recipes
+from :data:`RECIPES`; ``boltzkit train --list-recipes`` prints them.
+
+References
+----------
+- [HS06] G. Hinton and R. Salakhutdinov, "Reducing the dimensionality of data with neural
+  networks", Science 2006, and its published MATLAB code (``rbm.m``), which S1 and S2 trained with.
+- [H10] G. Hinton, "A practical guide to training restricted Boltzmann machines", UTML TR
+  2010-003.
+- [S1] R. Salakhutdinov and I. Murray, "On the quantitative analysis of deep belief networks",
+  ICML 2008.
+- [S2] R. Salakhutdinov, "Learning and evaluating Boltzmann machines", UTML TR 2008-002.
+- [T08] T. Tieleman, "Training restricted Boltzmann machines using approximations to the
+  likelihood gradient", ICML 2008.
+- [M16] J. Melchior, A. Fischer and L. Wiskott, "How to center deep Boltzmann machines", JMLR 2016.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.learning.centering import parse_centering
+from boltzkit.learning.phases import RECONSTRUCTIONS
+from boltzkit.learning.schedules import parse_k_schedule, parse_lr_schedule, parse_momentum
+
+#: How a recipe initialises the visible biases.
+VBIAS_INITS = ("data", "zero")
+#: What a DBN's upper layers are trained on.
+LAYER_DATA = ("samples", "probs")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything :func:`~boltzkit.learning.api.train_model` needs besides the data and the
+    model's size.
+
+    Attributes
+    ----------
+    name, summary
+        The registry name and a one-line description.
+    method
+        ``"cd"``, ``"pcd"``, ``"sap"`` or ``"pt"``.
+    k, k_schedule
+        Sweeps per update, fixed or by epoch (``"linear:1:25"``).
+    epochs, batch_size
+        Passes over the data and examples per update.
+    lr, lr_schedule
+        Learning rate and its schedule by update (``"constant"``, ``"linear"``,
+        ``"linear-after:E"``, ``"inverse:E"``; ``None``: linear for persistent chains, constant
+        for CD).
+    momentum
+        Momentum or its schedule by epoch (``"0.5,0.9@5"``).
+    weight_decay
+        L2 penalty on the couplings.
+    init_scale
+        Standard deviation of the initial couplings.
+    init_vbias
+        ``"data"``: the log-odds of the data means ([H10] Sec. 8); ``"zero"``.
+    reconstruction
+        CD's last visible update: ``"sample"`` or ``"mean"`` ([HS06]; [H10] Sec. 3.2).
+    sampler, n_chains, temperatures
+        Transition operator; persistent chains (per replica for PT); PT replicas.
+    centering
+        ``None``, or a centering spec ``"average"``, ``"data"`` or ``"model"`` with an optional
+        ``":RATE"`` ([M16]).
+    layer_data
+        What a DBN's upper layers are trained on: ``"samples"`` (S1 Sec. 4.1) or ``"probs"``.
+    sources
+        For each setting the source its value follows.
+    """
+
+    name: str
+    summary: str
+    method: str = "cd"
+    k: int = 1
+    k_schedule: str | None = None
+    epochs: int = 1
+    batch_size: int = 100
+    lr: float = 0.05
+    lr_schedule: str | None = "constant"
+    momentum: str = "0"
+    weight_decay: float = 0.0
+    init_scale: float = 0.01
+    init_vbias: str = "data"
+    reconstruction: str = "sample"
+    sampler: str = "gibbs"
+    n_chains: int = 100
+    temperatures: int = 10
+    centering: str | None = None
+    layer_data: str = "samples"
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        parse_k_schedule(self.k_schedule if self.k_schedule is not None else self.k)
+        parse_lr_schedule(self.lr_schedule)
+        parse_momentum(self.momentum)
+        parse_centering(self.centering)
+        checks = (
+            (self.init_vbias in VBIAS_INITS, "init_vbias", VBIAS_INITS),
+            (self.reconstruction in RECONSTRUCTIONS, "reconstruction", RECONSTRUCTIONS),
+            (self.layer_data in LAYER_DATA, "layer_data", LAYER_DATA),
+            (self.method in ("cd", "pcd", "sap", "pt"), "method", ("cd", "pcd", "sap", "pt")),
+        )
+        for ok, what, allowed in checks:
+            if not ok:
+                raise BoltzkitError(
+                    f"recipe {self.name!r}: unknown {what}",
+                    got=repr(getattr(self, what)),
+                    expected=", ".join(allowed),
+                )
+        for what in ("epochs", "batch_size", "k", "n_chains", "temperatures"):
+            value = getattr(self, what)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise BoltzkitError(
+                    f"recipe {self.name!r}: {what} must be a positive integer", got=repr(value)
+                )
+        for what in ("lr", "init_scale"):
+            if not float(getattr(self, what)) > 0:
+                raise BoltzkitError(f"recipe {self.name!r}: {what} must be > 0", got=getattr(self, what))
+        if float(self.weight_decay) < 0:
+            raise BoltzkitError(f"recipe {self.name!r}: weight_decay must be >= 0", got=self.weight_decay)
+
+    # ------------------------------------------------------------------------------ views
+    def replace(self, **changes: Any) -> Recipe:
+        """A variant with some settings changed (its name gains a ``+`` when a setting changes)."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise BoltzkitError(
+                "unknown recipe settings", got=", ".join(sorted(unknown)), expected=", ".join(SETTINGS)
+            )
+        changed = {k: v for k, v in changes.items() if getattr(self, k) != v}
+        if changed and "name" not in changes and not self.name.endswith("+"):
+            changed["name"] = self.name + "+"
+        return dataclasses.replace(self, **changed)
+
+    def train_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~boltzkit.learning.api.train`."""
+        return {
+            "method": self.method,
+            "k": self.k,
+            "k_schedule": self.k_schedule,
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "lr_schedule": self.lr_schedule,
+            "momentum": self.momentum,
+            "weight_decay": self.weight_decay,
+            "reconstruction": self.reconstruction,
+            "sampler": self.sampler,
+            "n_chains": self.n_chains,
+            "temperatures": self.temperatures,
+            "centering": self.centering,
+        }
+
+    def init_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~boltzkit.learning.api.train_model` for initialisation."""
+        return {"init_scale": self.init_scale, "init_vbias_from_data": self.init_vbias == "data"}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting (and the sources), JSON-able: what a model's metadata records."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["sources"] = dict(self.sources)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Recipe:
+        """Inverse of :meth:`to_dict` (unknown keys are refused)."""
+        unknown = set(data) - set(SETTINGS)
+        if unknown:
+            raise BoltzkitError(
+                "unknown recipe settings", got=", ".join(sorted(unknown)), expected=", ".join(SETTINGS)
+            )
+        return cls(**data)
+
+    def describe(self) -> str:
+        """Several lines: summary, then each setting with its source."""
+        lines = [f"{self.name}: {self.summary}"]
+        for f in dataclasses.fields(self):
+            if f.name in ("name", "summary", "sources"):
+                continue
+            source = self.sources.get(f.name)
+            lines.append(f"  {f.name} = {getattr(self, f.name)!r}" + (f"  ({source})" if source else ""))
+        return "\n".join(lines)
+
+
+#: The names of a recipe's settings.
+SETTINGS = tuple(f.name for f in dataclasses.fields(Recipe))
+
+_HS06_SOURCES = {
+    "lr": "[HS06] rbm.m: epsilonw = 0.05",
+    "momentum": "[HS06] rbm.m: 0.5 for the first 5 epochs, then 0.9; [H10] Sec. 9",
+    "weight_decay": "[HS06] Salakhutdinov's rbm.m: weightcost = 0.001",
+    "batch_size": "[S1] Sec. 5, [S2] Sec. 5: mini-batches of 100",
+    "reconstruction": "[HS06] rbm.m: negdata = p(v | h) probabilities; [H10] Sec. 3.2",
+    "init_vbias": "[H10] Sec. 8: log(p / (1 - p)) of the data means (measured: +7 nats over 0 at 10 epochs)",
+    "init_scale": "[H10] Sec. 8: N(0, 0.01^2)",
+    "lr_schedule": "ours: linear decay to 0 (measured: +3.8 nats at 50 epochs of CD-1); as [S2] Sec. 5",
+    "layer_data": "[S1] Sec. 4.1: samples of Q(h1 | v) as the data",
+}
+
+
+def _sm2008(k_name: str, k: int, k_schedule: str | None, epochs: int, epoch_source: str) -> Recipe:
+    return Recipe(
+        name=f"sm2008-{k_name}",
+        summary=f"S&M 2008's {k_name.upper()} training of RBMs on MNIST: CD with Hinton & Salakhutdinov's "
+        "reconstruction, momentum and weight decay, the learning rate decaying to 0",
+        method="cd",
+        k=k,
+        k_schedule=k_schedule,
+        epochs=epochs,
+        lr=0.05,
+        lr_schedule="linear",
+        momentum="0.5,0.9@5",
+        weight_decay=0.001,
+        init_scale=0.01,
+        init_vbias="data",
+        reconstruction="mean",
+        layer_data="samples",
+        sources={
+            **_HS06_SOURCES,
+            "k": f"[S1] Sec. 5.1: {k_name.upper()}",
+            "k_schedule": "[S1] Sec. 5.1: 'starting with T=1, and gradually increasing T to 25'"
+            if k_schedule
+            else "",
+            "epochs": epoch_source,
+        },
+    )
+
+
+#: The named recipes.
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe(
+            name="default",
+            summary="boltzkit's plain defaults: CD-1, learning rate 0.05, no momentum or weight decay",
+            sources={"init_vbias": "[H10] Sec. 8", "init_scale": "[H10] Sec. 8"},
+        ),
+        _sm2008("cd1", 1, None, 50, "ours: 50 epochs (S1 gives none); measured -125.9 test nats at 50"),
+        _sm2008("cd3", 3, None, 50, "ours: 50 epochs (S1 gives none)"),
+        _sm2008("cd25", 25, "linear:1:25", 50, "ours: 50 epochs (S1 gives none)"),
+        Recipe(
+            name="s2008-sap",
+            summary="Salakhutdinov 2008's stochastic approximation: 100 persistent chains, 5 Gibbs sweeps, "
+            "learning rate 0.005 decaying to 0 over 500 epochs",
+            method="sap",
+            k=5,
+            epochs=500,
+            lr=0.005,
+            lr_schedule="linear",
+            momentum="0",
+            n_chains=100,
+            sources={
+                "method": "[S2] Sec. 4.1.1",
+                "k": "[S2] Sec. 5: 'For SAP, we always used 5 Gibbs updates'",
+                "n_chains": "[S2] Sec. 5: 'The number of negative samples was also set to 100'",
+                "epochs": "[S2] Sec. 5: 500 passes",
+                "lr": "[S2] Sec. 5: 'initial learning rate was set 0.005'",
+                "lr_schedule": "[S2] Sec. 5: 'gradually decreased to 0'",
+                "batch_size": "[S2] Sec. 5: 600 mini-batches of 100",
+                "init_vbias": "[H10] Sec. 8",
+            },
+        ),
+    )
+}
+
+
+def recipe_settings(recipe: Recipe) -> dict[str, Any]:
+    """The settings a run records: the recipe's training settings without its name, summary and
+    sources, and without those its method does not use (chains for CD, replicas but for PT,
+    reconstruction but for CD)."""
+    out = {k: v for k, v in recipe.to_dict().items() if k not in ("name", "summary", "sources")}
+    if recipe.method == "cd":
+        out["n_chains"] = None
+    else:
+        out["reconstruction"] = None
+    if recipe.method != "pt":
+        out["temperatures"] = None
+    return out
+
+
+def get_recipe(recipe: str | Recipe) -> Recipe:
+    """A recipe by name (or the recipe itself); a clear error naming the known ones otherwise."""
+    if isinstance(recipe, Recipe):
+        return recipe
+    name = str(recipe).strip().lower()
+    if name not in RECIPES:
+        raise BoltzkitError(
+            "unknown training recipe",
+            got=repr(recipe),
+            expected=", ".join(RECIPES),
+            hint="boltzkit train --list-recipes shows each with its settings.",
+        )
+    return RECIPES[name]
+
+
+__all__ = ["LAYER_DATA", "RECIPES", "SETTINGS", "VBIAS_INITS", "Recipe", "get_recipe", "recipe_settings"]
