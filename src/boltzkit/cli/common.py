@@ -20,6 +20,7 @@ import dataclasses
 import json
 import math
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -124,6 +125,11 @@ def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) 
         typer.echo(json_line(record))
     else:
         typer.echo(human())
+
+
+def command_line() -> str:
+    """This process's command line, quoted, as ``boltzkit ...`` (recorded in a model's metadata)."""
+    return " ".join(shlex.quote(a) for a in ["boltzkit", *sys.argv[1:]])
 
 
 def fmt(value: float | None, digits: int = 4) -> str:

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from boltzkit import __version__
-from boltzkit.cli import evaluate, logz, mixing, plot, reproduce, sample, train
+from boltzkit.cli import convert, evaluate, logz, mixing, plot, reproduce, sample, train, zoo
 from boltzkit.cli.common import BoltzkitCommand
 
 app = typer.Typer(
@@ -64,8 +64,10 @@ for _name, _module in (
     ("mixing", mixing),
     ("plot", plot),
     ("reproduce", reproduce),
+    ("convert", convert),
 ):
     app.command(_name, cls=BoltzkitCommand)(_module.command)
+app.add_typer(zoo.app, name="zoo")
 
 
 def main() -> None:

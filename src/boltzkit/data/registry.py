@@ -7,6 +7,9 @@ spec                                 data
 ==================================== =========================================================
 ``mnist``                            binarized MNIST, splits train / valid / test
                                      (50,000 / 10,000 / 10,000 x 784)
+``mnist:train+valid``                the same with the 60,000 train + valid images as the
+                                     training split (the 60,000 training images of S&M 2008 and
+                                     Salakhutdinov 2008, Sec. 5); no valid split
 ``mnist-patches[:SIZE]``             one SIZE x SIZE patch (default 4) at a random position of
                                      each MNIST image; train: 60,000 (MNIST train + valid),
                                      test: 10,000 (MNIST test)
@@ -87,6 +90,13 @@ def _probability(text: str) -> float:
     return value
 
 
+def _mnist_train(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("train", "train+valid"):
+        raise ValueError(text)
+    return value
+
+
 def _patterns(text: str) -> str:
     value = text.strip().lower()
     if value not in ("all", "distinct"):
@@ -96,7 +106,7 @@ def _patterns(text: str) -> str:
 
 # The first parameter of each data set may be given without its key.
 _PARAMS: dict[str, tuple[_Param, ...]] = {
-    "mnist": (),
+    "mnist": (_Param("train", _mnist_train, "train", "'train' (50,000 images) or 'train+valid' (60,000)"),),
     "mnist-patches": (_Param("size", _positive_int, 4, "an integer 1..28"),),
     "bars-and-stripes": (
         _Param("patterns", _patterns, "all", "'all' (32 patterns) or 'distinct' (30)"),
@@ -257,7 +267,15 @@ def load_dataset(
     split_seed = derive_seed(seed, canonical, split)
     image_shape: tuple[int, int] | None
     if name == "mnist":
-        x = to_tensor(load_mnist(split, data_dir))
+        if values["train"] == "train+valid" and split != "test":
+            if split == "valid":
+                raise DataError(
+                    "mnist:train+valid has no valid split: its training split holds the validation images",
+                    hint="use --data mnist (50,000 training images) to keep a validation split.",
+                )
+            x = torch.cat([to_tensor(load_mnist(s, data_dir)) for s in ("train", "valid")])
+        else:
+            x = to_tensor(load_mnist(split, data_dir))
         image_shape = MNIST_IMAGE_SHAPE
     elif name == "mnist-patches":
         size = int(values["size"])  # type: ignore[call-overload]

@@ -56,6 +56,7 @@ from torch import Tensor, nn
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import PathLike, atomic_write_bytes
 from boltzkit.errors import BoltzkitError, ModelFileError
+from boltzkit.io.zoo import resolve_model_path
 from boltzkit.jsonio import dumps
 
 __all__ = [
@@ -781,7 +782,7 @@ def load_model(
     Parameters
     ----------
     path
-        The model file.
+        The model file, or ``"zoo:NAME"`` for a model of the zoo (:mod:`boltzkit.io.zoo`).
     device
         Where to put the parameters: ``None`` (CPU), ``"auto"`` (CUDA when present), or a device.
     dtype
@@ -807,7 +808,7 @@ def load_model(
         kind does not have, has inconsistent shapes, a non-floating dtype, NaN/inf values
         (counted per array), or laterals that are not symmetric or have a non-zero diagonal.
     """
-    p = stat_model_file(path)
+    p = stat_model_file(resolve_model_path(path))
     raw = _read_bytes(p)
     if is_npz(raw[:16], p):
         from boltzkit.io.npz import read_npz  # npz builds on this module

@@ -1,0 +1,69 @@
+"""``boltzkit convert IN OUT``: write a model file in another format.
+
+The formats are boltzkit's ``.safetensors`` (tensors plus JSON metadata) and plain ``.npz``
+archives that other tools read with ``numpy.load`` (no pickle): ``W, vbias, hbias[, L, J]`` for an
+RBM, SRBM or BM; ``W_0, vbias_0, hbias_0, W_1, ...`` for a DBN (RBM ``l`` between layers ``l`` and
+``l + 1``, the top one undirected); ``W_l, bias_l`` for a DBM; ``weights, means`` for a mixture.
+``IN`` may be ``zoo:NAME``. The metadata travels along (in an ``.npz``, as the 0-d string array
+``boltzkit``), and the parameters are checked on the way in as on every load.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from boltzkit.cli.common import JsonFlag, emit
+from boltzkit.errors import BoltzkitError
+from boltzkit.io import export_npz, load_model, save_model
+from boltzkit.io.zoo import resolve_model_path
+
+#: Metadata keys that describe the file itself and are written anew.
+_FILE_KEYS = ("format", "format_version", "created", "source_format", "arrays", "dtype", "boltzkit_version")
+
+
+def command(
+    source: Annotated[str, typer.Argument(metavar="IN", help="Model file (.safetensors, .npz) or zoo:NAME.")],
+    target: Annotated[Path, typer.Argument(metavar="OUT", help="Output file: .safetensors or .npz.")],
+    dtype: Annotated[
+        str | None, typer.Option("--dtype", help="float32 or float64 [default: as stored].")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite OUT if it exists.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a model file in another format (.safetensors <-> .npz); IN may be zoo:NAME."""
+    suffix = target.suffix.lower()
+    if suffix not in (".safetensors", ".npz"):
+        raise BoltzkitError(
+            "unknown output format", got=str(target), expected="a file ending in .safetensors or .npz"
+        )
+    if dtype is not None and dtype not in ("float32", "float64"):
+        raise BoltzkitError("unknown --dtype", got=dtype, expected="float32 or float64")
+    if target.exists() and not force:
+        raise BoltzkitError("the output file exists", got=str(target), hint="pass --force to overwrite it.")
+    if not target.parent.is_dir():
+        raise BoltzkitError("the directory of OUT does not exist", got=str(target))
+    if resolve_model_path(source).resolve() == target.resolve():
+        raise BoltzkitError("IN and OUT are the same file", got=str(target))
+    model, metadata = load_model(source, dtype=dtype)
+    kept = {key: value for key, value in metadata.items() if key not in _FILE_KEYS}
+    (export_npz if suffix == ".npz" else save_model)(model, target, metadata=kept)
+    record = {
+        "in": source,
+        "out": str(target),
+        "kind": metadata.get("kind"),
+        "layer_sizes": metadata.get("layer_sizes"),
+        "from": metadata.get("source_format"),
+        "to": suffix.lstrip("."),
+        "dtype": dtype or metadata.get("dtype"),
+    }
+    emit(
+        record,
+        as_json=as_json,
+        human=lambda: (
+            f"wrote {record['kind']} {record['layer_sizes']} from {source} ({record['from']}) "
+            f"to {target} ({record['to']}, {record['dtype']})"
+        ),
+    )

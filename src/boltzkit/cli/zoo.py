@@ -1,0 +1,252 @@
+"""``boltzkit zoo``: the trained models published with boltzkit.
+
+``boltzkit zoo`` (or ``zoo list``) lists them with their measured test log-probabilities;
+``zoo show NAME`` prints a card; ``zoo verify [NAME ...]`` checks each card against its file
+(sha256, kind, layer sizes) and recomputes the card's check log-probability from the file;
+``zoo add NAME MODEL`` measures a trained model and publishes it with its card. Every other
+command takes ``zoo:NAME`` where it takes a model file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from boltzkit.cli.common import (
+    BetasOpt,
+    BoltzkitCommand,
+    DataDirOpt,
+    JsonFlag,
+    ProgressFlag,
+    SeedOpt,
+    emit,
+    fmt,
+    show_progress,
+    warn,
+)
+from boltzkit.data import load_dataset
+from boltzkit.io import load_model
+from boltzkit.io.zoo import names, read_card, verify_file, zoo_dir
+
+app = typer.Typer(
+    name="zoo",
+    help="The trained models published with boltzkit: list, show, verify, add.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+def _test_cell(card: dict[str, Any]) -> str:
+    test = card.get("test") or {}
+    value = fmt(test.get("mean_log_prob"), 2)
+    lo, hi = test.get("mean_log_prob_minus_3sigma"), test.get("mean_log_prob_plus_3sigma")
+    log_z = card.get("log_z") or {}
+    if log_z.get("reliable") is False:
+        value += " (unreliable log Z)"
+    elif log_z.get("method") != "exact" and lo is not None and hi is not None:
+        value += f" [{fmt(lo, 2)}, {fmt(hi, 2)}]"
+    if test.get("bound") == "lower":
+        value += " (lower bound)"
+    return value
+
+
+def _rows() -> list[dict[str, Any]]:
+    rows = []
+    for name in names():
+        card = read_card(name)
+        paper = card.get("paper") or {}
+        rows.append(
+            {
+                "name": name,
+                "kind": card.get("kind"),
+                "layer_sizes": card.get("layer_sizes"),
+                "test_log_prob": (card.get("test") or {}).get("mean_log_prob"),
+                "test_bound": (card.get("test") or {}).get("bound"),
+                "log_z": (card.get("log_z") or {}).get("log_z"),
+                "log_z_method": (card.get("log_z") or {}).get("method"),
+                "reliable": (card.get("log_z") or {}).get("reliable"),
+                "paper_test": paper.get("test"),
+                "paper": paper.get("source"),
+                "cell": _test_cell(card),
+            }
+        )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return f"the zoo is empty ({zoo_dir()})"
+    lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"]
+    for r in rows:
+        shape = "x".join(str(n) for n in r["layer_sizes"] or [])
+        paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
+        lines.append(f"  {r['name']:<28} {str(r['kind']).upper():<4} {shape:<14} test {r['cell']}{paper}")
+    return "\n".join(lines)
+
+
+@app.callback()
+def _root(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """The trained models published with boltzkit: list (default), show, verify, add."""
+    if ctx.invoked_subcommand is None:
+        rows = _rows()
+        emit({"zoo": str(zoo_dir()), "models": rows}, as_json=as_json, human=lambda: _table(rows))
+
+
+@app.command("list", cls=BoltzkitCommand)
+def list_command(as_json: JsonFlag = False) -> None:
+    """List the zoo's models with their measured test log-probabilities."""
+    rows = _rows()
+    emit({"zoo": str(zoo_dir()), "models": rows}, as_json=as_json, human=lambda: _table(rows))
+
+
+@app.command("show", cls=BoltzkitCommand)
+def show_command(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="A zoo model's name.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Print a model's card: recipe, command, seed, seconds, machine, log Z and log-probabilities."""
+    card = read_card(name.removeprefix("zoo:"))
+
+    def human() -> str:
+        log_z = card.get("log_z") or {}
+        lines = [
+            f"{card['name']}: {str(card.get('kind')).upper()} {card.get('layer_sizes')}",
+            f"  trained by: {card.get('command')}",
+            f"  recipe: {card.get('recipe')}; seed {card.get('seed')}; "
+            f"{fmt(card.get('training_seconds'), 0)} s on {card.get('machine')}",
+            f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))} "
+            f"[{fmt(log_z.get('log_z_minus_3sigma'))}, {fmt(log_z.get('log_z_plus_3sigma'))}]"
+            + ("" if log_z.get("reliable") is not False else f"  UNRELIABLE: {log_z.get('reason')}"),
+        ]
+        if log_z.get("upper"):
+            lines.append(
+                f"    ends: forward AIS {fmt((log_z.get('lower') or {}).get('log_z'))}, reverse AIS "
+                f"{fmt(log_z['upper'].get('log_z'))} ({log_z['upper'].get('bound')})"
+            )
+        for split in ("train", "test"):
+            rec = card.get(split) or {}
+            what = "lower bound on mean log p(v)" if rec.get("bound") == "lower" else "mean log p(v)"
+            lines.append(f"  {split}: {what} {fmt(rec.get('mean_log_prob'), 2)} (n = {rec.get('n')})")
+        paper = card.get("paper")
+        if paper:
+            lines.append(
+                f"  paper ({paper.get('source')}): test {paper.get('test')}, train {paper.get('train')}"
+            )
+        return "\n".join(lines)
+
+    emit(card, as_json=as_json, human=human)
+
+
+@app.command("verify", cls=BoltzkitCommand)
+def verify_command(
+    names_: Annotated[
+        list[str] | None, typer.Argument(metavar="[NAME]...", help="Models (default: all).")
+    ] = None,
+    data_dir: DataDirOpt = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Only compare files (no log-probabilities).")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check each card against its file (sha256, kind, sizes) and recompute its check log-probability."""
+    from boltzkit.experiments.zoo_cards import recompute_check
+
+    chosen = [n.removeprefix("zoo:") for n in names_] if names_ else names()
+    results = []
+    for name in chosen:
+        problems = verify_file(name)
+        check = None if quick else recompute_check(name, data_dir=data_dir)
+        if check is not None and not check["within"]:
+            problems.append(
+                f"check log-probability {check['mean_log_prob']:.4f} outside the card's "
+                f"[{check['lower']:.4f}, {check['upper']:.4f}]"
+            )
+        results.append({"name": name, "ok": not problems, "problems": problems, "check": check})
+    record = {"zoo": str(zoo_dir()), "models": results, "ok": all(r["ok"] for r in results)}
+
+    def human() -> str:
+        lines = []
+        for r in results:
+            status = "ok" if r["ok"] else "FAILED: " + "; ".join(r["problems"])
+            extra = "" if r["check"] is None else f" (check {r['check']['mean_log_prob']:.3f})"
+            lines.append(f"{r['name']}: {status}{extra}")
+        return "\n".join(lines) or "the zoo is empty"
+
+    emit(record, as_json=as_json, human=human)
+    if not record["ok"]:
+        raise typer.Exit(1)
+
+
+@app.command("add", cls=BoltzkitCommand)
+def add_command(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The zoo name, e.g. sm2008-cd1-500.")],
+    model: Annotated[Path, typer.Argument(metavar="MODEL", help="The trained model file.")],
+    data: Annotated[str, typer.Option("--data", help="The training data (and the base-rate model's).")],
+    test_data: Annotated[
+        str, typer.Option("--test-data", help="The test data's spec (its test split).")
+    ] = "mnist",
+    command: Annotated[
+        str | None,
+        typer.Option("--command", help="The command that trained MODEL [default: from its metadata]."),
+    ] = None,
+    chains: Annotated[int, typer.Option("--chains", min=1, help="AIS runs in each direction.")] = 100,
+    betas: BetasOpt = None,
+    seed: SeedOpt = 0,
+    reverse: Annotated[
+        bool, typer.Option("--reverse/--no-reverse", help="Confirm AIS by reverse AIS (the sandwich).")
+    ] = True,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="DBN: samples of q per image.")] = 5,
+    exact_max_bits: Annotated[
+        int,
+        typer.Option("--exact-max-bits", min=0, max=30, help="Exact log Z up to this many enumerated units."),
+    ] = 25,
+    paper_source: Annotated[str | None, typer.Option("--paper-source", help="E.g. 'S1 Table 1'.")] = None,
+    paper_test: Annotated[float | None, typer.Option("--paper-test", help="The paper's test value.")] = None,
+    paper_train: Annotated[
+        float | None, typer.Option("--paper-train", help="The paper's train value.")
+    ] = None,
+    notes: Annotated[str | None, typer.Option("--notes", help="Free text for the card.")] = None,
+    data_dir: DataDirOpt = None,
+    as_json: JsonFlag = False,
+    progress: ProgressFlag = None,
+) -> None:
+    """Measure a trained model (log Z, train/test log-probabilities) and publish it to the zoo."""
+    from boltzkit.experiments.zoo_cards import measure, publish
+
+    trained, metadata = load_model(model)
+    train_x = load_dataset(data, split="train", data_dir=data_dir, n_visible=trained.n_visible).x
+    test_x = load_dataset(test_data, split="test", data_dir=data_dir, n_visible=trained.n_visible).x
+    measured = measure(
+        trained, train_x=train_x, test_x=test_x, n_chains=chains, betas=betas or "paper", seed=seed,
+        exact_max_bits=exact_max_bits, reverse=reverse, dbn_samples=samples, progress=show_progress(progress),
+    )  # fmt: skip
+    if measured["log_z"].get("reliable") is False:
+        warn(f"log Z of {name} is unreliable: {measured['log_z'].get('reason')}")
+    paper = None
+    if paper_source or paper_test is not None:
+        paper = {"source": paper_source, "test": paper_test, "train": paper_train}
+    command = command or (metadata.get("training") or {}).get("command") or "(not recorded)"
+    target = publish(
+        model,
+        name,
+        measured=measured,
+        command=command,
+        data=data,
+        test_data=test_data,
+        paper=paper,
+        notes=notes,
+    )
+    card = read_card(name)
+    emit(
+        card,
+        as_json=as_json,
+        human=lambda: f"added {name} -> {target}\n" + _table([r for r in _rows() if r["name"] == name]),
+    )
+
+
+__all__ = ["app"]

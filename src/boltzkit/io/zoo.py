@@ -1,0 +1,150 @@
+"""The zoo: trained models published with the repository, each with a card of what was measured.
+
+A zoo model is a pair of files in the zoo folder (``zoo/`` at the repository root, or
+``$BOLTZKIT_ZOO_DIR``): ``NAME.safetensors``, an ordinary boltzkit model file in float32, and
+``NAME.json``, its card: the recipe and the command that trained it, the seed, the seconds and the
+machine, the data, the measured ``log Z`` with its band and verdict, the train and test mean
+log-probabilities (or lower bounds), the paper's numbers where the model reproduces a table, and
+a *check*: the mean log-probability of a fixed subset of the test images, which anyone can
+recompute from the file (:func:`card_check_images`).
+
+``zoo:NAME`` works wherever a model file does (:func:`resolve_model_path` is applied by
+:func:`~boltzkit.io.model_files.load_model`); :func:`load` returns the model and its metadata,
+:func:`names` and :func:`read_card` list and describe the zoo, :func:`verify_file` checks a card
+against its file (sha256, kind, layer sizes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from boltzkit.errors import ModelFileError
+
+#: Prefix of a zoo model where a path is expected.
+PREFIX = "zoo:"
+#: Environment variable naming the zoo folder.
+ZOO_ENV = "BOLTZKIT_ZOO_DIR"
+#: Version of the card layout.
+CARD_VERSION = 1
+#: Every ``CHECK_STRIDE``-th test image (from the first) makes up a card's check subset.
+CHECK_STRIDE = 33
+
+
+def zoo_dir() -> Path:
+    """The zoo folder: ``$BOLTZKIT_ZOO_DIR``, else ``zoo/`` at the root of the source checkout."""
+    env = os.environ.get(ZOO_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[3] / "zoo"
+
+
+def names() -> list[str]:
+    """The zoo's model names (those with both a model file and a card), sorted."""
+    folder = zoo_dir()
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json") if (folder / f"{p.stem}.safetensors").is_file())
+
+
+def _unknown(name: str) -> ModelFileError:
+    known = names()
+    return ModelFileError(
+        "no such model in the zoo",
+        got=repr(name),
+        expected=", ".join(known) if known else f"a model in {zoo_dir()} (the zoo is empty or missing)",
+        hint="`boltzkit zoo` lists the models; set BOLTZKIT_ZOO_DIR to use another zoo folder.",
+    )
+
+
+def model_path(name: str) -> Path:
+    """The model file of zoo model ``name`` (an error naming the known models if absent)."""
+    name = str(name).strip()
+    if name.startswith(PREFIX):
+        name = name[len(PREFIX) :]
+    path = zoo_dir() / f"{name}.safetensors"
+    if not name or "/" in name or not path.is_file():
+        raise _unknown(name)
+    return path
+
+
+def card_path(name: str) -> Path:
+    """The card of zoo model ``name``."""
+    return model_path(name).with_suffix(".json")
+
+
+def resolve_model_path(path: str | os.PathLike) -> Path:
+    """``zoo:NAME`` as the zoo's model file; any other path unchanged."""
+    text = os.fspath(path)
+    return model_path(text) if str(text).startswith(PREFIX) else Path(text)
+
+
+def read_card(name: str) -> dict[str, Any]:
+    """The card of zoo model ``name`` (a dict, as stored)."""
+    path = card_path(name)
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelFileError("cannot read the zoo card", got=str(path), hint=str(exc)) from None
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Zoo model ``name`` and its file metadata, as :func:`~boltzkit.io.model_files.load_model`
+    returns them; the card is :func:`read_card`."""
+    from boltzkit.io.model_files import load_model  # the model files build on this module
+
+    return load_model(model_path(name), device=device, dtype=dtype)
+
+
+def verify_file(name: str) -> list[str]:
+    """What disagrees between a card and its model file (empty when they agree): the sha256, the
+    kind and the layer sizes."""
+    from boltzkit.io.model_files import load_model
+
+    card = read_card(name)
+    path = model_path(name)
+    problems = []
+    digest = file_sha256(path)
+    if card.get("sha256") != digest:
+        problems.append(f"sha256 {digest} != card's {card.get('sha256')}")
+    _, metadata = load_model(path)
+    if card.get("kind") != metadata.get("kind"):
+        problems.append(f"kind {metadata.get('kind')!r} != card's {card.get('kind')!r}")
+    if list(card.get("layer_sizes", [])) != list(metadata.get("layer_sizes", [])):
+        problems.append(f"layer sizes {metadata.get('layer_sizes')} != card's {card.get('layer_sizes')}")
+    return problems
+
+
+def card_check_images(n_test: int) -> slice:
+    """The test images of a card's check: every :data:`CHECK_STRIDE`-th from the first."""
+    return slice(0, n_test, CHECK_STRIDE)
+
+
+__all__ = [
+    "CARD_VERSION",
+    "CHECK_STRIDE",
+    "PREFIX",
+    "ZOO_ENV",
+    "card_check_images",
+    "card_path",
+    "file_sha256",
+    "load",
+    "model_path",
+    "names",
+    "read_card",
+    "resolve_model_path",
+    "verify_file",
+    "zoo_dir",
+]
