@@ -1,0 +1,283 @@
+"""Training recipes, their schedules, CD's mean reconstruction and centered gradients."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from conftest import F64, STRUCTURES, random_machine, random_rbm
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.exact import exact_log_prob
+from boltzkit.learning import train, train_dbn, train_model
+from boltzkit.learning.centering import Centering, centered_biases, centered_energy, parse_centering
+from boltzkit.learning.phases import ContrastiveDivergence, ExactConditional, sample_means
+from boltzkit.learning.recipes import RECIPES, SETTINGS, Recipe, get_recipe
+from boltzkit.learning.schedules import LRSchedule, parse_lr_schedule, parse_momentum
+from boltzkit.state import ChainState
+
+
+def _bars(n: int = 40, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(n, 9, generator=g) < 0.3).to(torch.float32)
+
+
+def _all_states(sizes: tuple[int, ...]) -> ChainState:
+    n = sum(sizes)
+    bits = torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=F64)
+    layers, start = [], 0
+    for size in sizes:
+        layers.append(bits[:, start : start + size])
+        start += size
+    return ChainState(tuple(layers))
+
+
+# ----------------------------------------------------------------------------------- schedules
+def test_momentum_schedule_switches_after_its_epochs() -> None:
+    schedule = parse_momentum("0.5,0.9@5")
+    assert [schedule(e) for e in range(7)] == [0.5] * 5 + [0.9] * 2
+    assert schedule.spec == "0.5,0.9@5" and not schedule.constant
+    assert parse_momentum(0.9).constant and parse_momentum("0.9")(100) == 0.9
+    for bad in ("1.0", "0.5,1.2@3", "fast", "0.5,0.9@-1"):
+        with pytest.raises(BoltzkitError):
+            parse_momentum(bad)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("constant", [1.0, 1.0, 1.0, 1.0, 1.0]),
+        ("linear", [1.0, 0.8, 0.6, 0.4, 0.2]),  # 10 updates, every second one shown
+        ("linear-after:2", [1.0, 1.0, 1.0, 2 / 3, 1 / 3]),  # 2 epochs of 2 updates at full speed
+        ("inverse:1", [1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 5]),  # 1 / (1 + t / 2)
+    ],
+)
+def test_lr_schedule_factors_at_given_updates(spec: str, expected: list[float]) -> None:
+    schedule = parse_lr_schedule(spec)
+    got = [schedule.factor(t, n_updates=10, per_epoch=2) for t in range(0, 10, 2)]
+    assert got == pytest.approx(expected)
+    assert parse_lr_schedule(schedule.spec) == schedule
+
+
+def test_lr_schedule_errors_and_flags() -> None:
+    assert parse_lr_schedule(True) == LRSchedule("linear") and parse_lr_schedule(None) == LRSchedule()
+    for bad in ("cosine", "inverse", "linear-after:x", "inverse:0"):
+        with pytest.raises(BoltzkitError):
+            parse_lr_schedule(bad)
+
+
+# ------------------------------------------------------------------------------------- recipes
+def test_registry_names_and_unknown_recipe() -> None:
+    for name in ("default", "sm2008-cd1", "sm2008-cd3", "sm2008-cd25", "s2008-sap"):
+        assert get_recipe(name).name == name
+    with pytest.raises(BoltzkitError, match="sm2008-cd1"):  # the error names the known recipes
+        get_recipe("cd-fast")
+
+
+def test_paper_recipes_follow_their_sources() -> None:
+    cd25 = RECIPES["sm2008-cd25"]
+    assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
+    assert parse_momentum(cd25.momentum)(4) == 0.5 and parse_momentum(cd25.momentum)(5) == 0.9
+    sap = RECIPES["s2008-sap"]
+    assert (sap.method, sap.k, sap.n_chains, sap.epochs, sap.lr, sap.lr_schedule) == (
+        "sap",
+        5,
+        100,
+        500,
+        0.005,
+        "linear",
+    )
+    for recipe in RECIPES.values():
+        assert set(recipe.sources) <= set(SETTINGS)
+
+
+def test_recipe_replace_round_trip_and_validation() -> None:
+    recipe = RECIPES["sm2008-cd3"].replace(epochs=7)
+    assert recipe.epochs == 7 and recipe.name == "sm2008-cd3+"
+    assert RECIPES["sm2008-cd3"].replace(epochs=100).name == "sm2008-cd3"  # nothing changed
+    assert Recipe.from_dict(recipe.to_dict()) == recipe
+    with pytest.raises(BoltzkitError, match="unknown recipe settings"):
+        recipe.replace(learning_rate=0.1)
+    with pytest.raises(BoltzkitError, match="reconstruction"):
+        Recipe(name="x", summary="", reconstruction="blurred")
+
+
+def test_train_model_uses_the_recipe_and_explicit_arguments_win() -> None:
+    x = _bars()
+    recipe = RECIPES["sm2008-cd1"].replace(epochs=6, batch_size=10)
+    model, history = train_model(x, hidden=4, recipe=recipe, lr=0.02, progress=False, seed=3)
+    records = history.records
+    assert [r["momentum"] for r in records] == [0.5] * 5 + [0.9]  # the recipe's schedule
+    assert records[0]["lr"] == pytest.approx(0.02)  # the explicit learning rate
+    # linear decay to 0 over 6 epochs of 4 updates: epoch e starts at factor 1 - 4e/24
+    assert [r["lr"] for r in records] == pytest.approx([0.02 * (1 - 4 * e / 24) for e in range(6)])
+    again, _ = train_model(x, hidden=4, recipe=recipe, lr=0.02, progress=False, seed=3)
+    assert torch.equal(model.W, again.W)
+
+
+def test_a_recipe_initialises_as_it_says() -> None:
+    x = _bars()
+    zero = RECIPES["sm2008-cd1"].replace(epochs=1, init_vbias="zero", init_scale=0.5)
+    model, _ = train_model(x, hidden=3, recipe=zero, lr=1e-9, progress=False)  # (almost) untrained
+    assert float(model.vbias.detach().abs().max()) < 1e-6
+    assert 0.2 < float(model.W.detach().std()) < 1.0
+
+
+# ----------------------------------------------------------------------------- reconstruction
+@pytest.mark.parametrize("k", [1, 3])
+def test_cd_mean_reconstruction_is_the_visible_mean_given_the_last_hidden_draw(k: int) -> None:
+    rbm = random_rbm(7, 5, seed=1)
+    v = (torch.rand(6, 7, generator=torch.Generator().manual_seed(2)) < 0.5).to(F64)
+    positive = ExactConditional()(rbm, v, torch.Generator())
+    phase = ContrastiveDivergence(k, reconstruction="mean")
+    negative, _ = phase(rbm, v, positive, ExactConditional(), torch.Generator().manual_seed(9))
+    # replay the same random numbers with samples, and take the last visible update's mean
+    sampled = ContrastiveDivergence(k, reconstruction="sample")
+    g = torch.Generator().manual_seed(9)
+    state = sample_means(positive, g, (1,))
+    h = state.layers[1]
+    for sweep in range(k):
+        if sweep > 0:
+            h = torch.bernoulli(torch.sigmoid(state.layers[0] @ rbm.W + rbm.hbias), generator=g)
+            state = state.with_layer(1, h)
+        if sweep < k - 1:
+            probs = torch.sigmoid(h @ rbm.W.t() + rbm.vbias)
+            state = state.with_layer(0, (torch.rand(probs.shape, generator=g, dtype=F64) < probs).to(F64))
+    v_mean = torch.sigmoid(h @ rbm.W.t() + rbm.vbias)
+    assert torch.allclose(negative.layers[0], v_mean)
+    assert torch.allclose(negative.layers[1], torch.sigmoid(v_mean @ rbm.W + rbm.hbias))
+    assert sampled.reconstruction == "sample"
+
+
+def test_mean_reconstruction_refuses_visible_laterals_and_persistent_chains() -> None:
+    srbm = random_machine("srbm", (4, 3), seed=0)
+    v = torch.zeros(2, 4, dtype=F64)
+    phase = ContrastiveDivergence(1, reconstruction="mean")
+    with pytest.raises(BoltzkitError, match="laterals"):
+        phase(srbm, v, ExactConditional()(srbm, v, torch.Generator()), ExactConditional(), torch.Generator())
+    with pytest.raises(BoltzkitError, match="CD only"):
+        train(random_rbm(9, 2, seed=0), _bars().to(F64), generator=torch.Generator(), method="pcd",
+              reconstruction="mean", progress=False)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- centering
+@pytest.mark.parametrize("kind", ["rbm", "srbm", "bm", "dbm"])
+def test_centered_energy_is_the_ordinary_energy_plus_a_constant(kind: str) -> None:
+    sizes = (3, 2, 2) if kind == "dbm" else (3, 3)
+    model = random_machine(kind, sizes, seed=4)
+    g = torch.Generator().manual_seed(5)
+    offsets = [torch.rand(n, generator=g, dtype=F64) for n in sizes]
+    states = _all_states(sizes)
+    diff = centered_energy(model, centered_biases(model, offsets), offsets, states) - model.energy_of(states)
+    assert float(diff.max() - diff.min()) < 1e-12
+
+
+@pytest.mark.parametrize("kind", ["rbm", "srbm", "bm", "dbm"])
+def test_a_centered_step_saves_as_an_ordinary_model_with_the_same_log_p(kind: str) -> None:
+    """One SGD step of the centered model (centered coordinates, centered gradient, then the
+    conversion (*) of boltzkit.learning.centering) gives the same log p(v) on every visible state
+    as boltzkit's step: the ordinary model with the transformed gradient."""
+    sizes = (3, 2, 2) if kind == "dbm" else (3, 3)
+    keys = [(l, l + 1) for l in range(len(sizes) - 1)] if kind == "dbm" else STRUCTURES[kind]
+    model = random_machine(kind, sizes, seed=6)
+    g = torch.Generator().manual_seed(7)
+    positive = ChainState(tuple((torch.rand(20, n, generator=g, dtype=F64) < 0.6).to(F64) for n in sizes))
+    negative = ChainState(tuple((torch.rand(30, n, generator=g, dtype=F64) < 0.4).to(F64) for n in sizes))
+    centering = Centering(rate=0.3, mean="average")
+    centering.setup(model, positive.layers[0])
+    centering.update(positive, negative)
+    mu = [o.clone() for o in centering.offsets]
+    eta = 0.7
+
+    # the centered model: same couplings, centered biases; its gradient from centered statistics
+    biases_c = centered_biases(model, mu)
+
+    def centered_mean(state: ChainState, l: int, m: int) -> torch.Tensor:
+        a, b = state.layers[l] - mu[l], state.layers[m] - mu[m]
+        out = a.t() @ b / a.shape[0]
+        return out.fill_diagonal_(0.0) if l == m else out
+
+    new_couplings = {
+        (l, m): model.coupling(l, m).detach()
+        + eta * (centered_mean(positive, l, m) - centered_mean(negative, l, m))
+        for l, m in keys
+    }
+    new_biases_c = [
+        biases_c[l] + eta * (positive.layers[l].mean(0) - negative.layers[l].mean(0))
+        for l in range(len(sizes))
+    ]
+    reference = model.detached_copy()
+    with torch.no_grad():
+        for (l, m), w in new_couplings.items():
+            reference.coupling(l, m).copy_(w)
+        for l, b in enumerate(new_biases_c):
+            reference.bias(l).copy_(b)
+        ordinary = centered_biases(reference, [-o for o in mu])  # b' = b - sum_m W mu_m
+        for l, b in enumerate(ordinary):
+            reference.bias(l).copy_(b)
+
+    # boltzkit's step: ordinary gradients, transformed, one plain SGD step
+    model.set_gradients(positive, negative)
+    centering.transform(model)
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= eta * p.grad
+    visible = _all_states(sizes[:1]).layers[0]
+    assert torch.allclose(exact_log_prob(model, visible), exact_log_prob(reference, visible), atol=1e-10)
+
+
+def test_centering_trains_resumes_and_records_its_offsets(tmp_path) -> None:
+    x = _bars().to(F64)
+    kw = {"k": 1, "epochs": 4, "lr": 0.1, "batch_size": 10, "centering": "average:0.1", "progress": False}
+    ckpt = tmp_path / "run.ckpt"
+
+    def fresh():
+        return random_rbm(9, 4, seed=2, scale=0.1)
+
+    whole = fresh()
+    history = train(whole, x, generator=torch.Generator().manual_seed(1), **kw)
+    assert history.records[-1]["epoch"] == 4
+    part = fresh()
+    part_kw = {**kw, "epochs": 4}
+    with pytest.raises(KeyboardInterrupt):
+
+        class Stop:
+            order = 200
+
+            def on_train_begin(self, trainer):
+                pass
+
+            def on_epoch_begin(self, trainer, epoch):
+                if epoch == 3:
+                    raise KeyboardInterrupt
+
+            def on_epoch_end(self, trainer, record):
+                pass
+
+            def on_train_end(self, trainer):
+                pass
+
+        train(part, x, generator=torch.Generator().manual_seed(1), checkpoint_path=ckpt, checkpoint_every=1,
+              callbacks=[Stop()], **part_kw)  # fmt: skip
+    resumed = fresh()
+    train(
+        resumed, x, generator=torch.Generator().manual_seed(1), checkpoint_path=ckpt, resume=True, **part_kw
+    )
+    assert torch.equal(resumed.W, whole.W) and torch.equal(resumed.vbias, whole.vbias)
+    assert parse_centering("none") is None and parse_centering("data").mean == "data"
+    with pytest.raises(BoltzkitError):
+        parse_centering("median")
+
+
+# ---------------------------------------------------------------------------------------- DBN
+def test_train_dbn_takes_one_init_transpose_flag_and_a_recipe() -> None:
+    x = _bars(60)
+    recipe = RECIPES["sm2008-cd1"].replace(epochs=2, batch_size=20)
+    dbn, histories = train_dbn(x, [9, 9], recipe=recipe, init_transpose=True, progress=False)
+    assert dbn.layer_sizes == (9, 9, 9) and len(histories) == 2
+    assert histories[1].records[0]["momentum"] == 0.5
+    with pytest.raises(BoltzkitError, match="first layer"):
+        train_dbn(x, [9, 9], init_transpose=[True, True], progress=False)
+    assert math.isfinite(float(dbn.rbms[1].W.detach().sum()))
