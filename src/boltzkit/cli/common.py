@@ -127,9 +127,24 @@ def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) 
         typer.echo(human())
 
 
-def command_line() -> str:
-    """This process's command line, quoted, as ``boltzkit ...`` (recorded in a model's metadata)."""
-    return " ".join(shlex.quote(a) for a in ["boltzkit", *sys.argv[1:]])
+def command_line(ctx: typer.Context) -> str:
+    """The command being run, as ``boltzkit COMMAND`` with the options and arguments given on the
+    command line (not those left at their defaults), quoted: what a model's metadata records."""
+    parts = ["boltzkit", ctx.info_name or ""]
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name != "COMMANDLINE":
+            continue
+        value = ctx.params.get(param.name)
+        value = value.value if isinstance(value, Enum) else value
+        if param.param_type_name == "argument":
+            parts += [shlex.quote(str(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
+        elif getattr(param, "is_flag", False):
+            names = param.opts if value else (param.secondary_opts or param.opts)
+            parts.append(names[0])
+        else:
+            parts += [param.opts[0], shlex.quote(str(value))]
+    return " ".join(parts)
 
 
 def fmt(value: float | None, digits: int = 4) -> str:

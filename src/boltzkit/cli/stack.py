@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.cli.common import LogZOptions, command_line, emit, fmt
+from boltzkit.cli.common import LogZOptions, emit, fmt
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
@@ -95,6 +95,7 @@ def train_stack(
     recipe_name: str | None,
     per_layer: dict[str, list[Any]],
     init_transpose: bool,
+    command: str,
     bottom: Path | None,
     seed: int,
     device: torch.device,
@@ -180,7 +181,7 @@ def train_stack(
             **recipe_settings(recipe),
             **per_layer,
             "recipe": recipe_name,
-            "command": command_line(),
+            "command": command,
             "init_transpose": init_transpose,
             "bottom": None if bottom is None else str(bottom),
             "seed": seed,

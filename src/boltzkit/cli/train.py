@@ -363,6 +363,7 @@ def command(
     if list_recipes:
         typer.echo("\n\n".join(r.describe() for r in RECIPES.values()))
         return
+    command = command_line(ctx)
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
     if out.suffix.lower() not in (".safetensors", ".npz"):
@@ -404,7 +405,7 @@ def command(
         train_stack(
             kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,
             recipe=chosen, recipe_name=recipe, per_layer=per_layer, init_transpose=init_transpose,
-            bottom=bottom, seed=seed, device=dev, checkpoint=checkpoint, resume=resume,
+            command=command, bottom=bottom, seed=seed, device=dev, checkpoint=checkpoint, resume=resume,
             progress=show_progress(progress), as_json=as_json,
         )  # fmt: skip
         return
@@ -459,7 +460,7 @@ def command(
         "hidden": hidden_sizes,
         **recipe_settings(chosen),
         "recipe": recipe,
-        "command": command_line(),
+        "command": command,
         **training,
         "seed": seed,
         "device": str(dev),

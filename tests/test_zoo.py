@@ -1,0 +1,146 @@
+"""``boltzkit convert`` for every kind, the zoo (``zoo:NAME``, cards, verify, add) and the zoo's own
+models (each card against its file, and its check log-probability recomputed)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import random_machine, random_rbm
+from test_cli import assert_clean_failure, last_json, run
+
+import boltzkit.zoo as zoo
+from boltzkit.data.mnist import mnist_available
+from boltzkit.errors import ModelFileError
+from boltzkit.experiments.zoo_cards import recompute_check
+from boltzkit.io import load_model, save_model
+from boltzkit.models.dbn import DBN
+from boltzkit.models.mixture import MixtureOfBernoullis
+
+
+def _models() -> dict[str, object]:
+    g = torch.Generator().manual_seed(0)
+    return {
+        "rbm": random_rbm(7, 5, seed=1),
+        "srbm": random_machine("srbm", (5, 3), seed=2),
+        "bm": random_machine("bm", (5, 3), seed=3),
+        "dbm": random_machine("dbm", (5, 3, 2), seed=4),
+        "dbn": DBN([random_rbm(7, 5, seed=5), random_rbm(5, 3, seed=6)]),
+        "mixture": MixtureOfBernoullis(
+            torch.tensor([0.3, 0.7]), torch.rand(2, 7, generator=g, dtype=torch.float64)
+        ),
+    }
+
+
+#: The arrays of each kind's .npz, as the README and the convert issue name them.
+NPZ_ARRAYS = {
+    "rbm": {"W", "vbias", "hbias"},
+    "srbm": {"W", "L", "vbias", "hbias"},
+    "bm": {"W", "L", "J", "vbias", "hbias"},
+    "dbm": {"W_0", "W_1", "bias_0", "bias_1", "bias_2"},
+    "dbn": {"W_0", "vbias_0", "hbias_0", "W_1", "vbias_1", "hbias_1"},
+    "mixture": {"weights", "means"},
+}
+
+
+@pytest.mark.parametrize("kind", list(NPZ_ARRAYS))
+def test_convert_round_trip_for_every_kind(kind: str, tmp_path) -> None:
+    model = _models()[kind]
+    source = tmp_path / "model.safetensors"
+    save_model(model, source, metadata={"data": "somewhere"})
+    npz, back = tmp_path / "model.npz", tmp_path / "back.safetensors"
+    record = last_json(run("convert", source, npz, "--json"))
+    assert record["kind"] == kind and record["to"] == "npz"
+    with np.load(npz) as archive:
+        assert set(archive.files) - {"boltzkit"} == NPZ_ARRAYS[kind]
+    last_json(run("convert", npz, back, "--json"))
+    again = load_model(back)[0].state_dict()
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(again[name], tensor), name
+    assert load_model(back)[1]["data"] == "somewhere"  # the metadata travels
+
+
+def test_convert_refuses_what_it_cannot_do(tmp_path) -> None:
+    source = tmp_path / "m.safetensors"
+    save_model(random_rbm(4, 3, seed=0), source)
+    target = tmp_path / "m.npz"
+    target.write_bytes(b"")
+    assert "--force" in assert_clean_failure(run("convert", source, target))
+    assert "format" in assert_clean_failure(run("convert", source, tmp_path / "m.pt"))
+    assert "same file" in assert_clean_failure(run("convert", source, source, "--force"))
+    last_json(run("convert", source, target, "--force", "--dtype", "float64", "--json"))
+    assert load_model(target)[0].W.dtype == torch.float64
+
+
+# ------------------------------------------------------------------------------------------ zoo
+@pytest.fixture
+def tiny_zoo(tmp_path, monkeypatch):
+    """A zoo folder with one RBM trained on Bars and Stripes, added through the command line."""
+    folder = tmp_path / "zoo"
+    monkeypatch.setenv("BOLTZKIT_ZOO_DIR", str(folder))
+    model = tmp_path / "bas.safetensors"
+    last_json(
+        run("train", "--data", "bars-and-stripes", "--hidden", 4, "--recipe", "sm2008-cd1", "--epochs", 5,
+            "--batch-size", 4, "--out", model, "--json")
+    )  # fmt: skip
+    card = last_json(
+        run("zoo", "add", "bas-rbm", model, "--data", "bars-and-stripes", "--test-data", "bars-and-stripes",
+            "--paper-source", "none", "--json")
+    )  # fmt: skip
+    return folder, card
+
+
+def test_zoo_add_list_show_and_use_by_name(tiny_zoo) -> None:
+    folder, card = tiny_zoo
+    assert (folder / "bas-rbm.safetensors").is_file() and card["log_z"]["method"] == "exact"
+    assert card["recipe"] == "sm2008-cd1" and card["command"].startswith("boltzkit train")
+    assert card["sha256"] == zoo.file_sha256(folder / "bas-rbm.safetensors")
+    listed = last_json(run("zoo", "--json"))
+    assert [m["name"] for m in listed["models"]] == ["bas-rbm"]
+    assert last_json(run("zoo", "show", "bas-rbm", "--json"))["name"] == "bas-rbm"
+    model, metadata = zoo.load("bas-rbm")
+    assert metadata["zoo_name"] == "bas-rbm" and model.W.dtype == torch.float32
+    evaluated = last_json(run("evaluate", "zoo:bas-rbm", "--data", "bars-and-stripes", "--json"))
+    assert evaluated["mean_log_prob"] == pytest.approx(card["test"]["mean_log_prob"], abs=1e-5)
+    assert load_model("zoo:bas-rbm")[0].n_hidden == 4
+    with pytest.raises(ModelFileError, match="bas-rbm"):  # the error lists the known models
+        load_model("zoo:nope")
+
+
+def test_zoo_verify_catches_a_changed_file(tiny_zoo) -> None:
+    folder, _ = tiny_zoo
+    assert last_json(run("zoo", "verify", "--json"))["ok"]
+    model, _ = zoo.load("bas-rbm")
+    with torch.no_grad():
+        model.hbias.add_(0.5)  # (the check image of Bars and Stripes is blank: vbias would not show)
+    save_model(model, folder / "bas-rbm.safetensors")
+    result = run("zoo", "verify", "--json")
+    assert result.exit_code == 1
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    problems = " ".join(record["models"][0]["problems"])
+    assert "sha256" in problems and "outside the card" in problems
+
+
+# --------------------------------------------------------------------------- the zoo's models
+ZOO_NAMES = zoo.names()
+
+
+@pytest.mark.mnist
+@pytest.mark.skipif(not mnist_available(), reason="needs the binarized MNIST files (BOLTZKIT_DATA_DIR)")
+@pytest.mark.parametrize("name", ZOO_NAMES or ["(empty)"])
+def test_each_zoo_card_matches_its_file(name: str) -> None:
+    if name == "(empty)":
+        pytest.skip("the zoo is empty")
+    assert zoo.verify_file(name) == []
+    card = zoo.read_card(name)
+    assert card["dtype"] == "float32" and card["log_z"]["log_z"] is not None
+    check = recompute_check(name)
+    assert check["within"], check
+    assert card["test"]["mean_log_prob"] is not None and card["train"]["mean_log_prob"] is not None
+
+
+def test_the_zoo_stays_small() -> None:
+    total = sum(p.stat().st_size for p in zoo.zoo_dir().glob("*")) if zoo.zoo_dir().is_dir() else 0
+    assert total <= 60 * 2**20
