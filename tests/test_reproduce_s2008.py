@@ -22,16 +22,15 @@ from boltzkit.data import mnist_available
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import exact_log_z
 from boltzkit.experiments import EXPERIMENTS, run_experiment
+from boltzkit.experiments.engine import VARIATIONAL_METHODS
+from boltzkit.experiments.engine import stage as cached_stage
+from boltzkit.experiments.report import VariationalSettings, with_variational_overrides
 from boltzkit.experiments.s2008_common import (
     PAPER_TRAINING,
-    VARIATIONAL_METHODS,
     ModelSpec,
     TrainingSettings,
-    VariationalSettings,
-    cached_stage,
     resolve_schedule,
     training_differences,
-    with_variational_overrides,
 )
 from boltzkit.io import load_model
 

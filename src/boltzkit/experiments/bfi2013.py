@@ -31,7 +31,6 @@ training set (the 50,000 binarized training images of Larochelle's split; Shark'
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -55,6 +54,7 @@ from boltzkit.diagnostics.autocorrelation import (
 from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
 from boltzkit.diagnostics.transition_matrix import slem_study
 from boltzkit.errors import BoltzkitError
+from boltzkit.experiments.engine import stage
 from boltzkit.experiments.grid import (
     Comparison,
     GridTask,
@@ -506,20 +506,6 @@ def _cc_tasks(plan: Plan, seed: int) -> dict[str, list[GridTask]]:
 
 
 # ------------------------------------------------------------------------------- sampling
-def _cached(path: Path, settings: dict[str, Any], compute) -> dict[str, Any]:
-    """The JSON at ``path`` when it was made with ``settings``; else compute, write and return."""
-    try:
-        rec = json.loads(path.read_text())
-        if rec.get("settings") == settings:
-            return rec
-    except (OSError, ValueError):
-        pass
-    rec = {"settings": settings, **compute()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_json(rec, path)
-    return rec
-
-
 def _act_record(out: Path, task: GridTask, op: str, plan: Plan, seed: int, device: str) -> dict[str, Any]:
     steps = plan.mnist500_steps if task.n_hidden == 500 else plan.act_steps
     settings = {
@@ -548,7 +534,7 @@ def _act_record(out: Path, task: GridTask, op: str, plan: Plan, seed: int, devic
             "seconds": time.perf_counter() - t0,
         }
 
-    return _cached(out / "act" / f"{task.task_id}_{op}.json", settings, compute)
+    return stage(out / "act" / f"{task.task_id}_{op}.json", settings, compute)
 
 
 def _cc_record(
@@ -575,7 +561,7 @@ def _cc_record(
             "seconds": time.perf_counter() - t0,
         }
 
-    return _cached(out / "classes" / f"{task.task_id}_{op}.json", settings, compute)
+    return stage(out / "classes" / f"{task.task_id}_{op}.json", settings, compute)
 
 
 def _slem(out: Path, plan: Plan, seed: int) -> list[dict[str, Any]]:
@@ -586,7 +572,7 @@ def _slem(out: Path, plan: Plan, seed: int) -> list[dict[str, Any]]:
         rows = slem_study((2, 3, 4), tuple(range(1, 11)), plan.slem_models, generator=g)
         return {"rows": [asdict(r) for r in rows]}
 
-    return _cached(out / "slem.json", settings, compute)["rows"]
+    return stage(out / "slem.json", settings, compute)["rows"]
 
 
 # --------------------------------------------------------------------------------- the run

@@ -29,25 +29,21 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from boltzkit._numerics import resolve_device
 from boltzkit.data import load_dataset
 from boltzkit.data.registry import derive_seed
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
-from boltzkit.jsonio import save_json
+from boltzkit.experiments.engine import EXECUTORS, TaskRun, load_json, normalized, run_tasks
 from boltzkit.learning.gradients import Learner, PTLearner, make_learner
 from boltzkit.models.rbm import RBM
 
-#: Executors of :func:`run_grid`.
-EXECUTORS = ("inline", "processes", "ray")
 #: Significance level of the signed-rank test (S3: p < 0.05).
 ALPHA = 0.05
 #: Version of the task record layout.
@@ -170,6 +166,11 @@ class GridTask:
             str(self.repetition),
             str(self.n_hidden),
         )
+
+    @property
+    def key(self) -> str:
+        """The task's record name (the engine's task protocol)."""
+        return self.task_id
 
     @property
     def task_id(self) -> str:
@@ -352,66 +353,17 @@ def load_task_model(out_dir: str | os.PathLike, task: GridTask, *, device: str |
 
 
 def load_record(out_dir: str | os.PathLike, task: GridTask) -> dict[str, Any] | None:
-    """The task's finished record, or ``None`` (missing, damaged or from other settings)."""
-    import json
-
-    path = task_path(out_dir, task)
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+    """The task's finished record, or ``None`` (missing, damaged or of other settings)."""
+    record = load_json(task_path(out_dir, task))
+    if record is None or record.get("config") != normalized(task.identity()):
         return None
-    stored = dict(record.get("task") or {})
-    kept = bool(stored.pop("keep_model", False))
-    if record.get("version") != RECORD_VERSION or stored != task.identity():
-        return None
-    if task.keep_model and not (kept and model_path(out_dir, task).is_file()):
+    if task.keep_model and not model_path(out_dir, task).is_file():
         return None
     return record
 
 
-def _threads_for(workers: int) -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores // max(1, workers))
-
-
-def _init_worker(threads: int) -> None:
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    torch.set_num_threads(threads)
-
-
-def _run_in_worker(task: GridTask, data_dir: str | None, threads: int) -> dict[str, Any]:
-    torch.set_num_threads(threads)
-    return run_task(task, data_dir)
-
-
-@dataclass
-class GridRun:
-    """What :func:`run_grid` did.
-
-    Attributes
-    ----------
-    records
-        Records of all tasks (finished before or now), in the order of the tasks.
-    ran, skipped
-        Tasks run now, and tasks found finished.
-    seconds
-        Wall-clock time of this call.
-    """
-
-    records: list[dict[str, Any]]
-    ran: int
-    skipped: int
-    seconds: float
-    executor: str = "inline"
-    workers: int = 1
-    failures: list[str] = field(default_factory=list)
-
-    @property
-    def tasks_per_minute(self) -> float:
-        return 60.0 * self.ran / self.seconds if self.seconds > 0 else math.nan
+#: What :func:`run_grid` returns (the engine's record of a run of tasks).
+GridRun = TaskRun
 
 
 def run_grid(
@@ -424,147 +376,48 @@ def run_grid(
     data_dir: str | None = None,
     progress: bool = True,
     ray_init: dict[str, Any] | None = None,
-) -> GridRun:
-    """Run the tasks not yet finished in ``out_dir`` and return every record.
+) -> TaskRun:
+    """Run the tasks not yet finished in ``out_dir`` and return every record: the engine's
+    :func:`~boltzkit.experiments.engine.run_tasks` over :func:`run_task`, the records in
+    ``OUT/tasks/<task_id>.json`` and the kept models in ``OUT/models/`` (a model is written before
+    the record that promises it).
 
     Parameters
     ----------
     tasks
         The grid (:func:`make_grid`); task ids must be unique.
     out_dir
-        Folder of the records (``tasks/<task_id>.json``, written atomically as each task ends).
-    executor
-        ``"inline"`` (this process), ``"processes"`` (``workers`` local processes, each with
-        ``max(1, cores // workers)`` torch threads) or ``"ray"``.
-    workers
-        Local processes (``"processes"``); ignored otherwise.
-    address
-        Ray cluster address (``"auto"``, ``"ray://host:10001"``); ``None`` starts a local Ray.
+        Folder of the records.
+    executor, workers, address, ray_init
+        As for :func:`~boltzkit.experiments.engine.run_tasks`: ``"inline"``, ``"processes"``
+        (``workers`` local processes) or ``"ray"`` (a cluster at ``address``).
     data_dir
         Folder of the MNIST files, passed to every task.
     progress
         A tqdm bar of tasks done and left.
-    ray_init
-        Extra keyword arguments of ``ray.init`` (e.g. ``{"num_cpus": 1}``).
-
-    Returns
-    -------
-    GridRun
     """
-    if executor not in EXECUTORS:
-        raise BoltzkitError("unknown executor", got=repr(executor), expected=", ".join(EXECUTORS))
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise BoltzkitError("workers must be a positive integer", got=repr(workers))
-    ids = [t.task_id for t in tasks]
-    if len(set(ids)) != len(ids):
-        raise BoltzkitError(
-            "the grid holds the same task twice", got=f"{len(ids) - len(set(ids))} duplicates"
-        )
-    t0 = time.perf_counter()
     out = Path(out_dir)
-    (out / "tasks").mkdir(parents=True, exist_ok=True)
-    records: dict[str, dict[str, Any]] = {}
-    todo: list[GridTask] = []
-    for t in tasks:
-        rec = load_record(out, t)
-        if rec is None:
-            todo.append(t)
-        else:
-            records[t.task_id] = rec
-    skipped = len(records)
-    bar = tqdm(
-        total=len(tasks), initial=skipped, desc="tasks", unit="task", disable=not progress, leave=False
-    )
+    kept = [t for t in tasks if t.keep_model and not model_path(out, t).is_file()]
+    for task in kept:  # a record without its model is not finished
+        task_path(out, task).unlink(missing_ok=True)
 
-    def finish(task: GridTask, record: dict[str, Any]) -> None:
+    def save_model_first(task: GridTask, record: dict[str, Any]) -> None:
         params = record.pop("parameters", None)
-        if params is not None:  # the model first: a record on disk promises its model
-            from boltzkit.io import save_model
+        if params is None:
+            return
+        from boltzkit.io import save_model
 
-            (out / "models").mkdir(exist_ok=True)
-            rbm = RBM(
-                params["W"].shape[0],
-                params["W"].shape[1],
-                weights=params["W"],
-                vbias=params["vbias"],
-                hbias=params["hbias"],
-                dtype=params["W"].dtype,
-            )
-            save_model(
-                rbm, model_path(out, task), metadata={"training": task.to_dict(), "data": task.dataset}
-            )
-        save_json(record, task_path(out, task), what=f"the record of task {task.task_id}")
-        records[task.task_id] = record
-        bar.update(1)
+        (out / "models").mkdir(parents=True, exist_ok=True)
+        rbm = RBM(
+            params["W"].shape[0], params["W"].shape[1], weights=params["W"], vbias=params["vbias"],
+            hbias=params["hbias"], dtype=params["W"].dtype,
+        )  # fmt: skip
+        save_model(rbm, model_path(out, task), metadata={"training": task.to_dict(), "data": task.dataset})
 
-    try:
-        if not todo:
-            pass
-        elif executor == "inline":
-            for t in todo:
-                finish(t, run_task(t, data_dir))
-        elif executor == "processes":
-            _run_processes(todo, workers, data_dir, finish)
-        else:
-            _run_ray(todo, address, data_dir, finish, ray_init or {})
-    finally:
-        bar.close()
-    return GridRun(
-        records=[records[t.task_id] for t in tasks if t.task_id in records],
-        ran=len(todo),
-        skipped=skipped,
-        seconds=time.perf_counter() - t0,
-        executor=executor,
-        workers=workers if executor == "processes" else 1,
-    )
-
-
-def _run_processes(
-    todo: list[GridTask],
-    workers: int,
-    data_dir: str | None,
-    finish: Callable[[GridTask, dict[str, Any]], None],
-) -> None:
-    import multiprocessing
-
-    threads = _threads_for(workers)
-    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch thread pools
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
-    ) as pool:
-        futures = {pool.submit(_run_in_worker, t, data_dir, threads): t for t in todo}
-        for fut in as_completed(futures):
-            finish(futures[fut], fut.result())
-
-
-def _run_ray(
-    todo: list[GridTask],
-    address: str | None,
-    data_dir: str | None,
-    finish: Callable[[GridTask, dict[str, Any]], None],
-    ray_init: dict[str, Any],
-) -> None:
-    try:
-        import ray
-    except ImportError:
-        raise BoltzkitError(
-            "the Ray executor needs ray, which is not installed",
-            hint='pip install "boltzkit[cluster]" (or pip install ray), or use --workers N for local processes.',
-        ) from None
-    started = False
-    if not ray.is_initialized():
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, **ray_init)
-        started = True
-    try:
-        remote = ray.remote(num_cpus=1)(_run_in_worker)
-        pending = {remote.remote(t, data_dir, 1): t for t in todo}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                finish(pending.pop(ref), ray.get(ref))
-    finally:
-        if started:
-            ray.shutdown()
+    return run_tasks(
+        tasks, run_task, out / "tasks", args=(data_dir,), executor=executor, workers=workers, address=address,
+        ray_init=ray_init, progress=progress, before_save=save_model_first,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- aggregation

@@ -30,22 +30,18 @@ import torch
 
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import atomic_write_text
+from boltzkit.estimators import estimate_log_z
 from boltzkit.estimators.exact import exact_log_z
-from boltzkit.experiments.s2008_common import (
+from boltzkit.experiments.engine import ais_record
+from boltzkit.experiments.engine import stage as cached_stage
+from boltzkit.experiments.report import (
     DASH,
-    PAPER_BETAS,
-    PAPER_TRAINING,
-    ModelSpec,
     RunsPanel,
-    TrainingSettings,
     VariationalSettings,
-    ais_record,
-    cached_stage,
     cell,
     comparison_markdown,
     csv_text,
     fmt,
-    load_training_data,
     machine_note,
     method_rows,
     methods_csv,
@@ -53,15 +49,25 @@ from boltzkit.experiments.s2008_common import (
     pair,
     plot_ais_runs,
     plot_logz_methods,
+    with_variational_overrides,
+)
+from boltzkit.experiments.s2008_common import (
+    PAPER_BETAS,
+    PAPER_TRAINING,
+    ModelSpec,
+    TrainingSettings,
+    load_training_data,
     resolve_schedule,
-    run_ais,
-    stage_seed,
     train_or_load,
     training_differences,
-    variational_stage,
     with_overrides,
     with_variational,
-    with_variational_overrides,
+)
+from boltzkit.experiments.s2008_common import (
+    s2_stage_seed as stage_seed,
+)
+from boltzkit.experiments.s2008_common import (
+    s2_variational as variational_stage,
 )
 from boltzkit.jsonio import save_json
 from boltzkit.models import BoltzmannMachine
@@ -187,8 +193,15 @@ def _exact_and_ais(
 
     def compute() -> dict[str, Any]:
         exact = exact_log_z(model, max_bits=EXACT_MAX_BITS)
-        result = run_ais(
-            model, train_x, n_chains=n_chains, betas=betas, seed=ais_seed, device=device, progress=progress
+        result = estimate_log_z(
+            model,
+            "ais",
+            base_rate_data=train_x,
+            n_chains=n_chains,
+            betas=betas,
+            seed=ais_seed,
+            device=device,
+            progress=progress,
         )
         rec = ais_record(result)
         return {

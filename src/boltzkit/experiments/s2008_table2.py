@@ -34,21 +34,18 @@ import torch
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
+from boltzkit.estimators import estimate_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
-from boltzkit.experiments.s2008_common import (
+from boltzkit.experiments.engine import ais_record
+from boltzkit.experiments.engine import stage as cached_stage
+from boltzkit.experiments.report import (
     DASH,
-    PAPER_BETAS,
-    ModelSpec,
     RunsPanel,
-    TrainingSettings,
     VariationalSettings,
-    ais_record,
-    cached_stage,
     cell,
     comparison_markdown,
     csv_text,
     fmt,
-    load_training_data,
     machine_note,
     matplotlib_pyplot,
     method_rows,
@@ -57,15 +54,24 @@ from boltzkit.experiments.s2008_common import (
     pair,
     plot_ais_runs,
     plot_logz_methods,
+    with_variational_overrides,
+)
+from boltzkit.experiments.s2008_common import (
+    PAPER_BETAS,
+    ModelSpec,
+    TrainingSettings,
+    load_training_data,
     resolve_schedule,
-    run_ais,
-    stage_seed,
     train_or_load,
     training_differences,
-    variational_stage,
     with_overrides,
     with_variational,
-    with_variational_overrides,
+)
+from boltzkit.experiments.s2008_common import (
+    s2_stage_seed as stage_seed,
+)
+from boltzkit.experiments.s2008_common import (
+    s2_variational as variational_stage,
 )
 from boltzkit.jsonio import save_json
 from boltzkit.models import BoltzmannMachine
@@ -170,8 +176,15 @@ def _estimate(
     }
 
     def compute() -> dict[str, Any]:
-        result = run_ais(
-            model, train_x, n_chains=n_chains, betas=betas, seed=ais_seed, device=device, progress=progress
+        result = estimate_log_z(
+            model,
+            "ais",
+            base_rate_data=train_x,
+            n_chains=n_chains,
+            betas=betas,
+            seed=ais_seed,
+            device=device,
+            progress=progress,
         )
         t0 = time.perf_counter()
         train_lp = dataset_log_prob(model, train_x, result)

@@ -1,0 +1,604 @@
+"""The experiment engine: resumable stages, seeded tasks on executors, and the stages every paper
+reproduction shares.
+
+Every reproduction (``boltzkit reproduce NAME``) is a spec module that names its models, its
+settings and the paper's numbers, and runs them through this engine:
+
+Resuming
+    One mechanism: :func:`stage`. A stage's record is a JSON file holding the ``config`` that made
+    it; a rerun with the same config reads it back instead of computing, a record of another
+    config is refused (no silent mixing of settings), and a missing or damaged file is computed.
+    Records are written atomically (:mod:`boltzkit.jsonio`), so a killed run loses at most the
+    stage it was in. Trained models are stages too (:func:`model_stage`): the model file holds its
+    config, and training checkpoints every epoch, so a killed training resumes mid-way.
+Tasks
+    :func:`run_tasks` runs many independent seeded tasks (each a frozen value with a ``key`` and an
+    ``identity()``, and a module-level function computing its record) in this process, on local
+    processes (``cores // workers`` torch threads each) or on a Ray cluster, skipping the ones
+    whose records exist; each record is saved as a stage the moment it arrives.
+Shared stages
+    :func:`train_stage` (a model from a :class:`~boltzkit.learning.recipes.Recipe`, or taken from
+    the zoo), :func:`exact_stage`, :func:`ais_stage` (AIS, optionally with the reverse run: the
+    sandwich), :func:`log_prob_stage`, :func:`variational_stage` and :func:`samples_stage`.
+    The report side (``ours / paper`` cells that carry every estimate's verdict, tables, CSV,
+    plots) is :mod:`boltzkit.experiments.report`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from boltzkit.data import derive_seed
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators import estimate_log_z
+from boltzkit.estimators.exact import exact_log_z
+from boltzkit.estimators.likelihood import dataset_log_prob
+from boltzkit.estimators.result import LogZResult
+from boltzkit.io import load_model, save_model
+from boltzkit.io.zoo import names as zoo_names
+from boltzkit.io.zoo import read_card
+from boltzkit.jsonio import save_json, to_jsonable
+from boltzkit.learning import train_model
+from boltzkit.learning.recipes import Recipe, recipe_settings
+from boltzkit.models import BoltzmannMachine
+from boltzkit.variational import ConvergenceWarning, variational_log_z
+
+#: Executors of :func:`run_tasks`.
+EXECUTORS = ("inline", "processes", "ray")
+
+
+# ------------------------------------------------------------------------------------ stages
+def normalized(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` as it reads back from JSON (tuples as lists, tensors and paths as JSON values)."""
+    return json.loads(json.dumps(to_jsonable(config)))
+
+
+def load_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``, or ``None`` when the file is missing or damaged."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def check_config(path: Path, stored: Any, config: dict[str, Any]) -> None:
+    """Refuse a stored record or model made with other settings than ``config``."""
+    if stored != config:
+        diff = sorted(k for k in set(stored or {}) | set(config) if (stored or {}).get(k) != config.get(k))
+        raise BoltzkitError(
+            f"{path} was made with other settings ({', '.join(diff) or 'unknown'})",
+            got=json.dumps({k: (stored or {}).get(k) for k in diff}, default=str),
+            expected=json.dumps({k: config.get(k) for k in diff}, default=str),
+            hint="write into a fresh --out folder, or delete that file to recompute it.",
+        )
+
+
+def load_stage(path: Path, config: dict[str, Any]) -> dict[str, Any] | None:
+    """The record in ``path`` when it was made with ``config``; ``None`` when there is none (or
+    it is damaged); an error when it was made with other settings."""
+    done = load_json(path)
+    if done is None:
+        return None
+    check_config(path, done.get("config"), normalized(config))
+    return done
+
+
+def save_stage(path: Path, config: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """Write ``record`` with its ``config`` to ``path`` atomically; returns what was written."""
+    record = {"config": normalized(config), **{k: v for k, v in record.items() if k != "config"}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_json(record, path)
+    return record
+
+
+def stage(path: Path, config: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The one resume mechanism: the record in ``path`` when made with ``config``, else
+    ``compute()`` saved with its config and wall time (``"seconds"`` unless it has its own)."""
+    done = load_stage(path, config)
+    if done is not None:
+        return done
+    t0 = time.perf_counter()
+    record = dict(compute())
+    record.setdefault("seconds", time.perf_counter() - t0)
+    return save_stage(path, config, record)
+
+
+def stage_seed(seed: int, *keys: str) -> int:
+    """An independent seed for one stage of one model, derived from the run's ``seed``."""
+    return derive_seed(seed, *keys) % (2**62)
+
+
+# ------------------------------------------------------------------------------------- tasks
+def cores() -> int:
+    """CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def threads_for(workers: int) -> int:
+    """Torch threads of each of ``workers`` local processes: the cores shared out."""
+    return max(1, cores() // max(1, workers))
+
+
+def _init_worker(threads: int) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    torch.set_num_threads(threads)
+
+
+def _call(fn: Callable[..., dict[str, Any]], task: Any, args: tuple, threads: int) -> dict[str, Any]:
+    torch.set_num_threads(threads)
+    return fn(task, *args)
+
+
+@dataclass
+class TaskRun:
+    """What :func:`run_tasks` did: every record (in task order), tasks run and found done, wall time."""
+
+    records: list[dict[str, Any]]
+    ran: int
+    skipped: int
+    seconds: float
+    executor: str = "inline"
+    workers: int = 1
+
+    @property
+    def tasks_per_minute(self) -> float:
+        return 60.0 * self.ran / self.seconds if self.seconds > 0 else math.nan
+
+
+def run_tasks(
+    tasks: Sequence[Any],
+    fn: Callable[..., dict[str, Any]],
+    folder: Path,
+    *,
+    args: tuple = (),
+    executor: str = "inline",
+    workers: int = 1,
+    address: str | None = None,
+    ray_init: dict[str, Any] | None = None,
+    progress: bool = True,
+    before_save: Callable[[Any, dict[str, Any]], None] | None = None,
+) -> TaskRun:
+    """Run ``fn(task, *args)`` for every task whose record is not yet in ``folder``.
+
+    Parameters
+    ----------
+    tasks
+        Frozen, picklable values with a file-safe ``key`` and an ``identity()`` dict (the config
+        of their record); keys must be unique.
+    fn
+        A module-level function returning the task's record (picklable for the other executors).
+    folder
+        Where the records go: ``folder/<key>.json``, each written as it arrives (:func:`save_stage`).
+    executor, workers
+        ``"inline"`` (this process), ``"processes"`` (``workers`` local processes with
+        ``cores // workers`` torch threads each: two default-threaded torch processes on two cores
+        run many times slower) or ``"ray"`` (a cluster at ``address``, else a local one; the
+        driver writes the records, so workers need no shared file system).
+    ray_init
+        Extra keyword arguments of ``ray.init``.
+    progress
+        A bar of tasks done and left.
+    before_save
+        ``before_save(task, record)`` runs before a record is written (e.g. to save a model the
+        record promises; it may pop what should not go into the JSON).
+    """
+    if executor not in EXECUTORS:
+        raise BoltzkitError("unknown executor", got=repr(executor), expected=", ".join(EXECUTORS))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise BoltzkitError("workers must be a positive integer", got=repr(workers))
+    keys = [t.key for t in tasks]
+    if len(set(keys)) != len(keys):
+        raise BoltzkitError("the same task is given twice", got=f"{len(keys) - len(set(keys))} duplicates")
+    t0 = time.perf_counter()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    records: dict[str, dict[str, Any]] = {}
+    todo = []
+    for task in tasks:
+        rec = load_json(folder / f"{task.key}.json")
+        if rec is not None and rec.get("config") == normalized(task.identity()):
+            records[task.key] = rec
+        else:
+            todo.append(task)
+    skipped = len(records)
+    bar = tqdm(
+        total=len(tasks), initial=skipped, desc="tasks", unit="task", disable=not progress, leave=False
+    )
+
+    def finish(task: Any, record: dict[str, Any]) -> None:
+        if before_save is not None:
+            before_save(task, record)
+        records[task.key] = save_stage(folder / f"{task.key}.json", task.identity(), record)
+        bar.update(1)
+
+    try:
+        if todo and executor == "inline":
+            for task in todo:
+                finish(task, fn(task, *args))
+        elif todo and executor == "processes":
+            import multiprocessing
+
+            threads = threads_for(workers)
+            ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked thread pools
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
+            ) as pool:
+                futures = {pool.submit(_call, fn, t, args, threads): t for t in todo}
+                for fut in as_completed(futures):
+                    finish(futures[fut], fut.result())
+        elif todo:
+            _run_ray(todo, fn, args, address, ray_init or {}, finish)
+    finally:
+        bar.close()
+    return TaskRun(
+        records=[records[t.key] for t in tasks if t.key in records],
+        ran=len(todo),
+        skipped=skipped,
+        seconds=time.perf_counter() - t0,
+        executor=executor,
+        workers=workers if executor == "processes" else 1,
+    )
+
+
+def _run_ray(todo, fn, args, address, ray_init, finish) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise BoltzkitError(
+            "the Ray executor needs ray, which is not installed",
+            hint='pip install "boltzkit[cluster]" (or pip install ray), or use --workers N for local processes.',
+        ) from None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False, **ray_init)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(_call)
+        pending = {remote.remote(fn, t, args, 1): t for t in todo}
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                finish(pending.pop(ref), ray.get(ref))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ------------------------------------------------------------------------------------- context
+@dataclass(frozen=True)
+class Context:
+    """Where and how a reproduction runs: its folder, seed, device and progress bars."""
+
+    out_dir: Path
+    seed: int = 0
+    device: torch.device = torch.device("cpu")
+    progress: bool = False
+
+    def path(self, *parts: str) -> Path:
+        return Path(self.out_dir).joinpath(*parts)
+
+    def seed_for(self, *keys: str) -> int:
+        return stage_seed(self.seed, *keys)
+
+
+# -------------------------------------------------------------------------------------- models
+def model_stage(
+    path: Path,
+    config: dict[str, Any],
+    train: Callable[[Path], tuple[Any, dict[str, Any]]],
+    *,
+    device: Any = None,
+) -> tuple[Any, dict[str, Any]]:
+    """A trained model as a stage: loaded from ``path`` when its metadata hold ``config``, else
+    ``train(checkpoint_path)`` (which should checkpoint there and resume from it) and saved with
+    ``config`` and the training record under ``metadata["training"]``. Returns the model and that
+    training record."""
+    config = normalized(config)
+    if path.is_file():
+        model, meta = load_model(path, device=device)
+        training = meta.get("training", {})
+        check_config(path, training.get("config"), config)
+        return model, training
+    checkpoint = path.parent.parent / "checkpoints" / f"{path.stem}.ckpt"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    model, training = train(checkpoint)
+    training = {"config": config, "seconds": time.perf_counter() - t0, **training}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_model(
+        model, path, metadata={"training": to_jsonable(training), "training_seconds": training["seconds"]}
+    )
+    checkpoint.unlink(missing_ok=True)
+    return model, training
+
+
+def zoo_model(name: str, *, device: Any = None) -> tuple[Any, dict[str, Any]] | None:
+    """Zoo model ``name`` and a training record built from its card, or ``None`` when the zoo
+    has no such model."""
+    if name not in zoo_names():
+        return None
+    card = read_card(name)
+    model, _ = load_model(f"zoo:{name}", device=device)
+    training = {
+        "source": f"zoo:{name}",
+        "command": card.get("command"),
+        "recipe": card.get("recipe"),
+        "seconds": card.get("training_seconds"),
+        "machine": card.get("machine"),
+        "settings": card.get("training"),
+    }
+    return model, training
+
+
+def train_stage(
+    ctx: Context,
+    name: str,
+    *,
+    recipe: Recipe,
+    kind: str,
+    hidden: int | Sequence[int],
+    train_x: Tensor,
+    data: str,
+    zoo: str | None = None,
+) -> tuple[BoltzmannMachine, dict[str, Any]]:
+    """Model ``name`` of a reproduction: zoo model ``zoo`` when the zoo holds it (trained earlier
+    by the same recipe at full size: work done once is never redone), else trained by ``recipe``
+    (resumable; ``models/NAME.safetensors`` in the run's folder)."""
+    if zoo is not None:
+        found = zoo_model(zoo, device=ctx.device)
+        if found is not None:
+            return found
+    config = {"kind": kind, "hidden": hidden, "recipe": recipe.to_dict(), "data": data,
+              "n_train": int(train_x.shape[0]), "seed": ctx.seed}  # fmt: skip
+
+    def train(checkpoint: Path) -> tuple[Any, dict[str, Any]]:
+        model, history = train_model(
+            train_x, kind=kind, hidden=hidden, recipe=recipe, seed=ctx.seed, device=ctx.device,
+            progress=ctx.progress, checkpoint_path=checkpoint, checkpoint_every=1, resume=checkpoint.is_file(),
+        )  # fmt: skip
+        last = history.records[-1] if history.records else None
+        return model, {
+            "recipe": recipe.name,
+            "settings": recipe_settings(recipe),
+            "last_epoch": to_jsonable(last),
+        }
+
+    return model_stage(ctx.path("models", f"{name}.safetensors"), config, train, device=ctx.device)
+
+
+# ---------------------------------------------------------------------------------- estimates
+def log_z_summary(result: LogZResult) -> dict[str, Any]:
+    """An estimate's table columns and verdict: ``log Z_hat``, its bands, standard error, ESS,
+    runs, steps, seconds, ``reliable`` with the reason and advice (the bands' lower ends ``None``
+    where undefined)."""
+    d = result.to_dict()
+    keys = ("method", "log_z", "log_z_minus_sigma", "log_z_plus_sigma", "log_z_minus_3sigma",
+            "log_z_plus_3sigma", "log_z_stderr", "ess", "n_chains", "n_betas", "seconds", "reliable",
+            "reason", "advice", "log_z_lower", "log_z_upper", "gap", "gap_stderr", "bound")  # fmt: skip
+    return {k: d.get(k) for k in keys if k in d or k in ("reliable", "reason")}
+
+
+def first_runs(result: LogZResult, n: int) -> LogZResult:
+    """The estimate from the first ``n`` of ``result``'s AIS runs (Table 1's 10 runs, Fig. 3)."""
+    assert result.log_weights is not None
+    return LogZResult.from_log_weights(
+        "ais", result.log_weights[:n], log_z_start=result.log_z_start, n_betas=result.n_betas,
+        seconds=result.seconds * n / max(1, result.n_chains),
+    )  # fmt: skip
+
+
+def ais_record(result: LogZResult, *, runs: Sequence[int] = (10,)) -> dict[str, Any]:
+    """What an AIS stage stores: the summary of all runs (``"ais"``), of the first ``runs`` runs,
+    the settings, and the raw log-weights (for the plots of log Z_hat against runs). A sandwich
+    also stores its reverse half (``"reverse"``) with its own verdict."""
+    forward = getattr(result, "forward", None) or result
+    rec: dict[str, Any] = {"ais": log_z_summary(result)}
+    for n in runs:
+        rec[f"ais_{n}"] = log_z_summary(first_runs(forward, n)) if forward.n_chains > n else None
+    reverse = getattr(result, "reverse", None)
+    if reverse is not None:
+        rec["reverse"] = log_z_summary(reverse)
+    rec["ais_settings"] = to_jsonable(result.settings)
+    rec["log_z_start"] = forward.log_z_start
+    rec["log_weights"] = forward.log_weights.tolist() if forward.log_weights is not None else []
+    return rec
+
+
+def exact_stage(
+    ctx: Context, name: str, model: Any, config: dict[str, Any], *, max_bits: int = 25
+) -> dict[str, Any]:
+    """Exact ``log Z`` of ``model`` (``results/NAME-exact.json``)."""
+
+    def compute() -> dict[str, Any]:
+        result = exact_log_z(model, max_bits=max_bits)
+        return {"log_z": result.log_z, "seconds": result.seconds}
+
+    return stage(ctx.path("results", f"{name}-exact.json"), {**config, "max_bits": max_bits}, compute)
+
+
+def ais_stage(
+    ctx: Context,
+    name: str,
+    model: Any,
+    config: dict[str, Any],
+    *,
+    base_data: Tensor | None,
+    n_chains: int,
+    betas: str | int | Tensor,
+    reverse: bool = False,
+    runs: Sequence[int] = (10,),
+) -> dict[str, Any]:
+    """AIS on ``model`` from the base-rate model of ``base_data`` (S&M 2008 Eq. 18), with the
+    reverse run started from the forward run's final states when ``reverse`` (the sandwich);
+    ``results/NAME-ais.json``. Its seed derives from the run's seed and ``name``."""
+    settings = {"n_chains": n_chains, "betas": betas if not isinstance(betas, Tensor) else f"{betas.numel() - 1} steps",
+                "reverse": reverse, "seed": ctx.seed_for("ais", name)}  # fmt: skip
+
+    def compute() -> dict[str, Any]:
+        result = estimate_log_z(
+            model, "sandwich" if reverse else "ais", base_rate_data=base_data, n_chains=n_chains, betas=betas,
+            seed=settings["seed"], device=ctx.device, progress=ctx.progress,
+        )  # fmt: skip
+        return ais_record(result, runs=runs)
+
+    return stage(ctx.path("results", f"{name}-ais.json"), {**config, **settings}, compute)
+
+
+def record_log_z(record: dict[str, Any]) -> LogZResult:
+    """A stored AIS stage (:func:`ais_stage`) as a :class:`LogZResult` again (from its weights)."""
+    settings = record.get("ais_settings") or {}
+    return LogZResult.from_log_weights(
+        "ais",
+        torch.tensor(record["log_weights"], dtype=torch.float64),
+        log_z_start=float(record["log_z_start"]),
+        n_betas=int(record["ais"]["n_betas"]),
+        seconds=float(record["ais"].get("seconds") or 0.0),
+        settings={k: v for k, v in settings.items() if k in ("trivial_path",)},
+    )
+
+
+def log_prob_stage(
+    ctx: Context,
+    name: str,
+    model: Any,
+    config: dict[str, Any],
+    splits: dict[str, Tensor],
+    log_z: LogZResult,
+    *,
+    label: str = "log-prob",
+) -> dict[str, Any]:
+    """Mean log-probabilities (exact ``log p*``, or the mean-field bound) of each split with the
+    ``log Z`` band carried through (``results/NAME-LABEL.json``)."""
+
+    def compute() -> dict[str, Any]:
+        out = {}
+        for split, x in splits.items():
+            out[split] = dataset_log_prob(
+                model, x.to(device=model.device, dtype=model.dtype), log_z
+            ).to_dict()
+        return out
+
+    cfg = {
+        **config,
+        "log_z": log_z.log_z,
+        "log_z_method": log_z.method,
+        "splits": {k: int(v.shape[0]) for k, v in splits.items()},
+    }
+    return stage(ctx.path("results", f"{name}-{label}.json"), cfg, compute)
+
+
+# ----------------------------------------------------------------------------------- variational
+#: The variational methods of the comparisons, in table order (:mod:`boltzkit.variational`).
+VARIATIONAL_METHODS = ("mean-field", "bethe", "tap", "trw")
+
+
+def _finite(x: Any) -> Any:
+    """``x`` with every non-finite float replaced by ``None`` (strict JSON)."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    return x
+
+
+def variational_stage(
+    ctx: Context, name: str, model: Any, config: dict[str, Any], options: Callable[[str], dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Mean-field, Bethe, TAP and TRW ``log Z`` of ``model``, each a stage of its own
+    (``variational/NAME-METHOD.json``; its config names only what that method uses, so a change of
+    the TRW settings recomputes TRW alone). Convergence warnings are not raised: whether each method
+    converged is in its record. ``options(method)`` gives each method's keyword arguments.
+
+    Returns
+    -------
+    dict
+        Per method, :meth:`~boltzkit.variational.VariationalResult.to_dict`.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    start_seed = ctx.seed_for("variational", name)
+    for method in VARIATIONAL_METHODS:
+        kwargs = dict(options(method))
+        if method in ("mean-field", "tap"):
+            kwargs["seed"] = start_seed
+
+        def compute(method: str = method, kwargs: dict[str, Any] = kwargs) -> dict[str, Any]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                result = variational_log_z(model, method, **kwargs)
+            return {"model": name, "result": _finite(result.to_dict()), "seconds": result.seconds}
+
+        cfg = {**config, "method": method, "options": kwargs}
+        out[method] = stage(ctx.path("variational", f"{name}-{method}.json"), cfg, compute)["result"]
+    return out
+
+
+# -------------------------------------------------------------------------------------- samples
+def samples_stage(
+    ctx: Context, name: str, draw: Callable[[torch.Generator], Tensor], config: dict[str, Any]
+) -> np.ndarray:
+    """Samples of a model as a stage (``samples/NAME.npy``, uint8): ``draw(generator)`` with a
+    generator seeded from the run's seed and ``name``."""
+    path = ctx.path("samples", f"{name}.npy")
+    meta = path.with_suffix(".json")
+    done = load_json(meta)
+    if done is not None and path.is_file():
+        check_config(meta, done.get("config"), normalized(config))
+        return np.load(path)
+    g = torch.Generator(device=ctx.device).manual_seed(ctx.seed_for("samples", name))
+    x = draw(g).detach().cpu().numpy().astype(np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    from boltzkit.atomic import atomic_open
+
+    with atomic_open(path, "wb") as f:
+        np.save(f, x)
+    save_stage(meta, config, {"n": int(x.shape[0])})
+    return x
+
+
+__all__ = [
+    "EXECUTORS",
+    "VARIATIONAL_METHODS",
+    "Context",
+    "TaskRun",
+    "ais_record",
+    "ais_stage",
+    "check_config",
+    "cores",
+    "exact_stage",
+    "first_runs",
+    "load_json",
+    "load_stage",
+    "log_prob_stage",
+    "log_z_summary",
+    "model_stage",
+    "normalized",
+    "record_log_z",
+    "run_tasks",
+    "samples_stage",
+    "save_stage",
+    "stage",
+    "stage_seed",
+    "threads_for",
+    "train_stage",
+    "variational_stage",
+    "zoo_model",
+]

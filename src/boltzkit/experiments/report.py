@@ -1,0 +1,537 @@
+"""The report side of the experiment engine: ``ours / paper`` cells that carry every estimate's
+verdict, markdown tables, CSV, and the plots the reproductions share.
+
+An estimate the library does not trust (its record says ``reliable: false``: Pareto k-hat, effective
+sample size, a sandwich whose ends disagree; :mod:`boltzkit.estimators.reliability`) is never
+printed as a plain number with a band: :class:`Verdicts` marks the cell with ``‡`` and numbered
+footnotes give the reason and the advice, and the band columns say the band is unsupported
+(:func:`band`). The comparison of every ``log Z`` method per model (exact, AIS, mean-field, Bethe,
+TAP, TRW), its CSV and its plot are here too; the stages that compute them are in
+:mod:`boltzkit.experiments.engine`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.result import LogZResult
+from boltzkit.experiments.engine import VARIATIONAL_METHODS
+
+#: Missing value in a table.
+DASH = "—"
+#: Mark of an estimate whose verdict is ``reliable: false``.
+UNRELIABLE = "‡"
+
+
+# ---------------------------------------------------------------------------------- formatting
+def fmt(x: float | None, digits: int = 2) -> str:
+    """A number with ``digits`` decimals, or a dash for a missing or non-finite value."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return DASH
+    return f"{x:.{digits}f}"
+
+
+def pair(a: float | None, b: float | None) -> str:
+    """``a, b`` (one band), or a dash when both ends are missing."""
+    return DASH if a is None and b is None else f"{fmt(a)}, {fmt(b)}"
+
+
+def cell(ours: str, paper: str) -> str:
+    """An ``ours / paper`` table cell."""
+    return f"{ours} / {paper}"
+
+
+def csv_text(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Comma-separated lines (empty fields for ``None``); values hold no commas."""
+    lines = [",".join(cols)]
+    lines += [",".join("" if v is None else str(v) for v in row) for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def machine_note(device: torch.device) -> str:
+    """torch version, device and threads of this run."""
+    n = torch.get_num_threads()
+    return f"torch {torch.__version__} on {device} ({n} CPU thread{'s' if n != 1 else ''})"
+
+
+# ------------------------------------------------------------------------------------ verdicts
+@dataclass
+class Verdicts:
+    """Footnotes for the unreliable estimates of one report.
+
+    :meth:`mark` returns ``" ‡n"`` for a record whose verdict is ``reliable: false`` (and records
+    the reason and advice as footnote ``n``), ``""`` otherwise; :meth:`lines` gives the footnotes.
+    """
+
+    notes: list[str] = field(default_factory=list)
+
+    def mark(self, what: str, record: dict[str, Any] | None) -> str:
+        if not record or record.get("reliable") is not False:
+            return ""
+        text = f"{what}: {record.get('reason') or 'the estimate failed its checks'}"
+        if record.get("advice"):
+            text += f" (advice: {record['advice']})"
+        if text not in self.notes:
+            self.notes.append(text)
+        return f" {UNRELIABLE}{self.notes.index(text) + 1}"
+
+    def lines(self) -> list[str]:
+        if not self.notes:
+            return []
+        out = [
+            "",
+            f"{UNRELIABLE} unreliable estimates (their ± bands are not shown: the estimate cannot support them):",
+        ]
+        out += [f"- {UNRELIABLE}{i}: {note}" for i, note in enumerate(self.notes, 1)]
+        return out + [""]
+
+
+def band(lo: float | None, hi: float | None, record: dict[str, Any] | None = None) -> str:
+    """A band ``lo, hi``; ``unsupported`` where the record's verdict is ``reliable: false``."""
+    if record is not None and record.get("reliable") is False:
+        return "unsupported"
+    return pair(lo, hi)
+
+
+#: Column headings of the log Z methods.
+METHOD_LABELS = {
+    "exact": "exact",
+    "ais": "AIS",
+    "mean-field": "mean-field",
+    "bethe": "Bethe",
+    "tap": "TAP",
+    "trw": "TRW",
+}
+
+
+@dataclass(frozen=True)
+class VariationalSettings:
+    """The deterministic ``log Z`` methods beside AIS: naive mean-field (a lower bound, S2 Sec.
+    2.3), the Bethe approximation by damped loopy BP (Sec. 2.4), second-order TAP (not in S2) and
+    the tree-reweighted upper bound (Sec. 2.5) with the edge appearance probabilities ``rho``
+    optimised by conditional gradient over maximum-weight spanning trees (Sec. 5.1), or uniform.
+    Everything else is :func:`~boltzkit.variational.variational_log_z`'s default (damping 0.5).
+
+    Attributes
+    ----------
+    trw_rho
+        ``"optimized"`` (the paper's) or ``"uniform"`` (the uniform spanning-tree distribution).
+    fw_steps
+        Frank-Wolfe steps at most with ``"optimized"`` (the paper gives no number).
+    n_starts
+        Starts of mean-field and TAP (all 1/2, then random); the best is kept.
+    """
+
+    trw_rho: str = "optimized"
+    fw_steps: int = 30
+    n_starts: int = 5
+
+    def options(self, method: str) -> dict[str, Any]:
+        """The keyword arguments of :func:`variational_log_z` that these settings fix for ``method``."""
+        if method == "trw":
+            return (
+                {"rho": self.trw_rho, "fw_steps": self.fw_steps}
+                if self.trw_rho == "optimized"
+                else {"rho": self.trw_rho}
+            )
+        if method in ("mean-field", "tap"):
+            return {"n_starts": self.n_starts}
+        return {}
+
+    def trw_label(self) -> str:
+        """How ``rho`` was chosen, for the reports."""
+        if self.trw_rho == "optimized":
+            return f"ρ optimised by conditional gradient (at most {self.fw_steps} Frank-Wolfe steps)"
+        return "uniform ρ (the uniform distribution over spanning trees, no Frank-Wolfe steps)"
+
+
+def with_variational_overrides(
+    settings: VariationalSettings, *, fw_steps: int | None = None, trw_rho: str | None = None
+) -> VariationalSettings:
+    """``settings`` with the runner's ``fw_steps`` / ``trw_rho`` overrides applied."""
+    if trw_rho is not None:
+        if trw_rho not in ("optimized", "uniform"):
+            raise BoltzkitError("unknown TRW rho", got=trw_rho, expected="'optimized' or 'uniform'")
+        settings = replace(settings, trw_rho=trw_rho)
+    if fw_steps is not None:
+        if int(fw_steps) < 0:
+            raise BoltzkitError("the number of Frank-Wolfe steps must be non-negative", got=fw_steps)
+        settings = replace(settings, fw_steps=int(fw_steps))
+    return settings
+
+
+# -------------------------------------------------------------------------------------- plots
+def matplotlib_pyplot() -> Any | None:
+    """``matplotlib.pyplot`` with the Agg backend, or ``None`` when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+@dataclass(frozen=True)
+class RunsPanel:
+    """One panel of S2 Fig. 3: a model's AIS log-weights and, when known, its exact ``log Z``."""
+
+    title: str
+    log_weights: Sequence[float]
+    log_z_start: float
+    exact: float | None = None
+
+
+def plot_ais_runs(panels: Sequence[RunsPanel], path: Path, *, suptitle: str | None = None) -> bool:
+    """S2 Fig. 3: ``log Z_hat`` against the number of AIS runs (the first ``m`` runs pooled), with
+    error bars ``log(Z_hat ± 3 sigma_hat)``, one panel per model, the exact value as a dashed line.
+    The counts start at 2 runs (one run has no spread to estimate).
+
+    Where ``Z_hat <= 3 sigma_hat`` the lower end ``log(Z_hat - 3 sigma_hat)`` is undefined: the
+    bar is drawn as long as the upper one and marked with an arrow. Returns ``False`` (and writes
+    nothing) when matplotlib is missing.
+    """
+    plt = matplotlib_pyplot()
+    if plt is None or not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.3), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        lw = torch.tensor(list(panel.log_weights), dtype=torch.float64)
+        counts = [m for m in (2, 5, 10, 20, 50, 100, 200, 500, 1000) if m <= lw.numel()]
+        if lw.numel() not in counts:
+            counts.append(int(lw.numel()))
+        mids, lows, highs = [], [], []
+        undefined = False
+        for m in counts:
+            b = LogZResult.from_log_weights("ais", lw[:m], log_z_start=panel.log_z_start, n_betas=0).band
+            mids.append(b.value)
+            highs.append(b.plus_3sigma - b.value)
+            lows.append(b.value - b.minus_3sigma if b.minus_3sigma is not None else highs[-1])
+            if b.minus_3sigma is None:
+                undefined = True
+                ax.annotate("↓", (m, b.value - highs[-1]), ha="center", va="top", fontsize=9)
+        ax.errorbar(counts, mids, yerr=[lows, highs], fmt="o-", ms=4, capsize=3, label="AIS, ± 3σ̂")
+        if undefined:
+            ax.plot([], [], ls="none", marker=r"$\downarrow$", color="k", label="Ẑ − 3σ̂ ≤ 0")
+        if panel.exact is not None:
+            ax.axhline(panel.exact, color="k", ls="--", lw=1, label="exact")
+        ax.set_xscale("log")
+        ax.set_xlabel("number of AIS runs")
+        ax.set_ylabel("ln Ẑ (nats)")
+        ax.set_title(panel.title)
+        ax.legend(fontsize=8)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+# ------------------------------------------------------------------- comparison of methods
+def _reference(rec: dict[str, Any]) -> tuple[float, str]:
+    """The value the methods are compared with: the exact ``log Z`` when known, else AIS's."""
+    exact = (rec.get("exact") or {}).get("log_z")
+    return (float(exact), "exact") if exact is not None else (float(rec["ais"]["log_z"]), "AIS")
+
+
+METHOD_CSV_COLUMNS = (
+    "model",
+    "layer_sizes",
+    "method",
+    "log_z",
+    "minus_3sigma",
+    "plus_3sigma",
+    "bound",
+    "converged",
+    "iterations",
+    "residual",
+    "seconds",
+    "reference",
+    "minus_reference",
+    "paper_log_z",
+)
+
+
+def method_rows(
+    records: Sequence[dict[str, Any]], paper: dict[str, dict[str, float]] | None = None
+) -> list[dict[str, Any]]:
+    """One row per model and ``log Z`` method (exact when known, AIS with its ``ln(Z_hat ± 3
+    sigma_hat)`` band, then the variational methods): value, bound, convergence, iterations,
+    residual, seconds, the difference from the reference (exact, else AIS) and the paper's value
+    (``paper[model][method]``) where it gives one. The JSON and CSV form of the comparison."""
+    rows: list[dict[str, Any]] = []
+    for rec in records:
+        ref, ref_name = _reference(rec)
+        given = (paper or {}).get(rec["model"], {})
+        base = {"model": rec["model"], "layer_sizes": "x".join(str(n) for n in rec["layer_sizes"])}
+        entries: list[tuple[str, float | None, dict[str, Any]]] = []
+        if ref_name == "exact":
+            entries.append(("exact", ref, {"bound": "exact", "seconds": rec["exact"].get("seconds")}))
+        a = rec["ais"]
+        entries.append(
+            (
+                "ais",
+                a["log_z"],
+                {
+                    "minus_3sigma": a["log_z_minus_3sigma"],
+                    "plus_3sigma": a["log_z_plus_3sigma"],
+                    "bound": "none",
+                    "seconds": a["seconds"],
+                },
+            )
+        )
+        for method, v in (rec.get("variational") or {}).items():
+            keys = ("bound", "converged", "iterations", "residual", "seconds")
+            entries.append((method, v["log_z"], {k: v[k] for k in keys}))
+        for method, log_z, extra in entries:
+            row = {**base, "method": method, "log_z": log_z}
+            row.update({c: extra.get(c) for c in METHOD_CSV_COLUMNS[4:11]})
+            diff = None if log_z is None else log_z - ref
+            row.update(reference=ref_name, minus_reference=diff, paper_log_z=given.get(method))
+            rows.append(row)
+    return rows
+
+
+def methods_csv(rows: Sequence[dict[str, Any]]) -> str:
+    """The comparison as CSV (``logz_methods.csv``)."""
+    return csv_text(METHOD_CSV_COLUMNS, [[r[c] for c in METHOD_CSV_COLUMNS] for r in rows])
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.2f}".replace("-", "−")
+
+
+def _sci(x: float | None) -> str:
+    return DASH if x is None else f"{x:.1e}"
+
+
+def _method_note(method: str, v: dict[str, Any]) -> str:
+    if method == "trw":
+        note = f"ρ {v.get('rho')}"
+        if v.get("rho") == "optimized":
+            note += f", {v.get('fw_steps')} Frank-Wolfe steps (stop: {v.get('fw_stop')})"
+        gap = v.get("gap")
+        if gap is not None:
+            note += f"; certified gap {gap:.2g} nats"
+        return note
+    if method in ("mean-field", "tap"):
+        return f"best of {v.get('n_starts')} starts"
+    return "damped loopy BP" if method == "bethe" else ""
+
+
+def comparison_markdown(records: Sequence[dict[str, Any]], settings: VariationalSettings) -> list[str]:
+    """The report's section comparing every ``log Z`` method per model: one table of values (each
+    with its difference from the exact value, or from AIS where none is known), one of convergence
+    and time, and how they were run."""
+    if not any(rec.get("variational") for rec in records):
+        return []
+    exact_known = all(_reference(rec)[1] == "exact" for rec in records)
+    versus = "the exact ln Z" if exact_known else "AIS ln Ẑ"
+    lines = [
+        "## ln Z by every method",
+        "",
+        f"In parentheses: the difference from {versus} (nats). Mean-field is a lower bound on ln Z "
+        "whatever its convergence; TRW reports the certified bound (TRW objective plus its concavity "
+        "gap), an upper bound on ln Z whether or not its solver converged; Bethe and TAP are neither. "
+        "† : the method stopped before its tolerance (see below).",
+        "",
+        "| model | exact ln Z | AIS ln Ẑ (ln (Ẑ ± 3σ̂)) | mean-field (lower bound) | Bethe | TAP "
+        "| TRW (upper bound) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for rec in records:
+        ref, _ = _reference(rec)
+        var = rec.get("variational") or {}
+        a = rec["ais"]
+        exact = (rec.get("exact") or {}).get("log_z")
+        cells = [
+            f"{rec['model']} ({' x '.join(str(n) for n in rec['layer_sizes'])})",
+            fmt(exact),
+            f"{fmt(a['log_z'])} ({band(a['log_z_minus_3sigma'], a['log_z_plus_3sigma'], a)})",
+        ]
+        for method in VARIATIONAL_METHODS:
+            v = var.get(method)
+            if v is None:
+                cells.append(DASH)
+                continue
+            if v["log_z"] is None:
+                cells.append(DASH + " (failed)")
+                continue
+            text = f"{fmt(v['log_z'])} ({_signed(v['log_z'] - ref)})"
+            expected = {"mean-field": "lower", "trw": "upper"}.get(method, "none")
+            if v["bound"] != expected:
+                text += f" [bound: {v['bound']}]"
+            cells.append(text + (" †" if not v["converged"] else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "| model | method | bound | converged | iterations | final residual | seconds | how |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for rec in records:
+        for method, v in (rec.get("variational") or {}).items():
+            lines.append(
+                f"| {rec['model']} | {METHOD_LABELS.get(method, method)} | {v['bound']} "
+                f"| {'yes' if v['converged'] else 'no'} | {v['iterations']} | {_sci(v['residual'])} "
+                f"| {fmt(v['seconds'], 1)} | {_method_note(method, v)} |"
+            )
+    lines += [
+        "",
+        "Iterations: sweeps of the final run (TRW: message-passing sweeps of the final solve, 0 where "
+        "Newton's method was warm-started from an earlier solve); residual: the largest change of a "
+        "message (BP, TRW) or mean (mean-field, TAP) in the last sweep. Mean-field and TAP: "
+        f"{settings.n_starts} starts (all 1/2, then random). TRW: {settings.trw_label()}"
+        + (", from the uniform spanning-tree distribution" if settings.trw_rho == "optimized" else "")
+        + ". All at the library's defaults otherwise (damping 0.5).",
+        "",
+    ]
+    return lines
+
+
+@dataclass(frozen=True)
+class MethodsPanel:
+    """One panel of the comparison plot: a model's reference value, AIS band and method values.
+
+    ``reference_label`` is ``"exact ln Z"`` or ``"AIS ln Ẑ"``; ``ais`` is ``(ln Z_hat, ln(Z_hat
+    - 3 sigma_hat), ln(Z_hat + 3 sigma_hat))`` (the lower end ``None`` where undefined);
+    ``methods`` holds ``(label, log Z, bound, converged)``.
+    """
+
+    title: str
+    reference: float
+    reference_label: str
+    ais: tuple[float, float | None, float | None]
+    methods: Sequence[tuple[str, float, str, bool]]
+
+
+def methods_panels(records: Sequence[dict[str, Any]]) -> list[MethodsPanel]:
+    """The panels of :func:`plot_logz_methods` for the records of a table."""
+    panels = []
+    for rec in records:
+        ref, ref_name = _reference(rec)
+        a = rec["ais"]
+        var = rec.get("variational") or {}
+        panels.append(
+            MethodsPanel(
+                f"{rec['model']} ({' x '.join(str(n) for n in rec['layer_sizes'])})",
+                ref,
+                "exact ln Z" if ref_name == "exact" else "AIS ln Ẑ",
+                (a["log_z"], a["log_z_minus_3sigma"], a["log_z_plus_3sigma"]),
+                [
+                    (METHOD_LABELS[m], var[m]["log_z"], var[m]["bound"], bool(var[m]["converged"]))
+                    for m in VARIATIONAL_METHODS
+                    if m in var and var[m]["log_z"] is not None
+                ],
+            )
+        )
+    return panels
+
+
+_BOUND_MARKERS = {"lower": "^", "upper": "v", "none": "o"}
+
+
+def plot_logz_methods(panels: Sequence[MethodsPanel], path: Path, *, suptitle: str | None = None) -> bool:
+    """Every ``log Z`` method per model, one panel per model: AIS as a point with its ``ln(Z_hat
+    ± 3 sigma_hat)`` band (bar and shading), each variational method as a point marked by what it
+    says about ``log Z`` (▲ lower bound, ▼ upper bound, ● neither; hollow where it did not
+    converge) and labelled with its value, the reference (exact, else AIS) as a dashed line. The
+    y-axis is the difference from the reference on a symmetric log scale (linear within ±1 nat), so
+    that errors of a few nats and loose bounds of hundreds show on one panel. Returns ``False``
+    (and writes nothing) when matplotlib is missing."""
+    plt = matplotlib_pyplot()
+    if plt is None or not panels:
+        return False
+    from matplotlib.ticker import FuncFormatter
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.9), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        ref = panel.reference
+        value, lo, hi = panel.ais
+        mid = value - ref
+        hi_d = (hi if hi is not None else value) - ref
+        lo_d = (lo - ref) if lo is not None else mid - (hi_d - mid)
+        ax.axhspan(lo_d, hi_d, color="tab:blue", alpha=0.15, lw=0)
+        ax.errorbar([0], [mid], yerr=[[mid - lo_d], [hi_d - mid]], fmt="s", color="tab:blue", ms=5, capsize=3)
+        if lo is None:
+            ax.annotate("↓", (0, lo_d), ha="center", va="top", fontsize=9)
+        ax.axhline(0.0, color="k", ls="--", lw=1)
+        labels, ys = ["AIS"], [lo_d, hi_d]
+        for i, (label, log_z, bound, converged) in enumerate(panel.methods, start=1):
+            labels.append(label)
+            d = log_z - ref
+            ys.append(d)
+            color = {"lower": "tab:green", "upper": "tab:red"}.get(bound, "tab:purple")
+            ax.scatter(
+                [i],
+                [d],
+                marker=_BOUND_MARKERS.get(bound, "o"),
+                s=46,
+                color=color if converged else "none",
+                edgecolors=color,
+                zorder=3,
+            )
+            offset = (0, 7) if d >= 0 else (0, -12)
+            ax.annotate(
+                f"{log_z:.1f}", (i, d), textcoords="offset points", xytext=offset, ha="center", fontsize=7
+            )
+        ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(min(-1.0, *ys) * 3.0, max(1.0, *ys) * 3.0)  # half a decade of room for labels
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:+g}" if y else "0"))
+        ax.set_xticks(range(len(labels)), labels, fontsize=8)
+        ax.set_xlim(-0.6, len(labels) - 0.4)
+        ax.set_ylabel(f"ln Z − {panel.reference_label} (nats)")
+        ax.set_title(f"{panel.title}\n{panel.reference_label} = {ref:.2f}", fontsize=9)
+        ax.grid(axis="y", alpha=0.3, lw=0.5)
+    ref_labels = sorted({p.reference_label for p in panels})
+    handles = [
+        plt.Line2D([], [], color="k", ls="--", lw=1, label=" / ".join(ref_labels) + " (reference)"),
+        plt.Line2D([], [], ls="none", marker="s", color="tab:blue", label="AIS, ln (Ẑ ± 3σ̂) shaded"),
+        plt.Line2D([], [], ls="none", marker="^", color="tab:green", label="lower bound"),
+        plt.Line2D([], [], ls="none", marker="v", color="tab:red", label="upper bound"),
+        plt.Line2D([], [], ls="none", marker="o", color="tab:purple", label="no bound"),
+        plt.Line2D([], [], ls="none", marker="o", mfc="none", color="gray", label="not converged"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+__all__ = [
+    "DASH",
+    "METHOD_CSV_COLUMNS",
+    "METHOD_LABELS",
+    "UNRELIABLE",
+    "MethodsPanel",
+    "RunsPanel",
+    "VariationalSettings",
+    "Verdicts",
+    "band",
+    "cell",
+    "comparison_markdown",
+    "csv_text",
+    "fmt",
+    "machine_note",
+    "matplotlib_pyplot",
+    "method_rows",
+    "methods_csv",
+    "methods_panels",
+    "pair",
+    "plot_ais_runs",
+    "plot_logz_methods",
+    "with_variational_overrides",
+]
