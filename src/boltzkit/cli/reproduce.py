@@ -66,28 +66,24 @@ def command(
             "--address", help="bruegge-fischer-igel-2013 --executor ray: the cluster (default: local)."
         ),
     ] = None,
-    from_run: Annotated[
-        Path | None,
+    zoo: Annotated[
+        bool,
         typer.Option(
-            "--from-run",
-            file_okay=False,
-            help="salakhutdinov-murray-2008-table2: the folder of a salakhutdinov-murray-2008-table1 run "
-            "whose RBMs to build on.",
+            "--zoo/--no-zoo",
+            help="salakhutdinov-murray-2008-table1/-table2, full mode: take the trained models from the zoo "
+            "where it holds them (--no-zoo: train every model in --out).",
         ),
-    ] = None,
+    ] = True,
 ) -> None:
     """Reproduce a paper's table (e.g. salakhutdinov-murray-2008-table1) and write it to --out."""
     from boltzkit.cli.common import show_progress
 
     t0 = time.perf_counter()
     extra: dict[str, Any] = {}
-    if from_run is not None:
-        if name != "salakhutdinov-murray-2008-table2":
-            raise BoltzkitError(
-                "--from-run applies to salakhutdinov-murray-2008-table2 only",
-                got=f"{name} --from-run {from_run}",
-            )
-        extra["from_run"] = str(from_run)
+    if name.startswith("salakhutdinov-murray-2008"):
+        extra["use_zoo"] = zoo
+    elif not zoo:
+        raise BoltzkitError("--no-zoo applies to the salakhutdinov-murray-2008 tables only", got=name)
     grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
     if grid_options:
         if name != "bruegge-fischer-igel-2013":

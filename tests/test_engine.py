@@ -1,0 +1,116 @@
+"""The experiment engine: stages (reuse, refusal of other settings, damaged files), tasks on an
+executor, the report's verdict marks, and a small reproduction end to end with resume after a kill."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from boltzkit.data import mnist_available
+from boltzkit.errors import BoltzkitError
+from boltzkit.experiments import engine
+from boltzkit.experiments.report import UNRELIABLE, Verdicts, band
+
+
+def test_a_stage_is_computed_once_and_refuses_other_settings(tmp_path: Path) -> None:
+    calls = []
+
+    def compute() -> dict:
+        calls.append(1)
+        return {"value": 3.5}
+
+    path = tmp_path / "results" / "x.json"
+    first = engine.stage(path, {"n": 1, "t": (1, 2)}, compute)
+    again = engine.stage(path, {"n": 1, "t": [1, 2]}, compute)  # tuples read back as lists
+    assert first == again and len(calls) == 1 and first["config"] == {"n": 1, "t": [1, 2]}
+    assert "seconds" in first
+    with pytest.raises(BoltzkitError, match="other settings"):
+        engine.stage(path, {"n": 2, "t": [1, 2]}, compute)
+    path.write_text('{"config": {"n": 1')  # a file cut short by a kill is computed again
+    assert engine.stage(path, {"n": 1, "t": [1, 2]}, compute)["value"] == 3.5 and len(calls) == 2
+
+
+@dataclass(frozen=True)
+class Square:
+    x: int
+
+    @property
+    def key(self) -> str:
+        return f"square-{self.x}"
+
+    def identity(self) -> dict:
+        return {"x": self.x}
+
+
+def square(task: Square, offset: int) -> dict:
+    return {"y": task.x**2 + offset}
+
+
+def test_tasks_run_once_and_resume(tmp_path: Path) -> None:
+    tasks = [Square(i) for i in range(4)]
+    run = engine.run_tasks(tasks[:2], square, tmp_path, args=(1,), progress=False)
+    assert run.ran == 2 and [r["y"] for r in run.records] == [1, 2]
+    run = engine.run_tasks(tasks, square, tmp_path, args=(1,), progress=False)
+    assert (run.ran, run.skipped) == (2, 2) and [r["y"] for r in run.records] == [1, 2, 5, 10]
+    assert json.loads((tmp_path / "square-3.json").read_text())["config"] == {"x": 3}
+    with pytest.raises(BoltzkitError, match="twice"):
+        engine.run_tasks([Square(1), Square(1)], square, tmp_path, args=(0,), progress=False)
+
+
+def test_unreliable_estimates_are_marked_and_their_bands_withheld() -> None:
+    verdicts = Verdicts()
+    good = {"reliable": True}
+    bad = {"reliable": False, "reason": "ESS 1.4 of 100", "advice": "use a longer schedule"}
+    assert verdicts.mark("model A", good) == "" and verdicts.mark("model B", None) == ""
+    mark = verdicts.mark("model B", bad)
+    assert mark == f" {UNRELIABLE}1" and verdicts.mark("model B", bad) == mark  # one footnote per reason
+    text = "\n".join(verdicts.lines())
+    assert "ESS 1.4 of 100" in text and "longer schedule" in text
+    assert band(1.0, 2.0, bad) == "unsupported" and band(1.0, 2.0, good) == "1.00, 2.00"
+
+
+@pytest.mark.mnist
+@pytest.mark.skipif(not mnist_available(), reason="needs the binarized MNIST files (BOLTZKIT_DATA_DIR)")
+def test_a_small_reproduction_end_to_end_resumes_after_a_kill(tmp_path: Path, monkeypatch) -> None:
+    from boltzkit.experiments import sm2008_table1 as t1
+
+    models = (
+        t1.ModelSpec("CD1(25)", 4, "sm2008-cd1", "sm2008-not-in-the-zoo"),
+        t1.ModelSpec("CD1(20)", 3, "sm2008-cd1", "sm2008-not-in-the-zoo"),
+    )
+    kw = {"out_dir": tmp_path, "quick": True, "device": "cpu", "n_chains": 20, "betas": 101, "epochs": 1,
+          "progress": False, "models": models}  # fmt: skip
+    real = t1.log_prob_stage
+    seen = []
+
+    def killed_at_the_second_model(ctx, name, *args, **kwargs):
+        seen.append(name)
+        if name == "cd1_20":
+            raise KeyboardInterrupt  # the run is killed half-way
+        return real(ctx, name, *args, **kwargs)
+
+    monkeypatch.setattr(t1, "log_prob_stage", killed_at_the_second_model)
+    with pytest.raises(KeyboardInterrupt):
+        t1.run_table1(**kw)
+    done = {p.name: p.stat().st_mtime_ns for p in tmp_path.rglob("*.json")}
+    assert "cd1_25-ais.json" in done and "cd1_20-ais.json" in done and not (tmp_path / "table1.md").exists()
+    monkeypatch.setattr(t1, "log_prob_stage", real)
+    summary = t1.run_table1(**kw)
+    for name, mtime in done.items():  # every finished stage was reused, not redone
+        assert next(tmp_path.rglob(name)).stat().st_mtime_ns == mtime, name
+    md = (tmp_path / "table1.md").read_text()
+    assert "-151.57" in md and "Ratio of partition functions" in md
+    for rec in summary["models"]:
+        exact, ais = rec["exact"]["log_z"], rec["ais"]
+        assert (
+            ais["log_z_minus_3sigma"] - 1e-9 <= exact <= ais["log_z_plus_3sigma"] + 1e-9
+            or not ais["reliable"]
+        )
+        assert rec["true"]["test"]["bound"] == "exact"
+    ratio = summary["ratio"]
+    assert ratio["log_ratio_minus_3sigma"] <= ratio["true_log_ratio"] <= ratio["log_ratio_plus_3sigma"]
+    rerun = t1.run_table1(**kw)  # a finished run only rewrites its report
+    assert [r["ais"] for r in rerun["models"]] == [r["ais"] for r in summary["models"]]
