@@ -54,3 +54,14 @@ class DataError(BoltzkitError):
 
 class ModelFileError(BoltzkitError):
     """A model file is missing, truncated, foreign, or holds invalid parameters."""
+
+
+class BoltzkitWarning(UserWarning):
+    """The base of boltzkit's warnings: ``warnings.simplefilter("error", BoltzkitWarning)`` makes
+    every one of them an error."""
+
+
+class UnreliableEstimateWarning(BoltzkitWarning):
+    """An estimate came back with ``reliable: false`` (its record says why and what to do); raised
+    by every estimator of :mod:`boltzkit.estimators` so that Python callers see the verdict
+    without asking for it."""

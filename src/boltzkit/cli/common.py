@@ -34,7 +34,7 @@ from typer.core import TyperCommand
 
 from boltzkit._numerics import resolve_device
 from boltzkit.data import load_dataset
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.models.boltzmann import BoltzmannMachine
@@ -99,6 +99,8 @@ class BoltzkitCommand(TyperCommand):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("default")
+                # the command prints an estimate's verdict itself, once (warn_if_unreliable)
+                warnings.simplefilter("ignore", UnreliableEstimateWarning)
                 if not debug_enabled(ctx):
                     warnings.showwarning = _one_line_warning
                 return super().invoke(ctx)

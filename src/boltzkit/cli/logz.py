@@ -46,32 +46,54 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model, save_result_json
 
 
+def _band_text(record: dict[str, Any], key: str) -> str:
+    """``[lo, hi] (±3σ)``, or why there is no band to show (an unreliable estimate's)."""
+    if record.get("reliable") is False:
+        return "  (no band: the estimate is unreliable, see below)"
+    return f"  [{fmt(record.get(f'{key}_minus_3sigma'))}, {fmt(record.get(f'{key}_plus_3sigma'))}] (±3σ)"
+
+
 def _summary(record: dict[str, Any]) -> str:
-    """Human-readable lines for a log Z record."""
+    """Human-readable lines for a log Z record: the estimate, both ends of a sandwich, what a
+    reverse run's upper end is worth, the checks, and the verdict (as in the JSON)."""
     lines = []
     if record.get("log_ratio") is not None:
         lines.append(
-            f"log Z_B/Z_A ({record['method']}): {fmt(record['log_ratio'])}  "
-            f"[{fmt(record.get('log_ratio_minus_3sigma'))}, {fmt(record.get('log_ratio_plus_3sigma'))}] (±3σ)"
+            f"log Z_B/Z_A ({record['method']}): {fmt(record['log_ratio'])}" + _band_text(record, "log_ratio")
         )
     if record.get("log_z") is not None:
         line = f"log Z ({record['method']}): {fmt(record['log_z'])}"
         if record.get("converged") is not None and record.get("log_z_plus_3sigma") is None:
             line += f"  (bound: {record.get('bound')}, converged: {record['converged']})"
+        elif record["method"] == "sandwich":
+            line += "  (the forward end; the band spans both ends)" + _band_text(record, "log_z")
         elif record["method"] != "exact":
-            line += (
-                f"  [{fmt(record.get('log_z_minus_3sigma'))}, {fmt(record.get('log_z_plus_3sigma'))}] (±3σ)"
-            )
+            line += _band_text(record, "log_z")
         lines.append(line)
     if record.get("log_z_upper") is not None or record.get("log_z_lower") is not None:
         lines.append(
-            f"sandwich: forward (lower) {fmt(record.get('log_z_lower'))}, reverse (upper) "
-            f"{fmt(record.get('log_z_upper'))}, gap {fmt(record.get('gap'))} ({record.get('bound', '')})"
+            f"sandwich: forward AIS {fmt(record.get('log_z_lower'))} "
+            f"({record.get('lower_bound', 'lower bound')}), "
+            f"reverse AIS {fmt(record.get('log_z_upper'))} ({record.get('upper_bound', 'upper bound')}), "
+            f"gap {fmt(record.get('gap'))} ± {fmt(record.get('gap_stderr'))}"
         )
+    elif record.get("method") == "reverse-ais" and record.get("bound"):
+        lines.append(f"reverse AIS: {record['bound']}; start: {record.get('start')}")
     if record.get("ess") is not None:
         lines.append(
             f"chains: {record.get('n_chains')}, ESS: {fmt(record['ess'], 1)}, steps: {record.get('n_betas')}"
         )
+    for check in record.get("checks") or []:
+        if check.get("name") == "schedule halved":
+            lines.append(
+                f"schedule check: {check['n_betas']} steps and {check['n_chains']} chains give "
+                f"{fmt(check['log_z'])} "
+                f"(difference {fmt(check['difference'], 3)} ± {fmt(check['difference_stderr'], 3)}): "
+                + ("converged" if check["passed"] else "NOT converged")
+            )
+    if record.get("reliable") is not None:
+        verdict = "yes" if record["reliable"] else f"NO: {record.get('reliability_reason')}"
+        lines.append(f"reliable: {verdict}")
     lines.append(f"time: {fmt(record.get('seconds'), 2)} s")
     return "\n".join(lines)
 

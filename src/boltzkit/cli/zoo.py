@@ -120,9 +120,10 @@ def show_command(
             f"  recipe: {card.get('recipe')}; seed {card.get('seed')}; "
             f"{fmt(card.get('training_seconds'), 0)} s on {card.get('machine')}",
             f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))} "
-            f"[{fmt(log_z.get('log_z_minus_3sigma'))}, {fmt(log_z.get('log_z_plus_3sigma'))}]"
-            + ("" if log_z.get("reliable") is not False else f"  UNRELIABLE: {log_z.get('reason')}"),
+            f"[{fmt(log_z.get('log_z_minus_3sigma'))}, {fmt(log_z.get('log_z_plus_3sigma'))}]",
         ]
+        if log_z.get("reliable") is False:
+            lines.append(f"  UNRELIABLE: {log_z.get('reliability_reason')} (advice: {log_z.get('advice')})")
         if log_z.get("upper"):
             lines.append(
                 f"    ends: forward AIS {fmt((log_z.get('lower') or {}).get('log_z'))}, reverse AIS "
@@ -226,7 +227,7 @@ def add_command(
         exact_max_bits=exact_max_bits, reverse=reverse, dbn_samples=samples, progress=show_progress(progress),
     )  # fmt: skip
     if measured["log_z"].get("reliable") is False:
-        warn(f"log Z of {name} is unreliable: {measured['log_z'].get('reason')}")
+        warn(f"log Z of {name} is unreliable: {measured['log_z'].get('reliability_reason')}")
     paper = None
     if paper_source or paper_test is not None:
         paper = {"source": paper_source, "test": paper_test, "train": paper_train}

@@ -46,7 +46,7 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath
-from boltzkit.estimators.reliability import assess, combine
+from boltzkit.estimators.reliability import assess, combine, warn_unreliable
 from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
 from boltzkit.estimators.reverse import relax
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -238,7 +238,7 @@ def bridge(
         log_z = None if path.log_z_a is None else path.log_z_a + estimate
     else:
         log_z = estimate
-    return SpreadResult(
+    result = SpreadResult(
         method="bridge",
         log_z=log_z,
         log_z_start=float(path.offset if path.is_ratio else start),
@@ -253,6 +253,8 @@ def bridge(
         ess_value=min(est.ess_a, est.ess_b),
         verdict=est.verdict,
     )
+    warn_unreliable("the bridge sampling estimate of log Z", result.reliability())
+    return result
 
 
 __all__ = ["BRIDGES", "bridge", "bridge_log_ratio_from_log_l"]

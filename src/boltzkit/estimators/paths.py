@@ -665,6 +665,17 @@ def _on_device(model: BoltzmannMachine, device: torch.device | str | None) -> Bo
     return model if dev == model.device else model.detached_copy(device=dev)
 
 
+def field_biases(model: BoltzmannMachine) -> Tensor:
+    """Visible biases of the *thermodynamic* base: independent units with the model's Ising fields
+    (``b_i = 2 h_i`` of :meth:`BoltzmannMachine.pairwise`), so that the path from it keeps the
+    fields and turns the couplings on (the annealing in temperature of statistical physics). For a
+    model symmetric under flipping every unit (a zero-field Ising model or spin glass) the fields
+    vanish and the base is uniform: it respects the symmetry, where the model's own {0, 1} biases
+    would favour one of its mirror-image modes and AIS would miss the other half of ``Z``."""
+    fields = model.pairwise().ising_fields[: model.n_visible]
+    return (2.0 * fields).to(dtype=model.dtype, device=model.device)
+
+
 def base_rate_path(
     model: BoltzmannMachine,
     *,
@@ -679,8 +690,10 @@ def base_rate_path(
     The base has independent visible units with biases ``b_A`` and uniform hidden units (S2
     Eq. 43: an RBM with zero weights; for a BM the factorial model over ``{v, h}`` of Sec. 4.3.1).
     ``b_A`` are the smoothed data log-odds (S&M 2008, Eq. 18) when ``data`` is given, else
-    ``base_vbias`` when given, else the model's own visible biases. ``max_bits`` limits the
-    enumeration behind exact samples of ``model`` (reverse AIS, bridge sampling).
+    ``base_vbias`` when given, else the model's own visible biases (S&M 2008's base without data;
+    :func:`~boltzkit.estimators.api.estimate_log_z` chooses between these and
+    :func:`field_biases` by a pilot run). ``max_bits`` limits the enumeration behind exact samples
+    of ``model`` (reverse AIS, bridge sampling).
 
     Returns
     -------
@@ -737,6 +750,7 @@ def ratio_path(
 
 
 __all__ = [
+    "field_biases",
     "EXACT_SAMPLE_MAX_BITS",
     "AnnealingPath",
     "GeometricPath",

@@ -173,6 +173,39 @@ def assess(log_weights: Tensor, *, trivial: bool = False, annealed: bool = True)
     return Reliability(False, "; ".join(problems), advice, k_hat, frac)
 
 
+def with_checks(verdict: Reliability, checks: list[dict[str, object]] | None) -> Reliability:
+    """``verdict`` with the failed checks of a record folded in.
+
+    A check is a dict ``{"name", "passed", "reason", "advice"}`` that an estimator adds to its
+    record's ``settings["checks"]`` for what the weights cannot show: a schedule that moves the
+    estimate when halved (:func:`boltzkit.estimators.ais.ais`), two ends of a sandwich that
+    disagree beyond their noise (:func:`boltzkit.estimators.reverse.sandwich`).
+    """
+    failed = [c for c in (checks or []) if not c.get("passed", True)]
+    if not failed:
+        return verdict
+    reasons = [str(c["reason"]) for c in failed]
+    if not verdict.reliable and verdict.reason:
+        reasons.insert(0, verdict.reason)
+    advice = "; ".join(str(c["advice"]) for c in failed if c.get("advice")) or verdict.advice
+    return Reliability(False, "; ".join(reasons), advice, verdict.k_hat, verdict.ess_fraction)
+
+
+def warn_unreliable(what: str, verdict: Reliability | None, *, stacklevel: int = 3) -> None:
+    """Raise an :class:`~boltzkit.errors.UnreliableEstimateWarning` when ``verdict`` is unreliable."""
+    if verdict is None or verdict.reliable:
+        return
+    import warnings
+
+    from boltzkit.errors import UnreliableEstimateWarning
+
+    warnings.warn(
+        f"{what} is unreliable: {verdict.reason} (advice: {verdict.advice})",
+        UnreliableEstimateWarning,
+        stacklevel=stacklevel,
+    )
+
+
 def combine(verdicts: dict[str, Reliability]) -> Reliability:
     """One verdict from several labelled ones (e.g. the two sides of bridge sampling): reliable
     when all are, reasons prefixed by their label, the largest k-hat and smallest ESS fraction."""
@@ -194,4 +227,6 @@ __all__ = [
     "combine",
     "effective_sample_size",
     "pareto_k_hat",
+    "warn_unreliable",
+    "with_checks",
 ]

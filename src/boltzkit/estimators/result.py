@@ -25,7 +25,13 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import log_add_exp, log_sub_exp
-from boltzkit.estimators.reliability import Reliability, assess, combine, effective_sample_size
+from boltzkit.estimators.reliability import (
+    Reliability,
+    assess,
+    combine,
+    effective_sample_size,
+    with_checks,
+)
 from boltzkit.jsonio import dumps, to_jsonable
 
 
@@ -218,7 +224,8 @@ class LogZResult:
         if self.log_weights is None:
             return None
         trivial = bool(self.settings.get("trivial_path", False))
-        return assess(self.log_weights, trivial=trivial, annealed=self.n_betas > 1)
+        verdict = assess(self.log_weights, trivial=trivial, annealed=self.n_betas > 1)
+        return with_checks(verdict, self.settings.get("checks"))
 
     def _band(self) -> Band:
         """Band of the estimated quantity (``log Z`` or ``log Z_B/Z_A``)."""
@@ -405,13 +412,28 @@ class SandwichResult(LogZResult):
         if self.forward is None or self.reverse is None:
             return super().reliability()
         verdict = combine({"forward": self.forward.reliability(), "reverse": self.reverse.reliability()})
-        gap, gap_se = self.settings.get("gap"), self.settings.get("gap_stderr")
-        if gap is not None and gap_se is not None and gap < -3 * gap_se:
-            reason = f"the reverse (upper) estimate is {-gap:.3g} nats below the forward one, beyond noise"
-            why = reason if verdict.reliable else f"{verdict.reason}; {reason}"
-            advice = "check the reverse start samples; use more chains"
-            return Reliability(False, why, advice, verdict.k_hat, verdict.ess_fraction)
-        return verdict
+        return with_checks(verdict, self.settings.get("checks"))
+
+    def _band(self) -> Band:
+        """Both ends: from the forward (lower) estimate's lower bands to the reverse (upper)
+        estimate's upper bands; the value is the forward estimate (the conservative end)."""
+        if self.forward is None or self.reverse is None:
+            return super()._band()
+        f = self.forward.ratio_band if self.is_ratio else self.forward.band
+        r = self.reverse.ratio_band if self.is_ratio else self.reverse.band
+        if f is None or r is None:
+            return super()._band()
+
+        def top(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else max(a, b)
+
+        return Band(
+            f.value,
+            f.minus_sigma,
+            top(f.plus_sigma, r.plus_sigma),
+            f.minus_3sigma,
+            top(f.plus_3sigma, r.plus_3sigma),
+        )
 
     def to_dict(self, include_weights: bool = False) -> dict[str, Any]:
         """As :meth:`LogZResult.to_dict`; with weights, also ``reverse_log_weights``."""

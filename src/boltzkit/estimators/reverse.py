@@ -38,6 +38,7 @@ from boltzkit.estimators.ais import (
     AnnealRun,
     anneal,
     check_runs,
+    gap_check,
     path_settings,
     record,
     resolve_betas,
@@ -45,6 +46,7 @@ from boltzkit.estimators.ais import (
     sync,
 )
 from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult, SandwichResult
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 from boltzkit.state import ChainState
@@ -256,7 +258,19 @@ def reverse_ais(
         **_common_settings(path, schedule_name, n_steps, op, sweeps, seed),
         **_start_settings(exact, label),
     }
-    return record(
+    if not exact:
+        settings["checks"] = [
+            {
+                "name": "exact start samples",
+                "passed": False,
+                "reason": "reverse AIS started from approximate samples of the model (Markov chains), so its "
+                "upper bound is only heuristic and can lie below log Z (chains that miss part of the "
+                "distribution miss it in both directions)",
+                "advice": "use --method sandwich (its forward end is a true stochastic lower bound, and the "
+                "ends are compared), or reverse AIS on a model small enough to enumerate",
+            }
+        ]
+    result = record(
         "reverse-ais",
         path,
         run.log_weights,
@@ -265,6 +279,8 @@ def reverse_ais(
         seconds=time.perf_counter() - t0,
         **settings,
     )
+    warn_unreliable("the reverse AIS estimate of log Z", result.reliability())
+    return result
 
 
 def _mean_log_w(log_w: Tensor) -> tuple[float, float]:
@@ -429,12 +445,17 @@ def sandwich(
         **common,
     )
     settings = {**common, **_start_settings(exact, label), **_sandwich_settings(fwd, rev, path.is_ratio)}
+    settings["lower_bound"] = "stochastic lower bound (forward AIS)"
+    settings["upper_bound"] = settings.pop("bound") + " (reverse AIS)"
+    settings["checks"] = [gap_check(settings["gap"], settings["gap_stderr"])]
     if path.is_ratio and not path.exact_start:
         settings["forward_warning"] = "forward start samples of A are approximate (Gibbs chains)"
     rec = record("sandwich", path, fwd_run.log_weights, n_betas=n_steps, seconds=t_end - t0, **settings)
-    return SandwichResult(
+    result = SandwichResult(
         **{f.name: getattr(rec, f.name) for f in fields(LogZResult)}, forward=fwd, reverse=rev
     )
+    warn_unreliable("the sandwich estimate of log Z", result.reliability())
+    return result
 
 
 __all__ = [

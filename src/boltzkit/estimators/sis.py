@@ -25,6 +25,7 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, record, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
 
 
@@ -63,9 +64,11 @@ def sis(path: AnnealingPath, *, n_chains: int = 100, seed: int | torch.Generator
     )
     if path.is_ratio and not path.exact_start:
         settings["warning"] = "proposal samples are approximate: the estimate is not exactly unbiased"
-    return record(
+    result = record(
         "sis", path, log_w, n_betas=1, seconds=time.perf_counter() - t0, **settings, seed=seed_label(seed)
     )
+    warn_unreliable("the simple importance sampling estimate of log Z", result.reliability())
+    return result
 
 
 __all__ = ["sis"]

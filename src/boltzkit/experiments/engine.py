@@ -391,8 +391,8 @@ def log_z_summary(result: LogZResult) -> dict[str, Any]:
     d = result.to_dict()
     keys = ("method", "log_z", "log_z_minus_sigma", "log_z_plus_sigma", "log_z_minus_3sigma",
             "log_z_plus_3sigma", "log_z_stderr", "ess", "n_chains", "n_betas", "seconds", "reliable",
-            "reason", "advice", "log_z_lower", "log_z_upper", "gap", "gap_stderr", "bound")  # fmt: skip
-    return {k: d.get(k) for k in keys if k in d or k in ("reliable", "reason")}
+            "reliability_reason", "advice", "log_z_lower", "log_z_upper", "gap", "gap_stderr", "bound")  # fmt: skip
+    return {k: d.get(k) for k in keys if k in d or k in ("reliable", "reliability_reason")}
 
 
 def first_runs(result: LogZResult, n: int) -> LogZResult:

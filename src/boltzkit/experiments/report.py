@@ -75,7 +75,8 @@ class Verdicts:
     def mark(self, what: str, record: dict[str, Any] | None) -> str:
         if not record or record.get("reliable") is not False:
             return ""
-        text = f"{what}: {record.get('reason') or 'the estimate failed its checks'}"
+        reason = record.get("reliability_reason") or record.get("reason") or "the estimate failed its checks"
+        text = f"{what}: {reason}"
         if record.get("advice"):
             text += f" (advice: {record['advice']})"
         if text not in self.notes:

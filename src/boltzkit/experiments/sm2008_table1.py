@@ -165,7 +165,7 @@ def _ratio(ctx: Context, n_chains: int, models: dict[str, Any]) -> dict[str, Any
             device=ctx.device, progress=ctx.progress, max_bits=EXACT_MAX_BITS,
         )  # fmt: skip
         d = result.to_dict()
-        return {**{k: d.get(k) for k in ("log_ratio", "log_ratio_minus_3sigma", "log_ratio_plus_3sigma", "reliable", "reason")},
+        return {**{k: d.get(k) for k in ("log_ratio", "log_ratio_minus_3sigma", "log_ratio_plus_3sigma", "reliable", "reliability_reason")},
                 "start": result.settings.get("start"), "n_chains": n_chains}  # fmt: skip
 
     config = {"a": a["config"], "b": b["config"], "n_chains": n_chains, "betas": 10_001}

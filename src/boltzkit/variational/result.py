@@ -13,13 +13,14 @@ from typing import Any
 
 from torch import Tensor
 
+from boltzkit.errors import BoltzkitWarning
 from boltzkit.jsonio import dumps, to_jsonable
 
 #: What a value says about ``log Z``: a guaranteed lower bound, a guaranteed upper bound, or neither.
 BOUNDS = ("lower", "upper", "none")
 
 
-class ConvergenceWarning(RuntimeWarning):
+class ConvergenceWarning(BoltzkitWarning, RuntimeWarning):
     """Message passing (or a fixed-point iteration) stopped before its residual reached ``tol``."""
 
 
