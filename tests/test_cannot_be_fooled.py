@@ -1,0 +1,164 @@
+"""Estimates that cannot be fooled: each case of the "wrong without saying so" list reproduced on
+small lattices, spin glasses and RBMs with exact answers, then answered right or flagged."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+from conftest import F64
+
+from boltzkit.errors import UnreliableEstimateWarning
+from boltzkit.estimators import estimate_log_z, exact_log_z
+from boltzkit.estimators.ais import ais
+from boltzkit.estimators.paths import base_rate_path
+from boltzkit.estimators.reverse import reverse_ais, sandwich
+from boltzkit.models import BoltzmannMachine
+
+
+def ising(J: torch.Tensor, h: torch.Tensor) -> tuple[BoltzmannMachine, float]:
+    """The fully visible model with weight ``exp(sum_{i<j} J_ij s_i s_j + h's)``, ``s = 2x - 1``, in
+    {0, 1} units, and the constant ``log Z_ising - log Z_binary``."""
+    L = 4.0 * J
+    b = 2.0 * h - 2.0 * J.sum(1)
+    return BoltzmannMachine([J.shape[0]], {(0, 0): L}, [b], dtype=F64), float(J.triu(1).sum() - h.sum())
+
+
+def lattice(n: int, coupling: float, field: float = 0.0) -> tuple[BoltzmannMachine, float]:
+    """An n x n periodic ferromagnet (Ising couplings ``coupling`` to the 4 neighbours)."""
+    J = torch.zeros(n * n, n * n, dtype=F64)
+    for r in range(n):
+        for c in range(n):
+            i = r * n + c
+            for j in (r * n + (c + 1) % n, ((r + 1) % n) * n + c):
+                J[i, j] = J[j, i] = coupling
+    return ising(J, torch.full((n * n,), field, dtype=F64))
+
+
+def spin_glass(n: int, beta: float, seed: int) -> tuple[BoltzmannMachine, float]:
+    """A Sherrington-Kirkpatrick model at inverse temperature ``beta``: ``J_ij ~ N(0, beta^2 / n)``."""
+    g = torch.Generator().manual_seed(seed)
+    J = torch.randn(n, n, generator=g, dtype=F64).triu(1) * beta / math.sqrt(n)
+    return ising(J + J.t(), torch.zeros(n, dtype=F64))
+
+
+def inside(result, truth: float) -> bool:
+    b = result.band
+    return b.minus_3sigma is not None and b.minus_3sigma <= truth <= b.plus_3sigma
+
+
+def honest(result, truth: float) -> bool:
+    """Right (the truth inside the estimate's own ±3σ band) or saying it is not to be trusted."""
+    return inside(result, truth) or not result.reliability().reliable
+
+
+# ----------------------------------------------------------------------------- 1. symmetric modes
+def test_a_start_of_its_own_biases_misses_the_mirror_mode_of_a_ferromagnet() -> None:
+    """The case as found: AIS from the model's own {0, 1} biases is log 2 low with healthy weights."""
+    model, _ = lattice(4, 0.6)
+    truth = exact_log_z(model).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        own = ais(base_rate_path(model), n_chains=100, betas=1000, seed=0)
+    assert own.log_z == pytest.approx(truth - math.log(2), abs=0.15) and not inside(own, truth)
+
+
+@pytest.mark.parametrize(
+    ("coupling", "field"), [(0.6, 0.0), (0.3, 0.0), (0.6, 0.05), (0.4, 0.05), (0.6, 0.2)]
+)
+@pytest.mark.parametrize("steps", [100, 1000])
+def test_default_ais_is_right_on_ferromagnets_near_and_at_zero_field(
+    coupling: float, field: float, steps: int
+) -> None:
+    model, constant = lattice(4, coupling, field)
+    truth = exact_log_z(model).log_z
+    result = estimate_log_z(model, "ais", betas=steps, n_chains=100, seed=0)
+    assert inside(result, truth) and result.reliability().reliable, (
+        result.log_z - truth,
+        result.settings["base_choice"],
+    )
+    if field == 0.0:
+        assert result.settings["base_choice"]["chosen"].startswith("uniform")
+    assert math.isfinite(constant)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_ais_is_honest_on_spin_glasses(seed: int) -> None:
+    model, _ = spin_glass(14, 1.5, seed)
+    truth = exact_log_z(model).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        result = estimate_log_z(model, "ais", betas=1000, n_chains=100, seed=seed)
+    assert honest(result, truth)
+
+
+# ------------------------------------------------------------------------------ 2. the sandwich
+def test_a_sandwich_whose_ends_disagree_says_so_and_shows_both_ends() -> None:
+    model, _ = lattice(4, 0.6)
+    truth = exact_log_z(model).log_z
+    with pytest.warns(UnreliableEstimateWarning, match="reverse"):
+        s = sandwich(base_rate_path(model), n_chains=100, betas=1000, seed=0)
+    assert not s.reliability().reliable
+    d = s.to_dict()
+    assert d["log_z_lower"] < d["log_z_upper"] and d["lower_bound"].startswith("stochastic lower")
+    assert d["upper_bound"].startswith("stochastic upper")
+    assert d["log_z_plus_3sigma"] >= d["log_z_upper"]  # the band spans both ends
+    assert d["log_z_lower"] < truth
+
+
+# ---------------------------------------------------------------------------- 3. reverse AIS
+def test_reverse_ais_from_approximate_samples_says_its_bound_is_heuristic() -> None:
+    model, _ = lattice(4, 0.6)
+    path = base_rate_path(model, max_bits=4)  # too small a limit to enumerate: chains stand in
+    with pytest.warns(UnreliableEstimateWarning, match="heuristic"):
+        result = reverse_ais(path, n_chains=50, betas=200, start="auto", seed=0, start_chain_steps=50)
+    verdict = result.reliability()
+    assert (
+        not verdict.reliable and "heuristic" in verdict.reason and "approximate" in result.settings["bound"]
+    )
+
+
+# ----------------------------------------------------------------------- 4. a too-short schedule
+def test_a_too_short_schedule_is_caught_by_halving_it() -> None:
+    """Independent units (log Z known in closed form) from the uniform base, 4 steps: every chain
+    is biased the same way; the control run along 2 steps moves the estimate far beyond noise."""
+    n = 200
+    b = torch.full((n,), math.log(0.8 / 0.2), dtype=F64)
+    model = BoltzmannMachine([n], {}, [b], dtype=F64)
+    truth = exact_log_z(model).log_z
+    with pytest.warns(UnreliableEstimateWarning):
+        result = ais(
+            base_rate_path(model, base_vbias=torch.zeros(n, dtype=F64)),
+            n_chains=100,
+            betas=5,
+            seed=0,
+            check=True,
+        )
+    check = next(c for c in result.settings["checks"] if c["name"] == "schedule halved")
+    assert not check["passed"] and abs(check["difference"]) > 3 * check["difference_stderr"]
+    assert not inside(result, truth) and not result.reliability().reliable
+
+
+def test_a_trained_rbm_without_data_is_not_silently_wrong() -> None:
+    """The zoo's CD1(20) (S&M 2008 Table 1): AIS from its own visible biases, or from its Ising
+    fields, misses most of its mass (about 15 nats low) with healthy weights, for any schedule;
+    the default AIS runs reverse AIS from exact samples beside it and says so."""
+    from boltzkit.io import load_model
+
+    rbm, _ = load_model("zoo:sm2008-cd1-20", dtype="float64")
+    truth = exact_log_z(rbm).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        own = ais(base_rate_path(rbm), n_chains=100, betas=1000, seed=0)
+        assert own.log_z < truth - 10  # the case as found
+        result = estimate_log_z(rbm, "ais", betas=1000, n_chains=100, seed=0)
+    assert not result.reliability().reliable and "reverse" in result.reliability().reason
+    assert honest(result, truth)
+
+
+def test_every_estimator_warns_in_python_when_unreliable() -> None:
+    model, _ = lattice(4, 0.6)
+    with pytest.warns(UnreliableEstimateWarning, match="unreliable"):
+        estimate_log_z(model, "sis", n_chains=50, seed=0)
