@@ -427,7 +427,9 @@ def test_cli_logz_variational_json(model_file, method, extra, bound, value):
     )
     for key in ("log_z", "bound", "converged", "iterations", "residual", "seconds"):
         assert key in rec
-    assert rec["method"] == method and rec["bound"] == bound and rec["converged"] is True
+    # an optimisation of rho cut off at its step limit reports converged: false
+    assert rec["method"] == method and rec["bound"] == bound
+    assert rec["converged"] is (rec.get("fw_stop") in (None, "gap", "no decrease"))
     assert rec["log_z_plus_3sigma"] is None
     if value is not None:
         assert rec["log_z"] == pytest.approx(value, abs=1e-5)

@@ -70,14 +70,22 @@ def _keep(record: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _log_z_record(result: LogZResult) -> dict[str, Any]:
-    record = _keep(result.to_dict(), _LOG_Z_KEYS)
+    full = result.to_dict()
+    record = _keep(full, _LOG_Z_KEYS)
     if record.get("method") == "sandwich":  # a card names each end
-        record["lower"] = {"method": "ais", "log_z": record.pop("log_z_lower", None)}
+        record["lower"] = {
+            "method": "ais",
+            "log_z": record.pop("log_z_lower", None),
+            "bound": full.get("lower_bound"),
+        }
         record["upper"] = {
             "method": "reverse-ais",
             "log_z": record.pop("log_z_upper", None),
-            "bound": record.pop("bound", None),
+            "bound": full.get("upper_bound"),
+            "start": full.get("start"),
         }
+    if full.get("checks"):
+        record["checks"] = full["checks"]
     return record
 
 

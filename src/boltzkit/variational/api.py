@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import replace
 from enum import Enum
 
 import torch
@@ -19,7 +21,7 @@ from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.variational import bp, mean_field, tap, trw
-from boltzkit.variational.result import VariationalResult
+from boltzkit.variational.result import ConvergenceWarning, VariationalResult
 
 #: Names accepted by :func:`variational_log_z`.
 METHODS = ("mean-field", "bethe", "trw", "tap")
@@ -96,15 +98,40 @@ def variational_log_z(
         if n_starts is not None:
             opts["n_starts"] = int(n_starts)
         opts["seed"] = seed
-        run = mean_field.mean_field_log_z if name == "mean-field" else tap.tap_log_z
-        return run(model, **opts)
+        if name == "mean-field":
+            return mean_field.mean_field_log_z(model, **opts)
+        return _not_below_mean_field(tap.tap_log_z(model, **opts), model, seed)
     if name == "bethe":
-        return bp.bethe_log_z(model, **opts)
+        return _not_below_mean_field(bp.bethe_log_z(model, **opts), model, seed)
     if fw_steps is not None:
         opts["fw_steps"] = int(fw_steps)
     if fw_tol is not None:
         opts["fw_tol"] = float(fw_tol)
     return trw.trw_log_z(model, rho=rho, **opts)
+
+
+def _not_below_mean_field(
+    result: VariationalResult, model: BoltzmannMachine, seed: int | None
+) -> VariationalResult:
+    """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z`` sits on
+    a poor fixed point (the disordered one of an ordered model, say): it is returned with
+    ``converged=False``, the bound in its settings and a :class:`ConvergenceWarning`, never
+    silently."""
+    bound = mean_field.mean_field_log_z(model, seed=seed)
+    if result.log_z >= bound.log_z - 1e-9 * max(1.0, abs(bound.log_z)):
+        return result.with_settings(mean_field_bound=bound.log_z)
+    warnings.warn(
+        f"the {result.method} value {result.log_z:.6g} lies below the mean-field lower bound "
+        f"{bound.log_z:.6g}: it sits on a poor fixed point (reported as not converged); the mean-field "
+        "bound is the better value",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+    return replace(
+        result,
+        converged=False,
+        settings={**result.settings, "mean_field_bound": bound.log_z, "below_mean_field": True},
+    )
 
 
 __all__ = ["METHODS", "normalize_method", "variational_log_z"]

@@ -500,7 +500,9 @@ def trw_log_z(
     VariationalResult
         ``log_z`` is the certified bound ``U``; ``bound="upper"`` when it is finite (it bounds
         ``log Z`` whether or not the solver converged); ``converged`` when ``gap <= gap_tol``
-        (else a :class:`ConvergenceWarning`); ``iterations`` and ``residual`` are the message
+        and, for ``"optimized"``, the Frank-Wolfe steps stopped at their duality-gap tolerance (or
+        found no decrease), not at ``fw_steps`` (else a :class:`ConvergenceWarning`);
+        ``iterations`` and ``residual`` are the message
         sweeps and residual of the final solve. Settings: ``gap``, ``gap_tol`` (the tolerance
         applied), ``primal_value`` (``F``), ``newton_steps``, ``ties``, ``certificate`` (the dual
         certificate's ``balance``, ``allowance``, ``shifted`` edges, LP ``columns`` and ``seconds``,
@@ -522,6 +524,17 @@ def trw_log_z(
         line_search_evals=line_search_evals,
     )
     sol = fit.solution
+    # an optimisation of rho cut off at its step limit (or whose start failed) has not converged,
+    # even where the last solve met its own tolerance
+    fw_done = rho != "optimized" or fit.stop in ("gap", "no decrease")
+    if sol.converged and not fw_done:
+        warnings.warn(
+            f"the Frank-Wolfe optimisation of rho stopped at {fit.stop!r} with a duality gap of "
+            f"{fit.gaps[-1] if fit.gaps else float('nan'):.3g} nats: the bound holds but is not the optimum "
+            "over rho (raise --fw-steps)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     if not sol.converged:
         warnings.warn(
             f"TRW did not converge to the requested gap: the certified bound is up to {sol.gap:.3g} nats "
@@ -573,7 +586,7 @@ def trw_log_z(
         method="trw",
         log_z=sol.bound,
         bound="upper" if math.isfinite(sol.bound) else "none",
-        converged=sol.converged,
+        converged=sol.converged and fw_done,
         iterations=sol.sweeps,
         residual=sol.residual,
         seconds=time.perf_counter() - t0,
