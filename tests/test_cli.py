@@ -142,10 +142,11 @@ def test_train_user_npy_pcd_with_history_and_checkpoint(tmp_path):
     record = last_json(run(*args, "--json"))
     assert record["settings"]["method"] == "pcd" and record["settings"]["n_chains"] == 7
     assert (tmp_path / "hist.csv").is_file() and (tmp_path / "hist.json").is_file()
-    assert (tmp_path / "user.safetensors.ckpt").is_file()
+    assert not (tmp_path / "user.safetensors.ckpt").exists()  # removed once the model is saved
     rbm, metadata = load_model(out)
     assert rbm.n_visible == 11 and metadata["data"] == str(data)
-    # resuming a finished run changes nothing
+    assert "--force" in assert_clean_failure(run(*args))  # no silent overwrite
+    # rerunning a finished run (nothing to resume) trains it again to the same numbers
     assert run(*args, "--resume").exit_code == 0
     again, _ = load_model(out)
     assert torch.equal(rbm.W, again.W)
@@ -398,3 +399,30 @@ def test_json_line_writes_non_finite_numbers_as_null():
 def test_boltzkit_errors_are_value_errors():
     # The CLI catches BoltzkitError; library users may catch ValueError.
     assert issubclass(BoltzkitError, ValueError)
+
+
+def test_train_init_continues_a_finished_model(tmp_path):
+    first = tmp_path / "first.safetensors"
+    base = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 2, "--lr", 0.1)
+    last_json(run(*base, "--out", first, "--json"))
+    more = tmp_path / "more.safetensors"
+    record = last_json(run(*base, "--init", first, "--out", more, "--json"))
+    a, _ = load_model(first)
+    b, _ = load_model(more)
+    assert not torch.equal(a.W, b.W) and record["log_z"] is not None
+    wrong = run("train", "--data", "bars-and-stripes", "--hidden", 4, "--init", first, "--out", tmp_path / "w.npz")
+    assert "does not match" in assert_clean_failure(wrong)
+
+
+def test_ctrl_c_names_the_checkpoint_and_exits_130(tmp_path, monkeypatch):
+    import boltzkit.cli.train as train_cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_cli, "train_model", interrupted)
+    out = tmp_path / "m.safetensors"
+    result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", out)
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: interrupted") and "m.safetensors.ckpt" in line and "--resume" in line

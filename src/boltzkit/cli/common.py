@@ -92,7 +92,9 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 class BoltzkitCommand(TyperCommand):
     """A typer command whose errors end in one line on stderr and exit status 1, and whose
-    warnings (Python's included) are one ``warning: ...`` line each."""
+    warnings (Python's included) are one ``warning: ...`` line each. Ctrl-C ends in one line
+    ``error: interrupted`` (with what a command put in ``ctx.meta["on_interrupt"]``, such as the
+    checkpoint to resume from) and exit status 130."""
 
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; report an exception as ``error: ...`` and exit 1 (unless debugging)."""
@@ -106,6 +108,12 @@ class BoltzkitCommand(TyperCommand):
                 return super().invoke(ctx)
         except (typer.Exit, typer.Abort):
             raise
+        except KeyboardInterrupt:
+            if debug_enabled(ctx):
+                raise
+            hint = ctx.meta.get("on_interrupt")
+            typer.echo("error: interrupted" + (f"; {hint}" if hint else ""), err=True)
+            raise typer.Exit(130) from None
         except Exception as exc:
             if debug_enabled(ctx):
                 raise

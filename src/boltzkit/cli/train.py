@@ -41,11 +41,12 @@ from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
-from boltzkit.io import export_npz, save_model
+from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.learning import train_model
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
+from boltzkit.models.boltzmann import BoltzmannMachine
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
 LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
@@ -325,14 +326,27 @@ def command(
         ),
     ] = 20,
     checkpoint: Annotated[
-        Path | None, typer.Option("--checkpoint", help="Checkpoint file [default: OUT.ckpt when needed].")
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="Checkpoint file [default: OUT.ckpt; written every epoch, removed when the run finishes].",
+        ),
     ] = None,
     checkpoint_every: Annotated[
-        int, typer.Option("--checkpoint-every", min=0, help="Checkpoint every N epochs (0: only at the end).")
+        int, typer.Option("--checkpoint-every", min=0, help="Checkpoint every N epochs [default: 1].")
     ] = 0,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue from the checkpoint when it exists.")
     ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    init: Annotated[
+        Path | None,
+        typer.Option(
+            "--init",
+            help="Start from this model (a file or zoo:NAME of the same kind and sizes) instead of a fresh "
+            "one: train a finished model further.",
+        ),
+    ] = None,
     history: Annotated[
         Path | None, typer.Option("--history", help="Write per-epoch records to FILE.csv and FILE.json.")
     ] = None,
@@ -366,6 +380,12 @@ def command(
     command = command_line(ctx)
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
+    if out.exists() and not (force or resume):
+        raise BoltzkitError(
+            "the output file exists",
+            got=str(out),
+            hint="pass --force to overwrite it, or choose another --out.",
+        )
     if out.suffix.lower() not in (".safetensors", ".npz"):
         raise BoltzkitError(
             "unknown model file type for --out",
@@ -389,6 +409,11 @@ def command(
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
     if model.value in STACK_KINDS:
+        if init is not None:
+            raise BoltzkitError(
+                f"--init applies to RBMs, SRBMs, BMs and DBMs, not a {model.value}",
+                hint="a DBN builds on --bottom.",
+            )
         dev = device_from(device)
         train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
         test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
@@ -425,15 +450,25 @@ def command(
             valid_data, split="valid", data_dir=data_dir, seed=seed, n_visible=train.n_visible
         )
     test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
-    if checkpoint is None and (checkpoint_every > 0 or resume):
+    if checkpoint is None:  # every run checkpoints, so that an interrupted one can resume
         checkpoint = out.with_name(out.name + ".ckpt")
+        checkpoint_every = checkpoint_every or 1
+    ctx.meta["on_interrupt"] = (
+        f"the last finished epoch is in {checkpoint}: run the same command with --resume to continue"
+    )
 
     t0 = time.perf_counter()
     monitor = partial(exact_log_likelihoods, max_bits=exact_max_bits) if exact_max_bits > 0 else None
+    start = None
+    if init is not None:
+        start, _ = load_model(init, device=dev)
+        if not isinstance(start, BoltzmannMachine):
+            raise BoltzkitError("--init takes an RBM, SRBM, BM or DBM file", got=f"a {type(start).__name__}")
     trained, hist = train_model(
         train.x,
         kind=model.value,
         hidden=hidden_sizes,
+        init=start,
         recipe=chosen,
         **training,
         seed=seed,
@@ -480,6 +515,8 @@ def command(
             "training_seconds": seconds,
         },
     )
+    if checkpoint is not None and checkpoint.exists():  # the model is saved: its checkpoint is done with
+        checkpoint.unlink()
     record = {
         "out": str(out),
         "data": train.name,

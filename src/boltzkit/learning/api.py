@@ -456,6 +456,7 @@ def train_model(
     recipe: str | Recipe | None = None,
     init_vbias_from_data: bool | None = None,
     init_scale: float | None = None,
+    init: BoltzmannMachine | None = None,
     **kwargs: Any,
 ) -> tuple[BoltzmannMachine, History]:
     """Initialise a model of ``kind`` (:func:`init_model`) and :func:`train` it.
@@ -474,6 +475,9 @@ def train_model(
     init_vbias_from_data, init_scale
         Visible biases from the data's log-odds (default yes) and the scale of the initial
         couplings (default 0.01), unless the recipe says otherwise.
+    init
+        Start from (a copy of) this model instead of a fresh one, to train a finished model
+        further; it must be of ``kind`` with the given sizes.
 
     Returns
     -------
@@ -492,8 +496,8 @@ def train_model(
             overrides["init_vbias"] = "data" if init_vbias_from_data else "zero"
         chosen = chosen.replace(**overrides)
         kwargs = {**chosen.train_kwargs(), **kwargs}
-        init = chosen.init_kwargs()
-        init_scale, init_vbias_from_data = init["init_scale"], init["init_vbias_from_data"]
+        start = chosen.init_kwargs()
+        init_scale, init_vbias_from_data = start["init_scale"], start["init_vbias_from_data"]
         recipe_record = chosen.to_dict()
     init_scale = 0.01 if init_scale is None else float(init_scale)
     init_vbias_from_data = True if init_vbias_from_data is None else bool(init_vbias_from_data)
@@ -503,15 +507,26 @@ def train_model(
     x = check_binary(train_x, source="training data")
     gen = make_generator(int(seed), dev)
     x_dev = x.to(device=dev, dtype=dtype)
-    model = init_model(
-        kind, int(x.shape[1]), hidden, generator=gen, data=x_dev if init_vbias_from_data else None,
-        scale=init_scale, dtype=dtype, device=dev,
-    )  # fmt: skip
+    if init is not None:
+        sizes = [int(x.shape[1]), *([int(hidden)] if isinstance(hidden, int) else [int(h) for h in hidden])]
+        if init.kind != str(kind).strip().lower() or list(init.layer_sizes) != sizes:
+            raise BoltzkitError(
+                "the starting model does not match the model to train",
+                got=f"a {init.kind} with layers {list(init.layer_sizes)}",
+                expected=f"a {kind} with layers {sizes}",
+            )
+        model = init.detached_copy(dtype=dtype, device=dev)
+    else:
+        model = init_model(
+            kind, int(x.shape[1]), hidden, generator=gen, data=x_dev if init_vbias_from_data else None,
+            scale=init_scale, dtype=dtype, device=dev,
+        )  # fmt: skip
     settings = {
         "seed": seed,
         "init_vbias_from_data": init_vbias_from_data,
         "init_scale": init_scale,
         "recipe": recipe_record,
+        "init": "a given model" if init is not None else "random",
         **kwargs.pop("settings", {}),
     }
     history = train(model, x_dev, generator=gen, settings=settings, **kwargs)
