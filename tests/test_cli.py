@@ -410,7 +410,9 @@ def test_train_init_continues_a_finished_model(tmp_path):
     a, _ = load_model(first)
     b, _ = load_model(more)
     assert not torch.equal(a.W, b.W) and record["log_z"] is not None
-    wrong = run("train", "--data", "bars-and-stripes", "--hidden", 4, "--init", first, "--out", tmp_path / "w.npz")
+    wrong = run(
+        "train", "--data", "bars-and-stripes", "--hidden", 4, "--init", first, "--out", tmp_path / "w.npz"
+    )
     assert "does not match" in assert_clean_failure(wrong)
 
 
