@@ -86,9 +86,10 @@ def command(
         raise BoltzkitError("--no-zoo applies to the salakhutdinov-murray-2008 tables only", got=name)
     grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
     if grid_options:
-        if name != "bruegge-fischer-igel-2013":
+        if name not in ("bruegge-fischer-igel-2013", "learning-recipes"):
             raise BoltzkitError(
-                "--only, --executor, --workers and --address apply to bruegge-fischer-igel-2013 only",
+                "--only, --executor, --workers and --address apply to bruegge-fischer-igel-2013 and "
+                "learning-recipes only",
                 got=name,
             )
         extra.update(

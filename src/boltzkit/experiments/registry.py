@@ -39,6 +39,12 @@ def _bfi2013(**kwargs: Any) -> dict[str, Any]:
     return run_bfi2013(**kwargs)
 
 
+def _learning(**kwargs: Any) -> dict[str, Any]:
+    from boltzkit.experiments.learning_study import run_learning_study
+
+    return run_learning_study(**kwargs)
+
+
 def _ais_operators(**kwargs: Any) -> dict[str, Any]:
     from boltzkit.experiments.ais_operators import run_ais_operators
 
@@ -68,6 +74,11 @@ EXPERIMENTS: dict[str, tuple[str, Callable[..., dict[str, Any]]]] = {
         "Flip-the-state vs Gibbs: log-likelihood of CD, PCD and PT learning with Wilcoxon tests, autocorrelation "
         "times, class changes, SLEMs (Brügge, Fischer & Igel 2013, Tables 1-6, Figs. 3-4)",
         _bfi2013,
+    ),
+    "learning-recipes": (
+        "What moves the likelihood: recipes, centering, persistent chains, tempering and flip-the-state "
+        "compared by exact test log-likelihood at equal epochs (784 x 25 RBMs)",
+        _learning,
     ),
     "ais-operators": (
         "Gibbs vs flip-the-state vs blend inside AIS: spread of log Z estimates at equal cost",
