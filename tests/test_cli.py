@@ -339,7 +339,7 @@ def test_unknown_data_set(bas_model):
         ("train", "--data", "bars-and-stripes", "--lr", "nan", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--epochs", "0", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--method", "sgd", "--out", "m.safetensors"),
-        ("train", "--data", "bars-and-stripes", "--hidden", "0", "--out", "m.safetensors"),
+        ("train", "--data", "bars-and-stripes", "--hidden", "0,5", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--weight-decay", "-1", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--momentum", "1", "--out", "m.safetensors"),
         ("train", "--data", "bars-and-stripes", "--hidden", "3,x", "--out", "m.safetensors"),

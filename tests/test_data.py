@@ -494,8 +494,10 @@ def test_load_dataset_spec_errors() -> None:
     with pytest.raises(DataError, match="unknown split") as info:
         load_dataset("artificial-modes", split="validation")
     assert "'train' or 'valid' or 'test'" in str(info.value)
-    with pytest.raises(DataError, match="takes no parameters"):
+    with pytest.raises(DataError, match="bad value for 'train'"):
         load_dataset("mnist:3")
+    with pytest.raises(DataError, match="only the first parameter may be given without"):
+        load_dataset("bars-and-stripes:all,4")
     with pytest.raises(DataError, match="bad value for 'p'"):
         load_dataset("artificial-modes:often")
     with pytest.raises(DataError, match="unknown parameter 'q'"):

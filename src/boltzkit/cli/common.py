@@ -137,6 +137,30 @@ def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) 
         typer.echo(human())
 
 
+#: The fields of a log Z record that an Ising model's constant shifts.
+LOG_Z_FIELDS = (
+    "log_z", "log_z_minus_sigma", "log_z_plus_sigma", "log_z_minus_3sigma", "log_z_plus_3sigma",
+    "log_z_lower", "log_z_upper",
+)  # fmt: skip
+
+
+def in_ising_convention(record: dict[str, Any], constant: float) -> dict[str, Any]:
+    """A log Z record of an Ising model, computed in {0, 1} units, in the model's +-1 convention:
+    every ``log_z*`` field plus ``constant`` (``log Z_ising - log Z_binary``), the {0, 1} value kept as
+    ``log_z_binary``."""
+    out = dict(record)
+    for key in LOG_Z_FIELDS:
+        if out.get(key) is not None:
+            out[key] = float(out[key]) + constant
+    for check in out.get("checks") or []:
+        if check.get("log_z") is not None:
+            check["log_z"] = float(check["log_z"]) + constant
+    out["log_z_binary"] = record.get("log_z")
+    out["log_z_constant"] = constant
+    out["convention"] = "ising: log Z of exp(sum_{i<j} J_ij s_i s_j + h's) over spins s in {-1, +1}"
+    return out
+
+
 def command_line(ctx: typer.Context) -> str:
     """The command being run, as ``boltzkit COMMAND`` with the options and arguments given on the
     command line (not those left at their defaults), quoted: what a model's metadata records."""

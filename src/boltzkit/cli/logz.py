@@ -34,6 +34,7 @@ from boltzkit.cli.common import (
     emit,
     estimate,
     fmt,
+    in_ising_convention,
     jsonable,
     non_negative_float_option,
     positive_float_option,
@@ -44,6 +45,7 @@ from boltzkit.cli.stack import is_stack_model, stack_log_z
 from boltzkit.cli.trace import traced_log_z
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model, save_result_json
+from boltzkit.models.ising import IsingModel
 
 
 def _band_text(record: dict[str, Any], key: str) -> str:
@@ -91,6 +93,10 @@ def _summary(record: dict[str, Any]) -> str:
                 f"(difference {fmt(check['difference'], 3)} ± {fmt(check['difference_stderr'], 3)}): "
                 + ("converged" if check["passed"] else "NOT converged")
             )
+    if record.get("convention"):
+        lines.append(
+            f"convention: {record['convention']} (in {{0, 1}} units: {fmt(record.get('log_z_binary'))})"
+        )
     if record.get("reliable") is not None:
         verdict = "yes" if record["reliable"] else f"NO: {record.get('reliability_reason')}"
         lines.append(f"reliable: {verdict}")
@@ -212,6 +218,8 @@ def command(
             recorded_data=metadata.get("data"),
         )
     record: dict[str, Any] = {**result.to_dict(include_weights=keep_weights), "model": str(model)}
+    if isinstance(rbm, IsingModel) and reference is None:
+        record = in_ising_convention(record, rbm.log_z_constant)
     if keep_weights and result.log_weights is not None:
         record.update(log_z_start=result.log_z_start, reciprocal=result.reciprocal, is_ratio=result.is_ratio)
     if trace is not None:

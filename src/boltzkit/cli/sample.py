@@ -1,6 +1,7 @@
 """``boltzkit sample MODEL``: run Markov chains on a model and save their final visible states.
 
-``--out FILE.npy`` writes a ``uint8`` array of shape ``(chains, n_visible)``; ``--out FILE.png``
+``--out FILE.npy`` writes a ``uint8`` array of shape ``(chains, n_visible)`` (for an Ising model
+an ``int8`` array of spins -1 and +1); ``--out FILE.png``
 draws the states as a grid of images (needs matplotlib, the ``plot`` extra). The image shape comes
 from the model file's metadata, else from a square ``n_visible``. A DBN runs its chains in the top
 RBM and then draws one directed pass down; a mixture draws ancestral samples (``--steps`` unused).
@@ -35,6 +36,7 @@ from boltzkit.cli.common import (
 from boltzkit.cli.stack import draw_visible, is_stack_model
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
+from boltzkit.models.ising import IsingModel
 from boltzkit.plots._backend import png_writer
 from boltzkit.plots.images import image_grid
 from boltzkit.samplers import make_operator, run_chains
@@ -126,6 +128,8 @@ def command(
         )
     seconds = time.perf_counter() - t0
     states = visible.detach().cpu().numpy().astype(np.uint8)
+    if isinstance(rbm, IsingModel):  # spins: a signed type, so that 2x - 1 cannot wrap around
+        states = (2 * states.astype(np.int8) - 1).astype(np.int8)
     if write_png is not None:
         write_png(out, image_grid(states, shape, max_images))
     else:

@@ -63,13 +63,17 @@ def _hidden_sizes(text: str) -> list[int] | None:
         sizes = [int(part) for part in str(text).replace(" ", "").split(",") if part]
     except ValueError:
         return None
+    if sizes == [0]:  # no hidden units: a fully visible model
+        return sizes
     return sizes if sizes and all(n >= 1 for n in sizes) else None
 
 
 def _check_hidden(text: str) -> str:
     """``--hidden`` must be positive whole numbers separated by commas (a usage error otherwise)."""
     if _hidden_sizes(text) is None:
-        raise typer.BadParameter(f"{text!r} is not a list of positive whole numbers, e.g. 500 or 500,1000")
+        raise typer.BadParameter(
+            f"{text!r} is not a list of positive whole numbers, e.g. 500 or 500,1000 (or 0: no hidden units)"
+        )
     return text
 
 

@@ -245,7 +245,7 @@ def load_binary_file(
     key: str | None = None,
     n_visible: int | None = None,
 ) -> np.ndarray:
-    """Read and validate a user data file of 0/1 rows.
+    """Read and validate a user data file of 0/1 rows (or +-1 spins, read as ``(s + 1) / 2``).
 
     Parameters
     ----------
@@ -271,4 +271,13 @@ def load_binary_file(
     key = key if key is not None else named
     array = read_matrix(file, key=key)
     source = str(file) if key is None else f"{file}:{key}"
-    return as_uint8(check_binary(array, source=source, n_visible=n_visible))
+    return as_uint8(check_binary(spins_to_bits(array), source=source, n_visible=n_visible))
+
+
+def spins_to_bits(array: np.ndarray) -> np.ndarray:
+    """An array of +-1 spins (every value -1 or +1, at least one -1: states of an Ising model, as
+    ``boltzkit sample`` writes them for one) as 0/1 bits ``(s + 1) / 2``; any other array as it is."""
+    a = np.asarray(array)
+    if a.dtype.kind in "iuf" and a.size and bool((a == -1).any()) and bool(np.isin(a, (-1, 1)).all()):
+        return ((a + 1) // 2).astype(np.uint8)
+    return a

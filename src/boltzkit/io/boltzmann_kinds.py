@@ -45,6 +45,7 @@ from boltzkit.io.model_files import (
     register_kind,
 )
 from boltzkit.models.boltzmann import SYMMETRY_RTOL, BoltzmannMachine, coupling_name
+from boltzkit.models.ising import IsingModel
 from boltzkit.models.rbm import RBM
 
 __all__ = ["check_lateral"]
@@ -190,7 +191,7 @@ def _recognize_srbm(names: Collection[str]) -> bool:
 
 def _recognize_bm(names: Collection[str]) -> bool:
     if not _looks_deep(names):
-        return "J" in names
+        return "J" in names and "W" in names
     return any((k := _deep_key(n)) is not None and k[0] == "coupling" and k[2] != k[1] + 1 for n in names)
 
 
@@ -428,5 +429,86 @@ register_kind(
         build=_build_machine,
         recognize=_recognize_dbm,
         model_type=BoltzmannMachine,
+    )
+)
+
+
+# ------------------------------------------------------------------ one layer: fvbm and ising
+def _one_layer_check(tensors: Mapping[str, Tensor], p: Path, coupling: str, bias: str) -> tuple[int, ...]:
+    c, b = tensors[coupling], tensors[bias]
+    shapes = _shapes(tensors, (coupling, bias))
+    if c.dim() != 2 or b.dim() != 1 or c.shape[0] != c.shape[1] or c.shape[0] != b.shape[0]:
+        raise ModelFileError(
+            "the model arrays have inconsistent shapes",
+            got=f"{shapes} (in {p})",
+            expected=f"{coupling} (n, n) and {bias} (n,)",
+        )
+    if b.shape[0] < 1:
+        raise ModelFileError("the model has no units", got=f"{shapes} (in {p})")
+    check_lateral(coupling, c, p, bias=bias)
+    return (int(b.shape[0]),)
+
+
+def _fvbm_arrays(found: Collection[str]) -> ArraySpec:
+    return ArraySpec(
+        ("L", "vbias"),
+        expected=f"arrays {_L_EXPECTED} and vbias (n_visible,)",
+        hint="a fully visible Boltzmann machine (no hidden units) holds L and vbias in {0, 1} units; "
+        "an Ising model in +-1 units holds J and h.",
+    )
+
+
+def _build_fvbm(tensors, md, dtype, device) -> BoltzmannMachine:  # noqa: ANN001
+    n = int(tensors["vbias"].shape[0])
+    return BoltzmannMachine([n], {(0, 0): tensors["L"]}, [tensors["vbias"]], dtype=dtype, device=device)
+
+
+def _ising_arrays(found: Collection[str]) -> ArraySpec:
+    return ArraySpec(
+        ("J", "h"),
+        expected="arrays J (N x N, symmetric, zero diagonal) and h (N,): the weight "
+        "exp(sum_{i<j} J_ij s_i s_j + h's) of spins s in {-1, +1}",
+        hint="an Ising model or spin glass file holds J and h (+-1 convention).",
+    )
+
+
+def _build_ising(tensors, md, dtype, device) -> IsingModel:  # noqa: ANN001
+    return IsingModel(tensors["J"], tensors["h"], dtype=dtype, device=device)
+
+
+def _ising_tensors(model) -> dict[str, Tensor]:  # noqa: ANN001
+    return {"J": model.ising_couplings, "h": model.ising_fields}
+
+
+def _ising_facts(model) -> dict[str, Any]:  # noqa: ANN001
+    return {
+        "layer_sizes": [int(model.n_visible)],
+        "convention": "ising: spins s in {-1, +1}, weight exp(sum_{i<j} J_ij s_i s_j + h's)",
+        "log_z_constant": model.log_z_constant,
+    }
+
+
+register_kind(
+    ModelKind(
+        name="fvbm",
+        label="fully visible BM",
+        arrays=_fvbm_arrays,
+        check=lambda t, p: _one_layer_check(t, p, "L", "vbias"),
+        build=_build_fvbm,
+        recognize=lambda names: set(names) == {"L", "vbias"},
+        model_type=BoltzmannMachine,
+    )
+)
+register_kind(
+    ModelKind(
+        name="ising",
+        label="Ising model",
+        arrays=_ising_arrays,
+        check=lambda t, p: _one_layer_check(t, p, "J", "h"),
+        build=_build_ising,
+        recognize=lambda names: set(names) == {"J", "h"},
+        model_type=IsingModel,
+        tensors_of=_ising_tensors,
+        facts=_ising_facts,
     )
 )

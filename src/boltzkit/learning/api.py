@@ -44,7 +44,7 @@ from boltzkit.models.rbm import RBM
 from boltzkit.samplers.operators import make_operator
 
 #: Model kinds :func:`init_model` builds.
-TRAINABLE_KINDS = ("rbm", "srbm", "bm", "dbm")
+TRAINABLE_KINDS = ("rbm", "srbm", "bm", "dbm", "fvbm")
 #: Learning methods.
 METHODS = ("cd", "pcd", "sap", "pt")
 #: Positive phases by name.
@@ -101,16 +101,30 @@ def init_model(
     Parameters
     ----------
     kind
-        ``"rbm"``, ``"srbm"``, ``"bm"`` or ``"dbm"``.
+        ``"rbm"``, ``"srbm"``, ``"bm"``, ``"dbm"`` or ``"fvbm"`` (no hidden units: laterals between
+        the visible units; ``hidden=0`` of any kind means it too).
     n_visible
         Visible units.
     hidden
-        Hidden units: one number for rbm/srbm/bm, one per hidden layer for a DBM.
+        Hidden units: one number for rbm/srbm/bm, one per hidden layer for a DBM, 0 (or ignored)
+        for an fvbm.
     """
     kind = str(kind).strip().lower()
     if kind not in TRAINABLE_KINDS:
         raise BoltzkitError("unknown model kind", got=repr(kind), expected=", ".join(TRAINABLE_KINDS))
     sizes = [int(hidden)] if isinstance(hidden, int) else [int(h) for h in hidden]
+    if kind == "fvbm" or sizes == [0]:  # no hidden units: a fully visible Boltzmann machine
+        kw = {"dtype": dtype, "device": device}
+        model = BoltzmannMachine(
+            [int(n_visible)],
+            {(0, 0): torch.zeros(n_visible, n_visible, **kw)},
+            [torch.zeros(n_visible, **kw)],
+            **kw,
+        )
+        if data is not None:
+            with torch.no_grad():
+                model.bias(0).copy_(visible_bias_from_data(data).to(model.bias(0)))
+        return model
     if not sizes or any(h < 1 for h in sizes):
         raise BoltzkitError("hidden layer sizes must be positive integers", got=hidden)
     if kind != "dbm" and len(sizes) != 1:
@@ -509,6 +523,7 @@ def train_model(
     x_dev = x.to(device=dev, dtype=dtype)
     if init is not None:
         sizes = [int(x.shape[1]), *([int(hidden)] if isinstance(hidden, int) else [int(h) for h in hidden])]
+        sizes = [s for s in sizes if s > 0]
         if init.kind != str(kind).strip().lower() or list(init.layer_sizes) != sizes:
             raise BoltzkitError(
                 "the starting model does not match the model to train",

@@ -51,7 +51,7 @@ from boltzkit.state import Block, ChainState
 CouplingKey = tuple[int, int]
 
 #: Kinds of model, derived from the structure (see the module docstring).
-KINDS = ("rbm", "srbm", "bm", "dbm", "independent")
+KINDS = ("rbm", "srbm", "bm", "dbm", "fvbm", "independent")
 
 #: Relative asymmetry of a lateral matrix that is treated as rounding and symmetrised.
 SYMMETRY_RTOL = 1e-6
@@ -82,6 +82,8 @@ def structure_kind(layer_sizes: Sequence[int], keys: Iterable[CouplingKey]) -> s
     n = len(layer_sizes)
     if not keys:
         return "independent"
+    if n == 1:
+        return "fvbm"
     if n == 2:
         if keys == {(0, 1)}:
             return "rbm"
@@ -364,7 +366,8 @@ class BoltzmannMachine(EnergyModel):
 
     @property
     def kind(self) -> str:
-        """``"rbm"``, ``"srbm"``, ``"bm"``, ``"dbm"`` or ``"independent"`` (from the structure)."""
+        """``"rbm"``, ``"srbm"``, ``"bm"``, ``"dbm"``, ``"fvbm"`` (one layer with laterals: a fully
+        visible Boltzmann machine) or ``"independent"`` (from the structure)."""
         return structure_kind(self._sizes, self._keys)
 
     def coupling_name(self, l: int, m: int) -> str:
