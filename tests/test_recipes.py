@@ -281,3 +281,21 @@ def test_train_dbn_takes_one_init_transpose_flag_and_a_recipe() -> None:
     with pytest.raises(BoltzkitError, match="first layer"):
         train_dbn(x, [9, 9], init_transpose=[True, True], progress=False)
     assert math.isfinite(float(dbn.rbms[1].W.detach().sum()))
+
+
+def test_a_wider_transposed_start_defines_the_rbm_below_exactly() -> None:
+    from boltzkit.estimators.dbn_bound import dbn_exact_log_prob
+    from boltzkit.estimators.exact import exact_log_prob
+    from boltzkit.learning.stacking import transposed_start
+    from boltzkit.models.dbn import DBN
+
+    rbm = random_rbm(6, 4, seed=3)
+    v = torch.tensor(list(itertools.product([0.0, 1.0], repeat=6)), dtype=F64)
+    g = torch.Generator().manual_seed(0)
+    for scale, tol in ((0.0, 1e-10), (0.01, 0.05)):
+        top = transposed_start(rbm, 9, generator=g, scale=scale)
+        assert top.layer_sizes == (4, 9)
+        dbn = DBN([rbm, top])
+        assert torch.allclose(dbn_exact_log_prob(dbn, v), exact_log_prob(rbm, v), atol=tol)
+    with pytest.raises(BoltzkitError, match="narrower"):
+        train_dbn(_bars(20), [9, 5], init_transpose=True, epochs=1, progress=False)

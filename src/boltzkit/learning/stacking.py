@@ -113,6 +113,43 @@ class ResampleLayerData(Callback):
         )
 
 
+def transposed_start(rbm: RBM, n_hidden: int, *, generator: torch.Generator, scale: float = 0.01) -> RBM:
+    """The next layer's start from the RBM below (S1 Sec. 5.2): ``rbm`` with visible and hidden
+    roles exchanged, so that the DBN defines exactly the distribution over ``v`` of the DBN
+    without the new layer and the bound of S1 Eq. 19 starts at its value; training the new layer
+    can then only raise the bound on the training data (S1 Sec. 4.1).
+
+    A wider layer (``n_hidden`` above ``rbm.n_visible``) gets the extra hidden units with zero
+    biases and couplings ``~ N(0, scale^2)`` from ``generator``: with zero couplings they would
+    add the same constant to every ``log p*(h)`` and leave the start exact; the small random ones
+    perturb it only slightly and let the new units learn different features (identical units would
+    get identical gradients forever). S1 started its 2,000-unit layers at random, and their bound
+    then starts far below the RBM's; this start keeps the greedy guarantee at any width.
+    """
+    start = rbm.swapped()
+    extra = int(n_hidden) - start.n_hidden
+    if extra < 0:
+        raise BoltzkitError(
+            "the transposed start cannot be narrower than the RBM below",
+            got=n_hidden,
+            expected=f">= {start.n_hidden}",
+        )
+    if extra == 0:
+        return start
+    kw = {"dtype": start.dtype, "device": start.device}
+    noise = scale * torch.randn(
+        start.n_visible, extra, generator=generator, device=generator.device, dtype=start.dtype
+    )
+    return RBM(
+        start.n_visible,
+        int(n_hidden),
+        weights=torch.cat([start.W.detach(), noise.to(start.device)], 1),
+        vbias=start.vbias.detach(),
+        hbias=torch.cat([start.hbias.detach(), torch.zeros(extra, **kw)]),
+        **kw,
+    )
+
+
 def _per_layer(value: Any, name: str, n: int) -> list[Any]:
     """One value per layer: a list or tuple of ``n`` values, or a single value for all."""
     if isinstance(value, (list, tuple)):
@@ -177,9 +214,9 @@ def train_dbn(
         list with one value per hidden layer (entries for the layers in ``bottom`` are unused);
         ``None`` takes the recipe's value.
     init_transpose
-        Start layer ``l >= 1`` as the transposed RBM below (S1 Sec. 5.2; needs
-        ``hidden[l] == layer_sizes[l - 1]``): one flag for every layer above the first, or one
-        per layer (the first layer's must be ``False``).
+        Start layer ``l >= 1`` as the transposed RBM below (S1 Sec. 5.2; a wider layer gets extra
+        units with small random couplings: :func:`transposed_start`): one flag for every layer
+        above the first, or one per layer (the first layer's must be ``False``).
     layer_data_mode
         ``"samples"`` (binary samples of the posterior, redrawn every epoch; S1's choice) or
         ``"probs"`` (posterior probabilities).
@@ -287,13 +324,15 @@ def train_dbn(
                     "the first layer cannot start as a transposed layer below",
                     hint="init_transpose applies to layers 1 and up.",
                 )
-            if sizes[l] != below[-1].n_visible:
+            if sizes[l] < below[-1].n_visible:
                 raise BoltzkitError(
-                    f"layer {l + 1} cannot start as the transposed RBM below: the sizes differ",
+                    f"layer {l + 1} cannot start as the transposed RBM below: it is narrower",
                     got=f"{sizes[l]} hidden units",
-                    expected=f"{below[-1].n_visible} (the visible units of RBM {l - 1})",
+                    expected=f"at least {below[-1].n_visible} (the visible units of RBM {l - 1})",
                 )
-            rbm = below[-1].swapped().to(device=dev, dtype=dtype)
+            rbm = transposed_start(below[-1], sizes[l], generator=gen, scale=init_scale).to(
+                device=dev, dtype=dtype
+            )
         else:
             rbm = init_rbm(
                 n_vis,
@@ -349,4 +388,12 @@ def train_dbn(
     return DBN(below), histories
 
 
-__all__ = ["LAYER_DATA", "PER_LAYER", "ResampleLayerData", "derived_seed", "layer_data", "train_dbn"]
+__all__ = [
+    "LAYER_DATA",
+    "PER_LAYER",
+    "ResampleLayerData",
+    "derived_seed",
+    "layer_data",
+    "train_dbn",
+    "transposed_start",
+]
