@@ -213,7 +213,7 @@ def test_boltzkit_plot_each_kind(written, kind, inputs):
 def test_boltzkit_plot_errors(written, monkeypatch):
     d = written["dir"]
     bad = [
-        (("plot", "samples", written["samples"], "--out", d / "x.jpg"), "PNG"),
+        (("plot", "samples", written["samples"], "--out", d / "x.jpg"), ".png, .svg or .pdf"),
         (("plot", "samples", written["samples"], written["samples"], "--out", d / "x.png"), "one file"),
         (("plot", "history", d / "missing.csv", "--out", d / "x.png"), "file not found"),
         (("plot", "ais-course", written["logz"], "--out", d / "x.png"), "AIS trace"),
@@ -259,3 +259,15 @@ def test_readme_plot_commands_run(tmp_path, monkeypatch):
         run(*command.split()[1:])
     for png in ("learning-curves.png", "ais-course.png", "logz-runs.png", "bas-samples.png"):
         check_png(tmp_path / png, min_bytes=200)
+
+
+def test_plots_are_written_as_svg_and_pdf_by_extension(tmp_path) -> None:
+    from conftest import random_rbm
+
+    from boltzkit.estimators import estimate_log_z
+    from boltzkit.plots import plot_logz_runs
+
+    result = estimate_log_z(random_rbm(6, 3, seed=0), "ais", n_chains=20, betas=50, seed=0)
+    for suffix, magic in ((".svg", b"<?xml"), (".pdf", b"%PDF")):
+        out = plot_logz_runs([result], tmp_path / f"runs{suffix}")
+        assert out.read_bytes().startswith(magic)

@@ -149,7 +149,7 @@ def in_ising_convention(record: dict[str, Any], constant: float) -> dict[str, An
     every ``log_z*`` field plus ``constant`` (``log Z_ising - log Z_binary``), the {0, 1} value kept as
     ``log_z_binary``."""
     out = dict(record)
-    for key in LOG_Z_FIELDS:
+    for key in (*LOG_Z_FIELDS, "exact_log_z"):
         if out.get(key) is not None:
             out[key] = float(out[key]) + constant
     for check in out.get("checks") or []:

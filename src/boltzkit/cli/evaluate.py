@@ -74,13 +74,17 @@ def _summary(record: dict[str, Any]) -> str:
             f"  [{fmt(record['mean_log_prob_minus_3sigma'])}, {fmt(record['mean_log_prob_plus_3sigma'])}] "
             "(log Z ±3σ)"
         )
-    return "\n".join(
-        [
-            line,
-            f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}",
-            f"time: {fmt(record['seconds'], 2)} s",
-        ]
-    )
+    lines = [line]
+    if record.get("data_stderr") is not None:
+        lines.append(
+            f"  the data's own sampling error (standard error over the {record['n']} examples): "
+            f"±{fmt(record['data_stderr'])}"
+        )
+    lines += [
+        f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}",
+        f"time: {fmt(record['seconds'], 2)} s",
+    ]
+    return "\n".join(lines)
 
 
 def command(

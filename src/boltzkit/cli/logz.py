@@ -44,8 +44,12 @@ from boltzkit.cli.common import (
 from boltzkit.cli.stack import is_stack_model, stack_log_z
 from boltzkit.cli.trace import traced_log_z
 from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.exact import enumeration_plan, exact_log_z
 from boltzkit.io import load_model, save_result_json
 from boltzkit.models.ising import IsingModel
+
+#: ``logz`` puts the exact log Z beside an estimate when at most this many units must be enumerated.
+EXACT_BESIDE_BITS = 20
 
 
 def _band_text(record: dict[str, Any], key: str) -> str:
@@ -93,6 +97,8 @@ def _summary(record: dict[str, Any]) -> str:
                 f"(difference {fmt(check['difference'], 3)} ± {fmt(check['difference_stderr'], 3)}): "
                 + ("converged" if check["passed"] else "NOT converged")
             )
+    if record.get("exact_log_z") is not None:
+        lines.append(f"exact log Z (enumerated beside it): {fmt(record['exact_log_z'])}")
     if record.get("convention"):
         lines.append(
             f"convention: {record['convention']} (in {{0, 1}} units: {fmt(record.get('log_z_binary'))})"
@@ -218,6 +224,13 @@ def command(
             recorded_data=metadata.get("data"),
         )
     record: dict[str, Any] = {**result.to_dict(include_weights=keep_weights), "model": str(model)}
+    if (
+        opts.method.value in ("ais", "reverse-ais", "sandwich", "sis", "bridge")
+        and reference is None
+        and not is_stack_model(rbm)
+        and enumeration_plan(rbm).n_bits <= EXACT_BESIDE_BITS
+    ):  # cheap to enumerate: the truth beside the estimate (and in the plot of log Z against runs)
+        record["exact_log_z"] = exact_log_z(rbm).log_z
     if isinstance(rbm, IsingModel) and reference is None:
         record = in_ising_convention(record, rbm.log_z_constant)
     if keep_weights and result.log_weights is not None:

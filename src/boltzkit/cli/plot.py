@@ -28,7 +28,7 @@ import typer
 from boltzkit.cli.common import JsonFlag, emit, fmt
 from boltzkit.errors import BoltzkitError
 from boltzkit.plots import plot_acf, plot_ais_course, plot_history, plot_logz_runs, plot_samples
-from boltzkit.plots._backend import require_matplotlib
+from boltzkit.plots._backend import FORMATS, require_matplotlib
 
 #: The kinds of plot, as the command line names them.
 PlotKind = Enum(
@@ -83,8 +83,12 @@ def command(
     sample --out FILE.npy), acf (FILE: mixing --out FILE.npz; one panel per file).
     """
     name = kind.value
-    if out.suffix.lower() != ".png":
-        raise BoltzkitError("plots are written as PNG", got=str(out), expected="a file ending in .png")
+    if out.suffix.lower() not in FORMATS or (name == "samples" and out.suffix.lower() != ".png"):
+        raise BoltzkitError(
+            "unknown plot format",
+            got=str(out),
+            expected="a file ending in .png, .svg or .pdf (samples: .png)",
+        )
     if name in SINGLE_FILE and len(files) != 1:
         raise BoltzkitError(f"plot {name} draws one file", got=f"{len(files)} files")
     require_matplotlib()

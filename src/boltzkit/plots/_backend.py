@@ -36,11 +36,21 @@ def new_figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+#: The formats a plot is written in, by the file's extension.
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+
+
 def save_png(fig: Any, path: str | os.PathLike, *, dpi: int = 110) -> Path:
-    """Write ``fig`` as a PNG to ``path`` atomically (a failed draw leaves no partial file)."""
+    """Write ``fig`` to ``path`` atomically (a failed draw leaves no partial file), as PNG, SVG or
+    PDF by the file's extension (:data:`FORMATS`)."""
     p = Path(path)
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise BoltzkitError(
+            "unknown plot format", got=str(p), expected="a file ending in " + ", ".join(FORMATS)
+        )
     with atomic_open(p, "wb") as f:
-        fig.savefig(f, format="png", dpi=dpi)
+        fig.savefig(f, format=fmt, dpi=dpi)
     return p
 
 
@@ -70,4 +80,4 @@ def require_matplotlib(what: str = "drawing a plot") -> None:
         raise _missing(what) from None
 
 
-__all__ = ["INSTALL_HINT", "new_figure", "png_writer", "require_matplotlib", "save_png"]
+__all__ = ["FORMATS", "INSTALL_HINT", "new_figure", "png_writer", "require_matplotlib", "save_png"]
