@@ -41,6 +41,7 @@ from boltzkit.data import (
     parse_spec,
 )
 from boltzkit.data.dataset import as_uint8
+from boltzkit.data.files import read_text_matrix
 from boltzkit.errors import BoltzkitError, DataError
 
 # Read before the autouse fixture below clears the variable for the other tests.
@@ -145,7 +146,7 @@ def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
     np.save(tmp_path / "norows.npy", np.zeros((0, 5)))
     np.save(tmp_path / "flat.npy", np.zeros(5))
     (tmp_path / "ragged.txt").write_text("0 1 1\n1 0\n")
-    (tmp_path / "header.csv").write_text("a,b\n0,1\n")
+    (tmp_path / "header.csv").write_text("a,b\n0,1\nx,0\n")
     np.save(tmp_path / "objects.npy", np.array([[0, 1]], dtype=object), allow_pickle=True)
     (tmp_path / "x.json").write_text("[[0, 1]]")
     cases = {
@@ -154,7 +155,7 @@ def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
         "norows.npy": "empty",
         "flat.npy": "2-D",
         "ragged.txt": "could not parse",
-        "header.csv": "could not parse",
+        "header.csv": "line 3, column 1: 'x' is not a number",
         "objects.npy": "could not read",
         "x.json": "unsupported",
         "missing.npy": "not found",
@@ -162,6 +163,17 @@ def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
     for name, message in cases.items():
         with pytest.raises(DataError, match=message):
             load_binary_file(tmp_path / name)
+
+
+def test_a_header_line_of_column_names_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "named.csv").write_text("# spins\nv0,v1,v2\n0,1,1\n1,0,0\n")
+    np.testing.assert_array_equal(read_text_matrix(tmp_path / "named.csv", sep=","), [[0, 1, 1], [1, 0, 0]])
+    # a first line holding numbers is data, never a header
+    (tmp_path / "plain.csv").write_text("0,1,1\n1,0,0\n")
+    assert read_text_matrix(tmp_path / "plain.csv", sep=",").shape == (2, 3)
+    (tmp_path / "ragged.csv").write_text("v0,v1,v2\n0,1,1\n1,0\n")
+    with pytest.raises(DataError, match="line 3 has 2 values where the lines above have 3"):
+        read_text_matrix(tmp_path / "ragged.csv", sep=",")
 
 
 def test_check_binary_accepts_tensors_and_bools() -> None:

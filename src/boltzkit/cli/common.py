@@ -39,6 +39,7 @@ from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimat
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.plots.images import image_shape_of  # noqa: F401 (the CLI's name for it)
+from boltzkit.resources import describe_allocation_failure
 from boltzkit.variational import METHODS as VARIATIONAL_METHODS
 from boltzkit.variational import RHO_CHOICES, variational_log_z
 
@@ -63,6 +64,8 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return "out of GPU memory; try fewer chains, a smaller batch, or --device cpu"
     text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, RuntimeError) and (allocation := describe_allocation_failure(text)):
+        return allocation
     return f"unexpected {type(exc).__name__}: {text} (rerun with --debug for the traceback)"
 
 

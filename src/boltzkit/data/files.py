@@ -10,7 +10,8 @@ extension   contents
 ``.mat``    MATLAB file read by :func:`scipy.io.loadmat`; the variable ``X`` unless named
 ``.amat``   text, whitespace-separated values (the binarized MNIST distribution format)
 ``.txt``    text, whitespace-separated values; lines starting with ``#`` are comments
-``.csv``    text, comma-separated values; lines starting with ``#`` are comments
+``.csv``    text, comma-separated values; lines starting with ``#`` are comments, and a first
+            line of column names (no number in it) is a header and skipped
 =========== ==============================================================================
 
 Text files of single-character 0/1 tokens separated by exactly one separator (the layout of
@@ -138,23 +139,70 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
     if fast is not None:
         return fast
     delimiter = None if sep == " " else sep
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    header_rows = _header_rows(lines, delimiter)
     try:
         with warnings.catch_warnings():
             # A file of comments only: loadtxt warns and returns an empty array; check_binary
             # reports it as empty.
             warnings.simplefilter("ignore", UserWarning)
             try:
-                return np.loadtxt(path, dtype=np.uint8, delimiter=delimiter, ndmin=2)
+                return np.loadtxt(path, dtype=np.uint8, delimiter=delimiter, ndmin=2, skiprows=header_rows)
             except ValueError:
-                return np.loadtxt(path, dtype=np.float64, delimiter=delimiter, ndmin=2)
+                return np.loadtxt(path, dtype=np.float64, delimiter=delimiter, ndmin=2, skiprows=header_rows)
     except ValueError as err:
+        where = _first_bad_token(lines, delimiter, header_rows)
         raise DataError(
             f"{path}: could not parse the text file",
-            got=str(err).split(";")[0],
+            got=where or str(err).split(";")[0],
             expected=f"numbers separated by {'whitespace' if delimiter is None else repr(delimiter)}, "
-            "the same count on every line",
-            hint="remove header lines or start them with '#'; rows count from 0.",
+            "the same count on every line (one header line of column names is allowed)",
+            hint="lines and columns count from 1; lines starting with '#' are comments.",
         ) from err
+
+
+def _tokens(line: str, delimiter: str | None) -> list[str]:
+    return [token.strip() for token in line.split(delimiter)]
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _header_rows(lines: list[str], delimiter: str | None) -> int:
+    """How many leading lines to skip: comments and blank lines, then one header line of column
+    names (no token of it a number), as spreadsheets and pandas write; 0 when there is no
+    header (comments alone are skipped by :func:`numpy.loadtxt` itself)."""
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        tokens = _tokens(stripped, delimiter)
+        return index + 1 if not any(_is_number(token) for token in tokens) else 0
+    return 0
+
+
+def _first_bad_token(lines: list[str], delimiter: str | None, skip: int) -> str | None:
+    """Where parsing fails: the first token that is not a number, or the first line whose count
+    of values differs from the first data line's, as ``"line L, column C: 'token'"``."""
+    width = None
+    for number, line in enumerate(lines[skip:], start=skip + 1):
+        stripped = line.split("#", 1)[0].strip()
+        if not stripped:
+            continue
+        tokens = _tokens(stripped, delimiter)
+        for column, token in enumerate(tokens, start=1):
+            if not _is_number(token):
+                return f"line {number}, column {column}: {token!r} is not a number"
+        if width is None:
+            width = len(tokens)
+        elif len(tokens) != width:
+            return f"line {number} has {len(tokens)} values where the lines above have {width}"
+    return None
 
 
 def _pick_named(

@@ -32,8 +32,12 @@ from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import equal_length_betas, paper_betas, parse_schedule, validate_betas
+from boltzkit.resources import Forecast, require_memory
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 from boltzkit.state import ChainState
+
+#: Working memory of one beta in :func:`anneal`: its float64 entry and a Python float in a list.
+BYTES_PER_BETA = 8 + 32
 
 
 @dataclass(frozen=True)
@@ -91,16 +95,27 @@ def anneal(
     if int(sweeps) < 1:
         raise BoltzkitError("sweeps per beta must be at least 1", got=sweeps)
     op = make_operator(operator)
+    require_memory(
+        BYTES_PER_BETA * betas.numel(),
+        what=f"an AIS schedule of {betas.numel():,} betas",
+        hint="a schedule of 10,000-100,000 steps suffices for most models; see --betas adaptive.",
+    )
     b = [float(x) for x in betas.tolist()]
     state = init
     log_w = torch.zeros(init.n_chains, dtype=torch.float64, device=init.visible.device)
     n = len(b) - 1
+    forecast = Forecast(
+        n,
+        what=f"AIS with {init.n_chains:,} chains and {n:,} steps",
+        hint="use fewer betas or chains, or a GPU (--device cuda).",
+    )
     if observe is not None:
         observe(0, b[0], log_w, state)
     for k in tqdm(range(1, n + 1), desc=desc, disable=not progress, leave=False, mininterval=0.5):
         move = k < n or final_move
         delta, state = path.step(state, b[k - 1], b[k], op, generator, sweeps=sweeps, move=move)
         log_w += delta
+        forecast.update(k)
         if observe is not None:
             observe(k, b[k], log_w, state)
     return AnnealRun(log_weights=log_w, final_state=state)

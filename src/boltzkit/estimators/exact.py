@@ -38,6 +38,7 @@ from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.base import EnergyModel
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.resources import Forecast
 from boltzkit.state import ChainState
 
 #: Largest number of units enumerated by default (2^30 states); raise it with ``max_bits``.
@@ -336,8 +337,16 @@ def exact_log_z(
     # Accumulated in place: long-lived small tensors created between the chunks' large temporaries
     # fragment the CPU heap until it runs out of memory (seen at 2^25 states).
     acc = torch.full((), -math.inf, dtype=torch.float64, device=device)
+    forecast = Forecast(
+        plan.n_states,
+        what=f"exact log Z over 2^{plan.n_bits} states",
+        hint="estimate it instead (--method ais), or enumerate on a GPU (--device cuda).",
+    )
+    n_done = 0
     for chunk in _log_f_chunks(terms, chunk_size, dtype, device):
         torch.logaddexp(acc, torch.logsumexp(chunk, 0), out=acc)
+        n_done += chunk.numel()
+        forecast.update(n_done)
     log_z = float(acc)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
