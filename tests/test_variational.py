@@ -237,6 +237,73 @@ def test_uniform_rho_elsewhere_is_the_effective_resistance_and_not_n_minus_1_ove
     check_rho(graph, TreeMixture.uniform(graph))
 
 
+def _periodic_lattice(side: int, coupling: float) -> BoltzmannMachine:
+    """A ``side x side`` periodic ferromagnet as a fully visible machine (zero couplings off the
+    lattice's edges)."""
+    n = side * side
+    lateral = torch.zeros(n, n, dtype=F64)
+    for r in range(side):
+        for c in range(side):
+            i = r * side + c
+            for j in (r * side + (c + 1) % side, ((r + 1) % side) * side + c):
+                lateral[i, j] = lateral[j, i] = coupling
+    return BoltzmannMachine([n], {(0, 0): lateral}, [torch.full((n,), -2.0 * coupling, dtype=F64)], dtype=F64)
+
+
+def test_uniform_rho_on_a_lattice_covers_its_own_edges_and_the_bound_follows_the_couplings():
+    model = _periodic_lattice(4, 0.4)
+    graph = BlockGraph.from_model(model)
+    assert graph.sparse and graph.n_edges == 32 and graph.n_components == 1
+    (rho,) = uniform_rho(graph)
+    edges = model.coupling(0, 0) != 0
+    # the torus is edge-transitive: (N - 1) / |E| on each of its 32 edges, zero elsewhere
+    assert torch.allclose(rho[edges], torch.full((64,), 15 / 32, dtype=F64), atol=1e-10)
+    assert bool((rho[~edges & ~torch.eye(16, dtype=torch.bool)] == 0).all())
+    check_rho(graph, TreeMixture.uniform(graph), TreeMixture.uniform(graph).rho(graph))
+    exact = exact_log_z_value(model)
+    uniform = trw_log_z(model, rho="uniform")
+    optimized = trw_log_z(model, rho="optimized")
+    assert exact <= optimized.log_z <= uniform.log_z + 1e-9
+    assert uniform.log_z - exact < 1.0  # the complete graph's 2 / N on every pair: 3.3 nats above
+
+
+def test_a_sparse_rbm_whose_edges_form_a_forest_gets_the_exact_log_z_from_uniform_trw():
+    model = ref_model()
+    w = model.W.detach().clone()
+    w[0, 1] = w[2, 0] = 0.0  # edges v0-h0, v1-h0, v1-h1, v2-h1: a path, so a tree
+    sparse = RBM(3, 2, weights=w, vbias=model.vbias.detach(), hbias=model.hbias.detach(), dtype=F64)
+    graph = BlockGraph.from_model(sparse)
+    assert graph.sparse and graph.n_edges == 4 and graph.n_components == 1
+    (rho,) = uniform_rho(graph)
+    assert torch.allclose(rho, (w != 0).to(F64), atol=1e-10)  # a tree edge is in every spanning tree
+    assert trw_log_z(sparse, rho="uniform").log_z == pytest.approx(exact_log_z_value(sparse), abs=1e-8)
+
+
+def test_a_model_in_pieces_gets_spanning_forests_and_stays_a_bound():
+    # two triangles and an isolated unit: three components, N - c = 4 tree edges
+    lateral = torch.zeros(7, 7, dtype=F64)
+    for i, j, v in [(0, 1, 1.0), (1, 2, -0.7), (0, 2, 0.5), (3, 4, 1.2), (4, 5, 0.8), (3, 5, -1.1)]:
+        lateral[i, j] = lateral[j, i] = v
+    biases = [torch.linspace(-0.5, 0.5, 7, dtype=F64)]
+    model = BoltzmannMachine([7], {(0, 0): lateral}, biases, dtype=F64)
+    graph = BlockGraph.from_model(model)
+    assert graph.n_components == 3 and graph.n_tree_edges == 4
+    (rho,) = uniform_rho(graph)
+    assert float(torch.triu(rho, 1).sum()) == pytest.approx(4.0)  # Foster, per component
+    tree = max_weight_spanning_tree(graph, (lateral.abs(),))
+    assert tree.shape == (4, 2) and all(lateral[p, q] != 0 for p, q in tree)
+    exact = exact_log_z_value(model)
+    assert trw_log_z(model, rho="optimized").log_z >= exact - 1e-9
+    assert trw_log_z(model, rho="uniform").log_z >= exact - 1e-9
+
+
+def test_a_tree_through_a_missing_edge_is_refused():
+    graph = BlockGraph.from_model(_periodic_lattice(3, 0.3))
+    with pytest.raises(BoltzkitError, match="coupling is zero"):
+        star = np.array([[0, 4]] + [[0, k] for k in (1, 2, 3, 5, 6, 7, 8)])  # 0-4 is a diagonal
+        check_rho(graph, TreeMixture(uniform_rho(graph), 0.5, [star], [0.5]))
+
+
 def test_frank_wolfe_rho_is_a_convex_combination_of_spanning_trees():
     model = make("srbm", (4, 3), seed=4, scale=1.5)
     graph = BlockGraph.from_model(model)

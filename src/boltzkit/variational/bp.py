@@ -136,7 +136,7 @@ def _effective_weights(graph: BlockGraph, rho: Rho) -> list[Tensor]:
                 raise BoltzkitError(
                     "rho has the wrong shape", got=tuple(r.shape), expected=tuple(b.weights.shape)
                 )
-            w = b.weights / r
+            w = b.weights / torch.where(r > 0, r, torch.ones_like(r))  # no edge: W = 0, rho = 0
         else:
             if not float(r) > 0.0:
                 raise BoltzkitError("edge appearance probabilities must be positive", got=r)

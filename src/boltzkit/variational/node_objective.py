@@ -336,7 +336,7 @@ def _tie_candidates(graph: BlockGraph, rho: tuple[float | Tensor, ...]) -> list[
     out = []
     for blk, r in zip(graph.blocks, rho, strict=True):
         rr = _block_rho(blk, r)
-        cand = blk.weights.abs() >= W_TIE * rr
+        cand = (blk.weights.abs() >= W_TIE * rr) & (rr > 0)
         if blk.lateral:
             cand.fill_diagonal_(False)
         out.append(cand)

@@ -89,14 +89,21 @@ def _quotient_resistance(graph: BlockGraph, key: tuple[int, int]) -> float:
     return float(phi[0] - phi[1])
 
 
-def uniform_rho(graph: BlockGraph) -> tuple[float, ...]:
+def uniform_rho(graph: BlockGraph) -> tuple[float | Tensor, ...]:
     """Edge appearance probabilities of the uniform distribution over spanning trees, per block.
 
-    ``(N - 1) / |E|`` on an edge-transitive graph, the block's effective resistance otherwise (see
-    the module docstring). Always in the spanning-tree polytope; 1 on every edge of a tree.
+    ``(N - 1) / |E|`` on an edge-transitive graph, the block's effective resistance on other dense
+    graphs (see the module docstring), and on a sparse graph (zero couplings are no edges:
+    :attr:`BlockGraph.sparse`) the effective resistance of every edge, from the pseudo-inverse of
+    the unit-level Laplacian, as a matrix per block (zero off the edges, one on a lateral block's
+    diagonal). Always in the spanning-tree polytope of the model's own graph; 1 on every edge of a
+    tree. On a periodic lattice this gives ``(N - 1) / |E|`` on its edges (about 1/2 on a square
+    lattice) instead of the ``2 / N`` of the complete graph, so the bound depends on the couplings.
     """
     if not graph.blocks:
         return ()
+    if graph.sparse:
+        return _sparse_resistances(graph)
     if is_edge_transitive(graph):
         groups, _ = graph.layer_groups()
         n_touched = sum(graph.layer_sizes[l] for l in groups[0])
@@ -105,26 +112,51 @@ def uniform_rho(graph: BlockGraph) -> tuple[float, ...]:
     return tuple(min(1.0, _quotient_resistance(graph, b.key)) for b in graph.blocks)
 
 
+def _sparse_resistances(graph: BlockGraph) -> tuple[Tensor, ...]:
+    """``R_eff(i, j)`` of every edge (unit conductances): ``(e_i - e_j)^T L^+ (e_i - e_j)`` with
+    ``L^+`` the pseudo-inverse of the Laplacian, which handles several components at once."""
+    adjacency = graph.adjacency().tocsr()
+    adjacency = adjacency + adjacency.T
+    degree = np.asarray(adjacency.sum(1)).ravel()
+    laplacian = np.diag(degree) - adjacency.toarray()
+    pinv = np.linalg.pinv(laplacian, hermitian=True)
+    diag = np.diag(pinv)
+    off = graph.offsets
+    out = []
+    for b in graph.blocks:
+        l, m = b.key
+        block = pinv[off[l] : off[l + 1], off[m] : off[m + 1]]
+        r_eff = diag[off[l] : off[l + 1], None] + diag[None, off[m] : off[m + 1]] - 2.0 * block
+        rho = torch.zeros(b.weights.shape, dtype=torch.float64)
+        mask = b.edge_mask().cpu()
+        rho[mask] = torch.as_tensor(np.clip(r_eff, 0.0, 1.0), dtype=torch.float64)[mask]
+        if b.lateral:
+            rho.fill_diagonal_(1.0)
+        out.append(rho.to(graph.device))
+    return tuple(out)
+
+
 # ------------------------------------------------------------------------------------ trees
 def _edge_coordinates(graph: BlockGraph, b: EdgeBlock) -> tuple[np.ndarray, np.ndarray]:
     """Global unit indices ``(rows, cols)``, ``rows < cols``, of a block's edges in the order of
-    ``weights[mask]`` (row-major; laterals: the upper triangle)."""
+    :func:`_block_values` (row-major; laterals: the upper triangle; only the edges of a sparse
+    block)."""
     off = graph.offsets
     l, m = b.key
-    n_l, n_m = b.weights.shape
-    if b.lateral:
-        i, j = np.triu_indices(n_l, 1)
-    else:
-        i, j = np.divmod(np.arange(n_l * n_m), n_m)
+    i, j = (x.cpu().numpy() for x in torch.nonzero(_upper_edges(b), as_tuple=True))
     return i + off[l], j + off[m]
+
+
+def _upper_edges(b: EdgeBlock) -> Tensor:
+    """The block's edges as a bool matrix, a lateral block's upper triangle only."""
+    mask = b.edge_mask()
+    return torch.triu(mask, diagonal=1) if b.lateral else mask
 
 
 def _block_values(b: EdgeBlock, x: Tensor) -> np.ndarray:
     """A per-pair matrix of a block as a vector over its edges (same order as :func:`_edge_coordinates`)."""
-    x = x.detach().to(torch.float64).cpu().numpy()
-    if b.lateral:
-        return x[np.triu_indices(x.shape[0], 1)]
-    return x.reshape(-1)
+    x = x.detach().to(torch.float64)
+    return x[_upper_edges(b).to(x.device)].cpu().numpy()
 
 
 def max_weight_spanning_tree(graph: BlockGraph, weights: tuple[Tensor, ...]) -> np.ndarray:
@@ -175,6 +207,12 @@ def tree_indicator(graph: BlockGraph, tree: np.ndarray) -> tuple[Tensor, ...]:
         ind[i, j] = 1.0
         if b.lateral:
             ind[j, i] = 1.0
+        if b.mask is not None and bool((ind.bool() & ~b.mask.cpu()).any()):
+            bad = torch.nonzero(ind.bool() & ~b.mask.cpu())[0]
+            raise BoltzkitError(
+                "a tree uses a pair of units whose coupling is zero (no edge of the model's graph)",
+                got=f"units {int(bad[0]) + off[l]} and {int(bad[1]) + off[m]}",
+            )
         out.append(ind.to(graph.device))
     if not used.all():
         k = int(np.flatnonzero(~used)[0])
@@ -203,7 +241,7 @@ class TreeMixture:
         Their weights.
     """
 
-    base: tuple[float, ...]
+    base: tuple[float | Tensor, ...]
     base_weight: float = 1.0
     trees: list[np.ndarray] = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
@@ -224,7 +262,9 @@ class TreeMixture:
         if not self.trees:
             return tuple(self.base)
         out = [
-            torch.full(b.weights.shape, self.base_weight * r, dtype=torch.float64, device=graph.device)
+            self.base_weight * r.clone()
+            if isinstance(r, Tensor)
+            else torch.full(b.weights.shape, self.base_weight * r, dtype=torch.float64, device=graph.device)
             for b, r in zip(graph.blocks, self.base, strict=True)
         ]
         for tree, w in zip(self.trees, self.weights, strict=True):
@@ -243,8 +283,9 @@ def check_rho(graph: BlockGraph, mixture: TreeMixture, rho: tuple[float | Tensor
     """Verify that ``mixture`` is a convex combination of spanning forests of ``graph`` (and of the
     uniform spanning-tree measure) and that ``rho`` equals it; raise ``BoltzkitError`` otherwise.
 
-    Checks: weights non-negative and summing to 1; the base positive, at most 1, and summing over
-    the edges to ``N - components`` (Foster's theorem, which the effective resistances satisfy);
+    Checks: weights non-negative and summing to 1; the base positive and at most 1 on the model's
+    edges (zero off them), and summing over the edges to ``N - components`` (Foster's theorem,
+    which the effective resistances satisfy);
     every tree has ``N - components`` edges of the graph and no cycle (it has as many connected
     components as the graph: a spanning forest); ``rho`` equals the combination on every edge.
     """
@@ -256,9 +297,19 @@ def check_rho(graph: BlockGraph, mixture: TreeMixture, rho: tuple[float | Tensor
         raise BoltzkitError(
             "one base rho per block is needed", got=len(mixture.base), expected=len(graph.blocks)
         )
-    if any(not (0.0 < r <= 1.0 + ATOL) for r in mixture.base):
-        raise BoltzkitError("the uniform spanning-tree rho must lie in (0, 1]", got=mixture.base)
-    total = sum(r * b.n_edges for r, b in zip(mixture.base, graph.blocks, strict=True))
+    total = 0.0
+    for r, b in zip(mixture.base, graph.blocks, strict=True):
+        on_edges = _upper_edges(b)
+        values = r[on_edges] if isinstance(r, Tensor) else torch.tensor([float(r)], dtype=torch.float64)
+        if isinstance(r, Tensor):
+            off_edges = ~b.edge_mask()
+            if b.lateral:
+                off_edges.fill_diagonal_(False)  # a lateral block's diagonal is a placeholder
+            if bool((r[off_edges] != 0).any()):
+                raise BoltzkitError("the uniform spanning-tree rho must be zero off the model's edges")
+        if values.numel() and not bool(((values > 0.0) & (values <= 1.0 + ATOL)).all()):
+            raise BoltzkitError("the uniform spanning-tree rho must lie in (0, 1]", got=float(values.min()))
+        total += float(values.sum()) if isinstance(r, Tensor) else float(r) * b.n_edges
     if abs(total - (n - c)) > 1e-8 * max(1, n):
         raise BoltzkitError(
             "the uniform spanning-tree rho does not sum to N - components over the edges",

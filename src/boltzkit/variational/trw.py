@@ -229,7 +229,7 @@ def _strained(
     threshold = STRAIN * cert.allowance
     for blk, r, strain, t in zip(graph.blocks, rho, cert.strain, tied, strict=True):
         rr = r if isinstance(r, Tensor) else torch.full_like(blk.weights, float(r))
-        new = (strain > threshold) & (blk.weights.abs() >= W_SNAP * rr) & ~t
+        new = (strain > threshold) & (blk.weights.abs() >= W_SNAP * rr) & (rr > 0) & ~t
         if blk.lateral:
             new = new | new.t()
             new.fill_diagonal_(False)
@@ -544,12 +544,12 @@ def trw_log_z(
             stacklevel=3,
         )
     base = fit.mixture.base
-    alike = is_edge_transitive(graph) or (len(base) > 0 and max(base) - min(base) <= 1e-12 * max(base))
-    start = (
-        "(N-1)/|E| (uniform over spanning trees, alike on all edges)"
-        if alike
-        else ("uniform over spanning trees (block effective resistances)")
-    )
+    if graph.sparse:
+        start = "uniform over spanning trees of the model's own edges (effective resistances)"
+    elif is_edge_transitive(graph) or (len(base) > 0 and max(base) - min(base) <= 1e-12 * max(base)):
+        start = "(N-1)/|E| (uniform over spanning trees, alike on all edges)"
+    else:
+        start = "uniform over spanning trees (block effective resistances)"
     settings = {
         "rho": rho,
         "rho_start": start,
