@@ -152,6 +152,26 @@ def test_train_user_npy_pcd_with_history_and_checkpoint(tmp_path):
     assert torch.equal(rbm.W, again.W)
 
 
+def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, monkeypatch):
+    """--checkpoint FILE without --checkpoint-every saves after each epoch (its documented default),
+    so that a run stopped mid-way resumes from its last epoch, not from the start."""
+    from boltzkit.learning.trainer import Trainer
+
+    saved_epochs = []
+    original = Trainer.save_checkpoint
+
+    def spy(self, path):
+        saved_epochs.append(self.history[-1]["epoch"])
+        original(self, path)
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", spy)
+    args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 3, "--batch-size", 8)
+    ckpt = tmp_path / "run.ckpt"
+    result = run(*args, "--checkpoint", ckpt, "--out", tmp_path / "m.safetensors")
+    assert result.exit_code == 0, result.output
+    assert saved_epochs == [1, 2, 3]
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

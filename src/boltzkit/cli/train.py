@@ -456,7 +456,7 @@ def command(
     test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
     if checkpoint is None:  # every run checkpoints, so that an interrupted one can resume
         checkpoint = out.with_name(out.name + ".ckpt")
-        checkpoint_every = checkpoint_every or 1
+    checkpoint_every = checkpoint_every or 1  # an explicit --checkpoint, too, is written every epoch
     ctx.meta["on_interrupt"] = (
         f"the last finished epoch is in {checkpoint}: run the same command with --resume to continue"
     )
