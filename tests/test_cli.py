@@ -172,6 +172,12 @@ def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, monkeypatch)
     assert saved_epochs == [1, 2, 3]
 
 
+def test_train_list_recipes_needs_no_data_or_output():
+    result = run("train", "--list-recipes")
+    assert result.exit_code == 0, result.output
+    assert "sm2008-cd25" in result.stdout and "dbn-top-pcd" in result.stdout and "[S1]" in result.stdout
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

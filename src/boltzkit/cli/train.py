@@ -185,6 +185,14 @@ def _check_centering(text: str) -> str:
     return text
 
 
+def _print_recipes(value: bool) -> None:
+    """--list-recipes: print every recipe with its sources and exit, before --data and --out are
+    asked for (an eager option)."""
+    if value:
+        typer.echo("\n\n".join(r.describe() for r in RECIPES.values()))
+        raise typer.Exit()
+
+
 def command(
     data: DataOpt,
     out: Annotated[Path, typer.Option("--out", help="Where to save the model (.safetensors or .npz).")],
@@ -298,7 +306,13 @@ def command(
         ),
     ] = None,
     list_recipes: Annotated[
-        bool, typer.Option("--list-recipes", help="Print the training recipes and their sources, then exit.")
+        bool,
+        typer.Option(
+            "--list-recipes",
+            help="Print the training recipes and their sources, then exit.",
+            is_eager=True,
+            callback=_print_recipes,
+        ),
     ] = False,
     weight_decay: Annotated[
         float, non_negative_float_option("--weight-decay", help="L2 penalty on the weights.")
@@ -378,9 +392,6 @@ def command(
 ) -> None:
     """Train an RBM, SRBM, BM, DBM, DBN or mixture on binary data and save it with its settings and
     final metrics."""
-    if list_recipes:
-        typer.echo("\n\n".join(r.describe() for r in RECIPES.values()))
-        return
     command = command_line(ctx)
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
