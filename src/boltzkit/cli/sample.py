@@ -156,12 +156,14 @@ def command(
             round_trips=monitor.round_trips,
         )
 
+    what = "spin (magnetisation per spin)" if isinstance(rbm, IsingModel) else "visible activation"
+
     def human() -> str:
         text = (
             f"{chains} independent samples of the mixture"
             if metadata.get("kind") == "mixture"
             else f"{chains} chains x {steps} sweeps of {sampler}"
-        ) + f" in {fmt(seconds, 2)} s -> {out} (mean visible activation {fmt(record['mean_activation'], 3)})"
+        ) + f" in {fmt(seconds, 2)} s -> {out} (mean {what} {fmt(record['mean_activation'], 3)})"
         if monitor is not None:
             rates = ", ".join(f"{r:.2f}" for r in record["swap_rates"])
             text += f"\nswap rates (hot to cold): {rates}; round trips: {record['round_trips']}"
