@@ -463,3 +463,25 @@ def test_table2_pipeline_on_a_miniature(tmp_path, monkeypatch):
     )
     again = t2.run_table2(out_dir=tmp_path, quick=True, device="cpu", n_chains=20, progress=False)
     assert again["dbns"] == summary["dbns"]
+
+
+@pytest.mark.mnist
+@pytest.mark.skipif(not mnist_available(), reason="needs the binarized MNIST files (BOLTZKIT_DATA_DIR)")
+def test_table2_tops_by_a_named_recipe_start_transposed(tmp_path, monkeypatch):
+    """A mode with a top recipe (full mode's dbn-top-pcd) trains every DBN-CDk top by that recipe from
+    the transposed bottom, so that its bound starts at the RBM's log-probability; the report says so."""
+    from boltzkit.experiments import sm2008_table2 as t2
+
+    tiny = t2.Mode(10, 790, 1, 300, 20, 0.01, 20, 0.01, 2, 3, "dbn-top-pcd")
+    monkeypatch.setattr(t2, "QUICK", tiny)
+    monkeypatch.setattr(t2, "MOB_COMPONENTS", (10,))
+    monkeypatch.setattr(t2, "PAPER_MOB", {10: -168.95})
+    summary = t2.run_table2(out_dir=tmp_path, quick=True, device="cpu", n_chains=20, progress=False)
+    for rec in summary["dbns"]:
+        assert (
+            rec["training"]["recipe"].startswith("dbn-top-pcd")
+            and rec["training"]["init"] == "transposed bottom RBM"
+        )
+        assert rec["layer_sizes"] == [784, 10, 790]
+    assert summary["transposed"]["trained"]["training"]["recipe"].startswith("sm2008-cd25")
+    assert "dbn-top-pcd from the transposed bottom" in (tmp_path / "table2.md").read_text()
