@@ -78,10 +78,10 @@ def _rows() -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     if not rows:
         return f"the zoo is empty ({zoo_dir()})"
-    lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"]
+    lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"] if header else []
     for r in rows:
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
@@ -246,7 +246,9 @@ def add_command(
     emit(
         card,
         as_json=as_json,
-        human=lambda: f"added {name} -> {target}\n" + _table([r for r in _rows() if r["name"] == name]),
+        human=lambda: (
+            f"added {name} -> {target}\n" + _table([r for r in _rows() if r["name"] == name], header=False)
+        ),
     )
 
 
