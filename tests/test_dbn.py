@@ -483,5 +483,5 @@ def test_table2_tops_by_a_named_recipe_start_transposed(tmp_path, monkeypatch):
             and rec["training"]["init"] == "transposed bottom RBM"
         )
         assert rec["layer_sizes"] == [784, 10, 790]
-    assert summary["transposed"]["trained"]["training"]["recipe"].startswith("sm2008-cd25")
+    assert summary["transposed"]["trained"]["training"]["recipe"].startswith("dbn-top-pcd")
     assert "dbn-top-pcd from the transposed bottom" in (tmp_path / "table2.md").read_text()

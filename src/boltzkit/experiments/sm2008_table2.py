@@ -19,7 +19,8 @@ This spec runs all of it on the experiment engine (:mod:`boltzkit.experiments.en
 each top by its bottom's recipe from random couplings, as S1; full mode trains the DBN-CDk tops by
 the recipe ``dbn-top-pcd`` (persistent chains) from the transposed bottom, because CD from random
 couplings grows spurious modes in a 2,000-unit top and leaves every DBN below its own RBM
-(docs/results.md); the transposed-start row stays S1's (CD25's recipe). In full mode every model is taken from the zoo when it is there (``sm2008-cd1-500``, ...,
+(docs/results.md); the 784-unit top of the transposed-start row, too (S1 trained it by CD25). In
+full mode every model is taken from the zoo when it is there (``sm2008-cd1-500``, ...,
 ``sm2008-dbn-cd1``, ..., ``sm2008-dbn-cd25-transposed``), so the tops trained once at full size
 are never retrained.
 
@@ -200,7 +201,7 @@ def _top(
         if found is not None:
             return found
     recipe = _recipe(spec.recipe, mode)
-    if mode.top_recipe is not None and not transpose:  # the DBN-CDk rows with boltzkit's top recipe
+    if mode.top_recipe is not None:  # boltzkit's top recipe, always from the transposed bottom
         recipe, transpose = _recipe(mode.top_recipe, mode), True
     config = {"bottom": _config(name, bottom_training), "recipe": recipe.to_dict(), "n_top": n_top,
               "transpose": transpose, "n_train": int(data["train"].shape[0]), "seed": ctx.seed}  # fmt: skip
@@ -584,8 +585,8 @@ def run_table2(
     top_text = (
         "each top by its bottom's recipe from random couplings, as S1"
         if mode.top_recipe is None
-        else f"the DBN-CDk tops by the recipe {mode.top_recipe} from the transposed bottom (S1: CD from random "
-        "couplings, which grows spurious modes here), the transposed-start row by CD25's recipe as S1"
+        else f"every top by the recipe {mode.top_recipe} from the transposed bottom (S1: the DBN-CDk tops by CD "
+        "from random couplings, which grows spurious modes here, and the transposed-start row by CD25)"
     )
     settings = {
         "quick": quick,
