@@ -880,7 +880,10 @@ def test_newer_format_version_is_refused(tmp_path: Path) -> None:
 
 def test_model_without_a_file_kind_is_refused(tmp_path: Path) -> None:
     factorial = BoltzmannMachine.independent([torch.zeros(3), torch.zeros(2)])
-    refused = "only RBMs, SRBMs, BMs, DBMs, fully visible BMs, Ising models, DBNs and mixtures can be saved"
+    refused = (
+        "only RBMs, SRBMs, BMs, DBMs, fully visible BMs, Ising models, DBNs, mixtures, "
+        "Gaussian-Bernoulli RBMs and categorical RBMs can be saved"
+    )
     with pytest.raises(ModelFileError, match=refused) as info:
         save_model(factorial, tmp_path / "x.safetensors")
     assert "kind 'independent'" in str(info.value)
@@ -909,7 +912,9 @@ def test_registering_a_kind_makes_it_readable_and_writable(tmp_path: Path) -> No
     def tensors_of(model):  # type: ignore[no-untyped-def]
         return {"Wt": model.W.t(), "vbias": model.vbias, "hbias": model.hbias}
 
-    assert registered_kinds() == ("rbm", "srbm", "bm", "dbm", "fvbm", "ising", "dbn", "mixture")
+    assert registered_kinds() == (
+        "rbm", "srbm", "bm", "dbm", "fvbm", "ising", "dbn", "mixture", "gaussian-rbm", "categorical-rbm"
+    )  # fmt: skip
     register_kind(
         ModelKind("toy", "toy RBM", arrays_, check, build, model_type=TransposedRBM, tensors_of=tensors_of)
     )

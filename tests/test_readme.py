@@ -39,6 +39,11 @@ def shell_commands() -> list[str]:
     return commands
 
 
+def data_blocks() -> list[str]:
+    """Python blocks that only write data files for the commands (numpy, no boltzkit)."""
+    return [b for b in code_blocks("python") if "np.savez(" in b and "boltzkit" not in b]
+
+
 def test_readme_opens_with_install_then_test_command():
     """Install, run the tests (pointing them at the data), then the main job."""
     commands = shell_commands()
@@ -55,11 +60,13 @@ def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
     """Every ``boltzkit ...`` line of the README, in order, in one folder (the later ones use the
     model the main job saved)."""
     monkeypatch.chdir(tmp_path)
+    for block in data_blocks():  # the files the commands read (the Ising lattice, the spin glass)
+        exec(compile(block, str(README), "exec"), {})  # noqa: S102 - the README's own example
     runner = CliRunner()
     commands = [c for c in shell_commands() if c.startswith("boltzkit ")]
     assert commands and commands[0].startswith("boltzkit train"), commands
     for command in commands:
-        args = shlex.split(command)[1:]
+        args = shlex.split(command, comments=True)[1:]
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (command, result.output)
         if "--json" in args:
@@ -71,7 +78,7 @@ def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
 def test_readme_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     # the scikit-learn example is run by tests/test_sklearn.py
-    (example,) = [b for b in code_blocks("python") if "boltzkit.sklearn" not in b]
+    (example,) = [b for b in code_blocks("python") if "boltzkit.sklearn" not in b and b not in data_blocks()]
     namespace: dict = {}
     exec(compile(example, str(README), "exec"), namespace)  # noqa: S102 - the README's own example
     assert namespace["ais"].log_z == pytest.approx(

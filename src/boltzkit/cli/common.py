@@ -33,11 +33,12 @@ import typer
 from typer.core import TyperCommand
 
 from boltzkit._numerics import resolve_device
-from boltzkit.data import load_dataset
+from boltzkit.data import load_dataset, load_values
 from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.plots.images import image_shape_of  # noqa: F401 (the CLI's name for it)
 from boltzkit.resources import describe_allocation_failure
 from boltzkit.variational import METHODS as VARIATIONAL_METHODS
@@ -360,16 +361,17 @@ def base_rate_data(
     """The data whose base rates start an AIS-type path, and where they came from: ``--base-rate-data``
     when given, else the model file's recorded training data when it can still be loaded, else
     ``(None, None)`` (the model's own visible biases)."""
+
+    def load(spec: str) -> torch.Tensor:
+        if isinstance(rbm, UnitRBM):  # real values or category indices, checked by the unit type
+            return rbm.check_data(load_values(spec, split="train", data_dir=data_dir, seed=opts.seed)[1])
+        return load_dataset(spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible).x
+
     if opts.base_rate_data is not None:
-        x = load_dataset(
-            opts.base_rate_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
-        ).x
-        return x, opts.base_rate_data
+        return load(opts.base_rate_data), opts.base_rate_data
     if recorded_data:
         try:
-            x = load_dataset(
-                recorded_data, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible
-            ).x
+            x = load(recorded_data)
         except BoltzkitError:
             return None, None  # the recorded data is gone: fall back to the model's own biases
         return x, f"{recorded_data} (recorded in the model file)"

@@ -44,10 +44,12 @@ from boltzkit.cli.common import (
     warn_if_unreliable,
 )
 from boltzkit.cli.stack import emit_evaluation, evaluate_stack, is_stack_model
-from boltzkit.data import load_dataset
+from boltzkit.data import load_dataset, load_values
+from boltzkit.data.dataset import Dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
 from boltzkit.io import load_model
+from boltzkit.models.unit_rbm import UnitRBM
 
 PER_EXAMPLE_FORMATS = (".npy", ".txt", ".csv")
 
@@ -133,7 +135,11 @@ def command(
     t0 = time.perf_counter()
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
-    dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
+    if isinstance(rbm, UnitRBM):  # real values or category indices, checked by the unit type
+        name, values = load_values(data, split=split, data_dir=data_dir, seed=seed)
+        dataset = Dataset(name=name, x=rbm.check_data(values).cpu(), image_shape=None, split=split)
+    else:
+        dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
     if is_stack_model(rbm):
         record, values = evaluate_stack(

@@ -44,7 +44,7 @@ from boltzkit.cli.common import (
 from boltzkit.cli.stack import is_stack_model, stack_log_z
 from boltzkit.cli.trace import traced_log_z
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.exact import enumeration_plan, exact_log_z
+from boltzkit.estimators.exact import enumeration_bits, exact_log_z
 from boltzkit.io import load_model, save_result_json
 from boltzkit.models.ising import IsingModel
 
@@ -228,7 +228,7 @@ def command(
         opts.method.value in ("ais", "reverse-ais", "sandwich", "sis", "bridge")
         and reference is None
         and not is_stack_model(rbm)
-        and enumeration_plan(rbm).n_bits <= EXACT_BESIDE_BITS
+        and enumeration_bits(rbm) <= EXACT_BESIDE_BITS
     ):  # cheap to enumerate: the truth beside the estimate (and in the plot of log Z against runs)
         record["exact_log_z"] = exact_log_z(rbm).log_z
     if isinstance(rbm, IsingModel) and reference is None:

@@ -37,6 +37,7 @@ from boltzkit.cli.stack import draw_visible, is_stack_model
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
 from boltzkit.models.ising import IsingModel
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.plots._backend import png_writer
 from boltzkit.plots.images import image_grid
 from boltzkit.samplers import make_operator, run_chains
@@ -103,7 +104,18 @@ def command(
     t0 = time.perf_counter()
     generator = make_generator(seed, dev)
     monitor: SwapMonitor | None = None
-    if tempering and not is_stack_model(rbm):
+    if isinstance(rbm, UnitRBM):  # real-valued or categorical visible units: block Gibbs
+        if operator.name != "gibbs":
+            raise BoltzkitError(
+                f"{rbm.visible_units.name} visible units take Gibbs sampling only", got=f"--sampler {sampler}"
+            )
+        if kind == ".png":
+            raise BoltzkitError(
+                f"samples of {rbm.visible_units.name} units are not drawn as images yet",
+                hint="save them to a .npy file.",
+            )
+        visible = rbm.gibbs(rbm.sample_independent(chains, generator), steps, generator).visible
+    elif tempering and not is_stack_model(rbm):
         # chains of every replica; the swap monitor counts acceptances and round trips
         state = operator.extend(rbm.random_state(chains, generator))
         if operator.adaptive:
@@ -127,7 +139,11 @@ def command(
             rbm, operator, chains=chains, steps=steps, generator=generator, progress=show_progress(progress)
         )
     seconds = time.perf_counter() - t0
-    states = visible.detach().cpu().numpy().astype(np.uint8)
+    if isinstance(rbm, UnitRBM):  # real values (float32), or category indices (int16)
+        gaussian = rbm.visible_units.name == "gaussian"
+        states = visible.detach().cpu().numpy().astype(np.float32 if gaussian else np.int16)
+    else:
+        states = visible.detach().cpu().numpy().astype(np.uint8)
     if isinstance(rbm, IsingModel):  # spins: a signed type, so that 2x - 1 cannot wrap around
         states = (2 * states.astype(np.int8) - 1).astype(np.int8)
     if write_png is not None:
@@ -157,6 +173,8 @@ def command(
         )
 
     what = "spin (magnetisation per spin)" if isinstance(rbm, IsingModel) else "visible activation"
+    if isinstance(rbm, UnitRBM):
+        what = "visible value"
 
     def human() -> str:
         text = (

@@ -38,6 +38,7 @@ from boltzkit.cli.common import (
     unit_interval_option,
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
+from boltzkit.cli.train_units import train_units
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
@@ -47,6 +48,7 @@ from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.units import unit_type
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
 LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
@@ -205,6 +207,14 @@ def command(
         ),
     ] = "25",
     model: Annotated[ModelKind, typer.Option("--model", help="Model to train.")] = ModelKind["rbm"],
+    visible: Annotated[
+        str,
+        typer.Option(
+            "--visible",
+            help="Visible units of an RBM: binary, gaussian (real values; sigma learned) or categorical:Q "
+            "(category indices 0..Q-1).",
+        ),
+    ] = "binary",
     method: Annotated[
         TrainMethod,
         typer.Option(
@@ -423,6 +433,21 @@ def command(
         chosen = get_recipe(recipe).replace(**overrides)
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
+    if unit_type(visible).name != "binary":
+        if model.value != "rbm" or init is not None or resume:
+            flags = f"--model {model.value}" + (" --init" if init is not None else "")
+            raise BoltzkitError(
+                "--visible gaussian or categorical:Q trains a fresh RBM",
+                got=flags + (" --resume" if resume else ""),
+                hint="drop --model, --init and --resume.",
+            )
+        train_units(
+            visible=visible, data=data, test_data=None if test_data in ("none", "auto") else test_data,
+            out=out, hidden=hidden_sizes[0], recipe=chosen, lr_given=_given(ctx, "lr"),
+            momentum_given=recipe is not None or _given(ctx, "momentum"), exact_max_bits=exact_max_bits,
+            seed=seed, data_dir=data_dir, command=command, progress=show_progress(progress), as_json=as_json,
+        )  # fmt: skip
+        return
     if model.value in STACK_KINDS:
         if init is not None:
             raise BoltzkitError(

@@ -24,7 +24,14 @@ from boltzkit.data.mnist import (
     load_mnist,
     mnist_available,
 )
-from boltzkit.data.registry import DATASET_NAMES, DATASET_SPLITS, derive_seed, load_dataset, parse_spec
+from boltzkit.data.registry import (
+    DATASET_NAMES,
+    DATASET_SPLITS,
+    derive_seed,
+    load_dataset,
+    load_values,
+    parse_spec,
+)
 from boltzkit.data.synthetic import (
     artificial_modes,
     artificial_modes_prototypes,
@@ -54,6 +61,7 @@ __all__ = [
     "extract_patches",
     "load_binary_file",
     "load_dataset",
+    "load_values",
     "load_mnist",
     "mnist_available",
     "parse_spec",

@@ -38,10 +38,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+from torch import Tensor
 
 from boltzkit.data.dataset import Dataset, to_tensor
-from boltzkit.data.files import FILE_EXTENSIONS, load_binary_file, split_path_and_key
+from boltzkit.data.files import FILE_EXTENSIONS, load_binary_file, read_matrix, split_path_and_key
 from boltzkit.data.mnist import MNIST_IMAGE_SHAPE, MNIST_SPLITS, load_mnist
 from boltzkit.data.synthetic import (
     ARTIFICIAL_MODES_DEFAULT_N,
@@ -302,6 +304,39 @@ def load_dataset(
             hint="use a model whose n_visible matches the data.",
         )
     return Dataset(name=canonical, x=x, image_shape=image_shape, split=split)
+
+
+def load_values(
+    spec: str | os.PathLike[str],
+    *,
+    split: str = "train",
+    data_dir: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+) -> tuple[str, Tensor]:
+    """The values of a data set for units that are not binary: a file's array as stored (real
+    values for Gaussian units, category indices for categorical units; float64, not yet checked:
+    the model's unit type checks them), or a built-in data set's 0/1 matrix.
+
+    Returns
+    -------
+    (name, x)
+        The data's name and its values, shape ``(n_samples, n_columns)``, on the CPU.
+    """
+    spec = os.fspath(spec)
+    if _is_builtin(spec):
+        ds = load_dataset(spec, split=split, data_dir=data_dir, seed=seed)
+        return ds.name, ds.x.to(torch.float64)
+    path, key = split_path_and_key(spec)
+    _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
+    array = read_matrix(path, key=key)
+    if array.dtype.kind not in "fiub":
+        raise DataError(f"{path}: the array is not numeric", got=f"dtype {array.dtype}", expected="numbers")
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"{path}: the array is not a matrix", got=f"shape {array.shape}", expected="(n, d)")
+    name = str(path) if key is None else f"{path}:{key}"
+    return name, torch.from_numpy(np.asarray(array, dtype=np.float64))
 
 
 def _load_file(spec: str, *, split: str, n_visible: int | None) -> Dataset:

@@ -39,7 +39,9 @@ from boltzkit.estimators.result import LogZResult, SpreadResult
 from boltzkit.estimators.reverse import reverse_ais, sandwich
 from boltzkit.estimators.schedules import parse_schedule
 from boltzkit.estimators.sis import sis
+from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers.operators import TransitionOperator
 
 #: Names accepted by :func:`estimate_log_z` and :func:`estimate_log_ratio`.
@@ -148,6 +150,17 @@ def estimate_log_z(
             model, max_bits=max_bits, device=None if device is None else resolve_device(device)
         )
     bits = min(int(max_bits), EXACT_SAMPLE_MAX_BITS)
+    if isinstance(model, UnitRBM):  # real-valued or categorical visible units: their own path
+        if name == "bridge":
+            raise BoltzkitError(
+                f"bridge sampling does not take {model.visible_units.name} visible units yet",
+                hint="use --method ais, reverse-ais, sandwich or sis.",
+            )
+        path = unit_base_rate_path(model, data=base_rate_data, max_bits=bits)
+        return _run(
+            path, name, n_chains=n_chains, betas=betas, sweeps=sweeps, sampler=sampler, seed=seed,
+            progress=progress, start_chain_steps=start_chain_steps, check=check,
+        )  # fmt: skip
     if base_rate_data is not None or name not in ("ais", "reverse-ais", "sandwich"):
         path = base_rate_path(model, data=base_rate_data, device=device, max_bits=bits)
         choice = None

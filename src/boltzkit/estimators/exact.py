@@ -292,6 +292,19 @@ def _log_f_chunks(terms: _Terms, chunk_size: int, dtype: torch.dtype, device) ->
             yield log_f.reshape(-1)
 
 
+def enumeration_bits(model: EnergyModel) -> float:
+    """``log2`` of the number of states exact computations on ``model`` enumerate (any model with
+    exact ``log Z``: the Boltzmann machine family, or an RBM with real-valued or categorical
+    visible units)."""
+    from boltzkit.models.unit_rbm import UnitRBM
+
+    if isinstance(model, UnitRBM):
+        from boltzkit.estimators.unit_rbm import enumeration_side
+
+        return math.log2(enumeration_side(model)[1])
+    return float(enumeration_plan(model).n_bits)
+
+
 def _checked_plan(model: BoltzmannMachine, max_bits: int, what: str) -> EnumerationPlan:
     plan = enumeration_plan(model)
     _check_tractable(plan.n_bits, max_bits, f"{what} ({plan.describe()}, {plan.n_bits} units)")
@@ -329,6 +342,12 @@ def exact_log_z(
     LogZResult
         ``method="exact"``; ``settings`` name the enumerated layers and the number of states.
     """
+    from boltzkit.models.unit_rbm import UnitRBM
+
+    if isinstance(model, UnitRBM):  # real-valued or categorical visible units
+        from boltzkit.estimators.unit_rbm import exact_log_z_units
+
+        return exact_log_z_units(model, max_bits=max_bits)
     t0 = time.perf_counter()
     model = _as_machine(model)
     plan = _checked_plan(model, max_bits, "summing over the enumerated units")

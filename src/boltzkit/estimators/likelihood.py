@@ -40,6 +40,7 @@ from boltzkit.estimators.exact import enumeration_plan, exact_log_unnormalized_v
 from boltzkit.estimators.result import LogProbResult, LogZResult
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field, mean_field_bound
+from boltzkit.models.unit_rbm import UnitRBM
 
 #: ``log p*(v)`` methods of :func:`log_unnormalized_visible`.
 VISIBLE_METHODS = ("auto", "exact", "mean-field")
@@ -147,15 +148,23 @@ def dataset_log_prob(
         )
     if isinstance(batch_size, bool) or int(batch_size) < 1:
         raise BoltzkitError("batch_size must be at least 1", got=batch_size)
-    data = check_binary(x, source="data", n_visible=model.n_visible)
+    units = isinstance(model, UnitRBM)  # real-valued or categorical visible units: exact log p*(v)
+    if units:
+        data = model.check_data(torch.as_tensor(x))
+    else:
+        data = check_binary(x, source="data", n_visible=model.n_visible)
     n = data.shape[0]
     parts, bound, details = [], "exact", {}
     iterations, converged, residual = 0, True, 0.0
     for start in range(0, n, int(batch_size)):
         xb = data[start : start + int(batch_size)].to(device=model.device, dtype=model.dtype)
-        values, bound, details = log_unnormalized_visible(
-            model, xb, method=method, max_bits=max_bits, damping=damping, tol=tol, max_iter=max_iter
-        )
+        if units:
+            with torch.no_grad():
+                values = model.log_unnormalized(xb)
+        else:
+            values, bound, details = log_unnormalized_visible(
+                model, xb, method=method, max_bits=max_bits, damping=damping, tol=tol, max_iter=max_iter
+            )
         parts.append(values.to(torch.float64).cpu())
         if bound == "lower":
             iterations = max(iterations, details["mean_field_iterations"])

@@ -29,7 +29,7 @@ from boltzkit.atomic import PathLike
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
 from boltzkit.estimators.dbn_bound import dbn_bound, dbn_top_log_z, top_layer_data
-from boltzkit.estimators.exact import enumeration_plan
+from boltzkit.estimators.exact import enumeration_bits, enumeration_plan
 from boltzkit.estimators.likelihood import dataset_log_prob
 from boltzkit.estimators.result import LogZResult
 from boltzkit.io import load_model, save_model
@@ -139,7 +139,7 @@ def measure(
             return dbn_bound(model, x, log_z, n_samples=dbn_samples, seed=seed).to_dict()
 
     else:
-        exact = enumeration_plan(model).n_bits <= exact_max_bits
+        exact = enumeration_bits(model) <= exact_max_bits
         method = "exact" if exact else ("sandwich" if reverse else "ais")
         log_z = estimate_log_z(
             model, method, base_rate_data=None if exact else train_x, n_chains=n_chains, betas=betas,

@@ -14,6 +14,8 @@ The pieces live in their own modules; this package re-exports their public API s
     The kinds ``rbm``, ``srbm``, ``bm``, ``dbm``: their arrays, checks and builders.
 :mod:`boltzkit.io.stack_kinds`
     The kinds ``dbn`` and ``mixture``.
+:mod:`boltzkit.io.unit_kinds`
+    The kinds ``gaussian-rbm`` and ``categorical-rbm`` (real-valued and categorical visible units).
 :mod:`boltzkit.io.npz`
     ``.npz`` import and export (:func:`import_npz`, :func:`export_npz`).
 """
@@ -38,6 +40,7 @@ from boltzkit.io.model_files import (
 )
 from boltzkit.io.npz import export_npz, import_npz
 from boltzkit.io.stack_kinds import is_dbn_name  # registers dbn and mixture
+from boltzkit.io.unit_kinds import is_categorical_arrays  # registers gaussian-rbm and categorical-rbm
 from boltzkit.jsonio import save_json, save_result_json, to_json_text, to_jsonable
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "export_npz",
     "get_kind",
     "import_npz",
+    "is_categorical_arrays",
     "is_dbn_name",
     "kind_of_model",
     "load_model",

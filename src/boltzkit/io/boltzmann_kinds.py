@@ -388,6 +388,13 @@ def _build_machine(
     return BoltzmannMachine(sizes, couplings, biases, dtype=dtype, device=device)
 
 
+def _refine_rbm(tensors: Mapping[str, Tensor]) -> str | None:
+    """A plain ``W, vbias, hbias`` file whose ``W`` has three dimensions holds a categorical RBM."""
+    from boltzkit.io.unit_kinds import is_categorical_arrays
+
+    return "categorical-rbm" if is_categorical_arrays(tensors) else None
+
+
 register_kind(
     ModelKind(
         name="rbm",
@@ -396,6 +403,7 @@ register_kind(
         check=_check_two_layer,
         build=_build_rbm,  # an RBM instance, with its fused products
         model_type=BoltzmannMachine,  # a BoltzmannMachine with W only is saved as an RBM too
+        refine=_refine_rbm,
     )
 )
 register_kind(

@@ -178,6 +178,10 @@ class ModelKind:
     facts
         ``facts(model) -> dict``: metadata derived from the model (default: ``layer_sizes``, and
         ``n_visible``/``n_hidden`` for two layers); it cannot be overridden by the caller's.
+    refine
+        ``refine(tensors) -> kind name | None``: for a file without metadata recognised as this
+        kind by its names, the kind its arrays' shapes make instead (a ``W, vbias, hbias`` file
+        whose ``W`` has three dimensions is a categorical RBM).
     """
 
     name: str
@@ -189,6 +193,7 @@ class ModelKind:
     model_type: type = nn.Module
     tensors_of: Callable[[nn.Module], dict[str, Tensor]] = parameter_tensors
     facts: Callable[[nn.Module], dict[str, Any]] = layer_facts
+    refine: Callable[[Mapping[str, Tensor]], str | None] | None = None
 
 
 _KINDS: dict[str, ModelKind] = {}
@@ -712,6 +717,8 @@ def model_from_arrays(
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Validate the arrays and metadata read from a file and build the model (see :func:`load_model`)."""
     kind = kind_for(md, list(tensors))
+    if md is None and kind.refine is not None and (refined := kind.refine(tensors)) is not None:
+        kind = get_kind(refined)
     spec = check_names(kind, list(tensors), p, npz=source == "npz")
     _check_floating(tensors, p)
     check_finite(tensors, p)

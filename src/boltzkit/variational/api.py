@@ -83,6 +83,12 @@ def variational_log_z(
         With ``bound`` ``"lower"``, ``"upper"`` or ``"none"``.
     """
     name = normalize_method(method)
+    if not isinstance(model, BoltzmannMachine):  # the Ising form needs binary units
+        units = getattr(getattr(model, "visible_units", None), "name", type(model).__name__)
+        raise BoltzkitError(
+            f"{name} works on the Ising form of binary units, not on {units} units",
+            hint="use --method exact (when the binary layer can be enumerated), ais or sandwich.",
+        )
     if device is not None:
         dev = resolve_device(device)
         if dev != model.device:

@@ -1,0 +1,225 @@
+"""Exact ``log Z``, exact samples and the AIS path of RBMs with real-valued or categorical visible
+units (:class:`~boltzkit.models.unit_rbm.UnitRBM`).
+
+Exact ``log Z`` enumerates the discrete layer with the fewest states and sums or integrates the
+other out: the ``2^H`` hidden states with the visible units' log-partition of the field ``W h``
+(:meth:`~boltzkit.models.unit_rbm.UnitRBM.log_marginal_hidden`; a Gaussian integral for Gaussian
+units), or, for categorical units with ``Q^n_visible < 2^H``, the visible states with the hidden
+units summed out (``log p*(v)``). Exact samples draw ``h`` from its enumerated marginal, then
+``v | h``.
+
+AIS anneals from a base model of independent visible units (the unit type's base-rate fit to data:
+the data's means and variances for Gaussian units, smoothed frequencies for categorical units; or
+the model's own visible parameters) with uniform hidden units, along S&M 2008's geometric path
+(Sec. 3.3, Eqs. 16-17) with the hidden units summed out::
+
+    log p*_beta(v) = -(1 - beta) E_base(v) - beta self_energy(v) + sum_j softplus(beta (c_j + phi(v) . W_j))
+
+and block-Gibbs transitions that leave ``p_beta`` invariant (``h`` given ``v``, then ``v`` given
+``h`` from the unit type's annealed conditional). ``log Z_0`` is the base's log-partition plus
+``H log 2``. The generic drivers (:func:`~boltzkit.estimators.ais.ais`, reverse AIS, the
+sandwich, SIS) run on this path unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from boltzkit.errors import BoltzkitError, IntractableError
+from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.result import LogZResult
+from boltzkit.models.unit_rbm import UnitRBM
+from boltzkit.resources import Forecast
+from boltzkit.samplers.operators import TransitionOperator
+from boltzkit.state import ChainState
+from boltzkit.units import Bernoulli, Categorical, Params
+
+#: States per chunk of the enumeration.
+CHUNK = 1 << 15
+
+
+def enumeration_side(model: UnitRBM) -> tuple[str, int]:
+    """Which layer exact computations enumerate, and its number of states: the hidden layer
+    (``2^H``), or the visible layer of categorical units when it has fewer states."""
+    hidden_states = 2**model.n_hidden
+    units = model.visible_units
+    if isinstance(units, Categorical):
+        visible_states = units.n_states**model.n_visible
+        if visible_states < hidden_states:
+            return "visible", visible_states
+    return "hidden", hidden_states
+
+
+def _check_bits(model: UnitRBM, max_bits: int, what: str) -> tuple[str, int]:
+    side, n_states = enumeration_side(model)
+    if n_states > 2 ** int(max_bits):
+        raise IntractableError(
+            f"{what} would enumerate {n_states:.3g} states of the {side} layer",
+            expected=f"at most 2^{int(max_bits)} states",
+            hint="estimate log Z instead (--method ais), or raise --max-bits.",
+        )
+    return side, n_states
+
+
+def _chunks(model: UnitRBM, side: str, n_states: int) -> Iterator[Tensor]:
+    """Every state of the enumerated layer, in chunks (in the model's dtype)."""
+    n_units = model.n_hidden if side == "hidden" else model.n_visible
+    units = Bernoulli() if side == "hidden" else model.visible_units
+    base = units.n_states if isinstance(units, Categorical) else 2
+    codes_per_unit = base ** torch.arange(n_units, device=model.device)
+    for start in range(0, n_states, CHUNK):
+        codes = torch.arange(start, min(start + CHUNK, n_states), device=model.device).unsqueeze(1)
+        yield ((codes // codes_per_unit) % base).to(model.dtype)
+
+
+def _log_f(model: UnitRBM, side: str, states: Tensor) -> Tensor:
+    return model.log_marginal_hidden(states) if side == "hidden" else model.log_unnormalized(states)
+
+
+@torch.no_grad()
+def exact_log_z_units(model: UnitRBM, *, max_bits: int = 24) -> LogZResult:
+    """Exact ``log Z`` of a Gaussian-Bernoulli or categorical RBM (see the module docstring)."""
+    t0 = time.perf_counter()
+    side, n_states = _check_bits(model, max_bits, "exact log Z")
+    forecast = Forecast(n_states, what=f"exact log Z over {n_states:,} states", hint="use --method ais.")
+    acc = torch.full((), -math.inf, dtype=torch.float64, device=model.device)
+    done = 0
+    for states in _chunks(model, side, n_states):
+        acc = torch.logaddexp(acc, torch.logsumexp(_log_f(model, side, states), 0))
+        done += states.shape[0]
+        forecast.update(done)
+    return LogZResult.exact(
+        float(acc),
+        seconds=time.perf_counter() - t0,
+        enumerated_layer="hidden" if side == "hidden" else f"visible ({model.visible_units.name})",
+        n_states=n_states,
+        device=str(model.device),
+    )
+
+
+@torch.no_grad()
+def exact_sample_units(
+    model: UnitRBM, n_samples: int, generator: torch.Generator, *, max_bits: int = 20
+) -> ChainState:
+    """Exact samples ``(v, h)``: ``h`` from its enumerated marginal, then ``v | h``."""
+    if model.n_hidden > int(max_bits):
+        raise IntractableError(
+            "exact samples would enumerate the hidden layer",
+            got=f"2^{model.n_hidden} states",
+            expected=f"at most 2^{int(max_bits)}",
+        )
+    states = torch.cat(list(_chunks(model, "hidden", 2**model.n_hidden)))
+    log_w = model.log_marginal_hidden(states)
+    probs = torch.softmax(log_w, 0)
+    idx = torch.multinomial(probs, int(n_samples), replacement=True, generator=generator)
+    h = states[idx.to(states.device)]
+    return ChainState.of(model.sample_visible(h, generator), h)
+
+
+def _uniform_hidden(model: UnitRBM, n: int, generator: torch.Generator) -> Tensor:
+    u = torch.rand((n, model.n_hidden), generator=generator, device=generator.device)
+    return (u < 0.5).to(model.dtype).to(model.device)
+
+
+class UnitBaseRatePath(AnnealingPath):
+    """The geometric path from a base of independent visible units (uniform hidden units) to a
+    :class:`~boltzkit.models.unit_rbm.UnitRBM`, with the hidden units summed out."""
+
+    is_ratio = False
+    exact_start = True
+    offset = 0.0
+    default_betas = "paper"
+
+    def __init__(self, model: UnitRBM, base: Params, base_name: str, *, max_bits: int = 20) -> None:
+        self.model = model
+        kw = {"dtype": model.dtype, "device": model.device}
+        self.base = {k: v.detach().to(**kw) for k, v in base.items()}
+        self.base_name = base_name
+        self.max_bits = int(max_bits)
+        self.device, self.dtype, self.n_visible = model.device, model.dtype, model.n_visible
+        units = model.visible_units
+        zero_field = torch.zeros((1, model.n_visible, units.n_stats), **kw)
+        self.log_z_a = float(units.log_partition(zero_field, self.base)[0]) + model.n_hidden * math.log(2.0)
+
+    def log_f(self, state: ChainState, beta: float) -> Tensor:
+        model, units = self.model, self.model.visible_units
+        v = state.visible
+        out = -beta * units.self_energy(v, model.visible_params())
+        if beta != 1.0:
+            out = out - (1.0 - beta) * units.self_energy(v, self.base)
+        return out + F.softplus(beta * model.hidden_input(v).to(torch.float64)).sum(-1)
+
+    def transition(
+        self,
+        state: ChainState,
+        beta: float,
+        operator: TransitionOperator,
+        generator: torch.Generator,
+        *,
+        sweeps: int = 1,
+    ) -> ChainState:
+        if operator.name != "gibbs":
+            raise BoltzkitError(
+                f"{self.model.visible_units.name} visible units take Gibbs transitions only",
+                got=operator.name,
+                hint="use --sampler gibbs.",
+            )
+        v = state.visible
+        h = state.hidden
+        for _ in range(int(sweeps)):
+            h = self.model.sample_hidden(v, generator, beta)
+            v = self.model.sample_visible(h, generator, base=self.base, beta=beta)
+        return ChainState.of(v, h)
+
+    def sample_start(self, n_chains: int, generator: torch.Generator) -> ChainState:
+        v = self.model.sample_independent(n_chains, generator, base=self.base)
+        return ChainState.of(v, _uniform_hidden(self.model, n_chains, generator))
+
+    def sample_end(self, n_chains: int, generator: torch.Generator) -> ChainState | None:
+        if self.model.n_hidden > self.max_bits:
+            return None
+        return exact_sample_units(self.model, n_chains, generator, max_bits=self.max_bits)
+
+    @property
+    def end_is_exact(self) -> bool:
+        return self.model.n_hidden <= self.max_bits
+
+    def from_visible(self, v: Tensor, generator: torch.Generator) -> ChainState:
+        v = self.model.check_data(v, "start data")
+        return ChainState.of(v, _uniform_hidden(self.model, v.shape[0], generator))
+
+
+def unit_base_rate_path(
+    model: UnitRBM, *, data: Tensor | None = None, max_bits: int = 20
+) -> UnitBaseRatePath:
+    """The AIS path of ``model`` from the unit type's base-rate fit to ``data`` (the data's means
+    and variances for Gaussian units, smoothed frequencies for categorical ones), or, without data,
+    from the model's own visible parameters with no couplings."""
+    units = model.visible_units
+    if data is not None:
+        x = model.check_data(data, "base-rate data")
+        return UnitBaseRatePath(model, units.fit_base(x), "base rates of the data", max_bits=max_bits)
+    own = units.base_of(model.visible_params())
+    return UnitBaseRatePath(model, own, "model visible parameters (no couplings)", max_bits=max_bits)
+
+
+@torch.no_grad()
+def log_prob_units(model: UnitRBM, x: Tensor, log_z: float) -> Tensor:
+    """``log p(v) = log p*(v) - log Z`` per row (a log-density for Gaussian units), float64."""
+    return model.log_unnormalized(model.check_data(x)) - float(log_z)
+
+
+__all__ = [
+    "UnitBaseRatePath",
+    "enumeration_side",
+    "exact_log_z_units",
+    "exact_sample_units",
+    "log_prob_units",
+    "unit_base_rate_path",
+]

@@ -1,0 +1,232 @@
+"""RBMs whose visible units are real-valued or categorical: the Gaussian-Bernoulli RBM and the
+categorical (Potts) RBM, built on the unit-type seam (:mod:`boltzkit.units`).
+
+The energy of a visible state ``v`` and binary hidden state ``h`` is::
+
+    E(v, h) = self_energy(v) - sum_i phi(v_i) . (W_i h) - c'h
+
+with the visible unit type's self-energy and statistic ``phi`` (:mod:`boltzkit.units`):
+
+* Gaussian units (``W``: n_visible x n_hidden, ``vbias``, ``sigma`` per unit):
+  ``E = sum_i (v_i - b_i)^2 / (2 sigma_i^2) - sum_ij (v_i / sigma_i) W_ij h_j - c'h``
+  (the Gaussian-Bernoulli RBM; Hinton & Salakhutdinov 2006, with the sigma of Cho et al. 2011's
+  notation written out per unit);
+* categorical units with ``Q`` states (``W``: n_visible x Q x n_hidden, ``vbias``: n_visible x Q):
+  ``E = -sum_i vbias[i, v_i] - c'h - sum_ij W[i, v_i, j] h_j`` (the Potts RBM of protein-family
+  models).
+
+Summing the binary hidden units out gives ``log p*(v) = -self_energy(v) + sum_j softplus(c_j +
+phi(v) . W_j)``; summing the visible units out given ``h`` gives the unit type's log-partition of
+the field ``W h`` (:meth:`UnitRBM.log_marginal_hidden`), which is what exact ``log Z`` enumerates.
+Binary visible units are the :class:`~boltzkit.models.rbm.RBM`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from boltzkit._numerics import resolve_device
+from boltzkit.errors import BoltzkitError
+from boltzkit.state import ChainState
+from boltzkit.units import Bernoulli, Categorical, Gaussian, Params, UnitType, unit_type
+
+#: The model kinds by visible unit type.
+KIND_OF_UNITS = {"gaussian": "gaussian-rbm", "categorical": "categorical-rbm"}
+
+
+class UnitRBM(nn.Module):
+    """An RBM with visible units of a given type and binary hidden units.
+
+    Parameters
+    ----------
+    visible
+        The visible unit type (:class:`~boltzkit.units.Gaussian` or
+        :class:`~boltzkit.units.Categorical`, or its name ``"gaussian"`` / ``"categorical:Q"``).
+    n_visible, n_hidden
+        Layer sizes.
+    weights
+        ``W``, shape ``(n_visible, n_hidden)`` or, for ``Q``-state units, ``(n_visible, Q, n_hidden)``;
+        default ``N(0, init_scale^2)``.
+    vbias, hbias
+        Biases, shapes ``(n_visible,)`` or ``(n_visible, Q)``, and ``(n_hidden,)``; default 0.
+    sigma
+        Gaussian units: standard deviations, shape ``(n_visible,)``, all > 0 (default 1). Stored
+        as ``log_sigma``, so that it is learned in the log domain.
+    generator
+        For the random initial couplings.
+    """
+
+    def __init__(
+        self,
+        visible: UnitType | str,
+        n_visible: int,
+        n_hidden: int,
+        *,
+        weights: Tensor | None = None,
+        vbias: Tensor | None = None,
+        hbias: Tensor | None = None,
+        sigma: Tensor | None = None,
+        init_scale: float = 0.01,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float32,
+        device: Any = None,
+    ) -> None:
+        super().__init__()
+        self.visible_units = unit_type(visible)
+        if isinstance(self.visible_units, Bernoulli):
+            raise BoltzkitError(
+                "binary visible units make an ordinary RBM", hint="use boltzkit.RBM (or --visible binary)."
+            )
+        self.n_visible, self.n_hidden = int(n_visible), int(n_hidden)
+        if self.n_visible < 1 or self.n_hidden < 1:
+            raise BoltzkitError(
+                "an RBM needs at least one visible and one hidden unit", got=(n_visible, n_hidden)
+            )
+        device = resolve_device(device) if device is not None else torch.device("cpu")
+        kw = {"dtype": dtype, "device": device}
+        w_shape = self._w_shape()
+        if weights is None:
+            noise = torch.randn(
+                w_shape,
+                generator=generator,
+                dtype=dtype,
+                device=device if generator is None else generator.device,
+            )
+            weights = init_scale * noise
+        self.W = nn.Parameter(self._checked("W", weights, w_shape).to(**kw))
+        b_shape = self.visible_units.bias_shape(self.n_visible)
+        self.vbias = nn.Parameter(self._checked("vbias", vbias, b_shape, 0.0).to(**kw))
+        self.hbias = nn.Parameter(self._checked("hbias", hbias, (self.n_hidden,), 0.0).to(**kw))
+        if isinstance(self.visible_units, Gaussian):
+            sigma = self._checked("sigma", sigma, (self.n_visible,), 1.0)
+            if not bool((sigma > 0).all()):
+                raise BoltzkitError("sigma must be positive", got=float(sigma.min()))
+            self.log_sigma = nn.Parameter(torch.log(sigma.to(**kw)))
+        elif sigma is not None:
+            raise BoltzkitError(f"{self.visible_units.name} units take no sigma")
+
+    def _w_shape(self) -> tuple[int, ...]:
+        if isinstance(self.visible_units, Categorical):
+            return (self.n_visible, self.visible_units.n_states, self.n_hidden)
+        return (self.n_visible, self.n_hidden)
+
+    def _checked(
+        self, name: str, value: Tensor | None, shape: tuple[int, ...], fill: float | None = None
+    ) -> Tensor:
+        if value is None:
+            return torch.full(shape, float(fill))
+        value = torch.as_tensor(value).detach()
+        if tuple(value.shape) != shape:
+            raise BoltzkitError(f"{name} has the wrong shape", got=tuple(value.shape), expected=shape)
+        return value.clone()
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def kind(self) -> str:
+        return KIND_OF_UNITS[self.visible_units.name.split(":")[0]]
+
+    @property
+    def layer_sizes(self) -> tuple[int, int]:
+        return (self.n_visible, self.n_hidden)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.W.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.W.device
+
+    @property
+    def sigma(self) -> Tensor:
+        return self.log_sigma.exp()
+
+    def visible_params(self) -> Params:
+        params = {"bias": self.vbias}
+        if isinstance(self.visible_units, Gaussian):
+            params["sigma"] = self.sigma
+        return params
+
+    def _w_flat(self) -> Tensor:
+        return self.W.reshape(-1, self.n_hidden)
+
+    # ------------------------------------------------------------------ conditionals
+    def hidden_input(self, v: Tensor) -> Tensor:
+        """``c + phi(v) W``, shape ``(batch, n_hidden)``: the input of each hidden unit."""
+        stats = self.visible_units.stats(v.to(self.dtype), self.visible_params())
+        return self.hbias + stats.reshape(stats.shape[0], -1) @ self._w_flat()
+
+    def visible_field(self, h: Tensor) -> Tensor:
+        """``W h`` per visible unit, shape ``(batch, n_visible, F)``."""
+        return (h.to(self.dtype) @ self._w_flat().t()).reshape(h.shape[0], self.n_visible, -1)
+
+    def sample_hidden(self, v: Tensor, generator: torch.Generator, beta: float = 1.0) -> Tensor:
+        p = torch.sigmoid(beta * self.hidden_input(v))
+        return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+
+    def sample_visible(
+        self, h: Tensor, generator: torch.Generator, *, base: Params | None = None, beta: float = 1.0
+    ) -> Tensor:
+        return self.visible_units.sample_annealed(
+            self.visible_field(h), self.visible_params(), base, beta, generator
+        )
+
+    def sample_independent(self, n: int, generator: torch.Generator, base: Params | None = None) -> Tensor:
+        """``n`` draws of the visible units with no couplings: the model's own visible parameters,
+        or ``base`` (a base-rate model of the unit type)."""
+        zero = torch.zeros(
+            (int(n), self.n_visible, self.visible_units.n_stats), dtype=self.dtype, device=self.device
+        )
+        own = self.visible_params()
+        return self.visible_units.sample_annealed(zero, own, own if base is None else base, 0.0, generator)
+
+    @torch.no_grad()
+    def gibbs(self, v: Tensor, steps: int, generator: torch.Generator) -> ChainState:
+        """``steps`` block-Gibbs sweeps (h given v, then v given h) from visible states ``v``."""
+        v = v.to(self.dtype)
+        h = self.sample_hidden(v, generator)
+        for _ in range(int(steps)):
+            v = self.sample_visible(h, generator)
+            h = self.sample_hidden(v, generator)
+        return ChainState.of(v, h)
+
+    # ------------------------------------------------------------------ energies
+    def log_unnormalized(self, v: Tensor) -> Tensor:
+        """``log p*(v) = -self_energy(v) + sum_j softplus(c_j + phi(v) . W_j)``, float64."""
+        v = v.to(self.dtype)
+        return -self.visible_units.self_energy(v, self.visible_params()) + F.softplus(
+            self.hidden_input(v).to(torch.float64)
+        ).sum(-1)
+
+    def free_energy(self, v: Tensor) -> Tensor:
+        """``F(v) = -log p*(v)``, float64, shape ``(batch,)`` (the CD objective's statistic)."""
+        return -self.log_unnormalized(v)
+
+    def energy(self, v: Tensor, h: Tensor) -> Tensor:
+        """``E(v, h)``, float64."""
+        v, h = v.to(self.dtype), h.to(self.dtype)
+        stats = self.visible_units.stats(v, self.visible_params()).reshape(v.shape[0], -1)
+        coupling = ((stats @ self._w_flat()) * h).sum(-1) + h @ self.hbias
+        return self.visible_units.self_energy(v, self.visible_params()) - coupling.to(torch.float64)
+
+    def log_marginal_hidden(self, h: Tensor) -> Tensor:
+        """``log sum_v exp(-E(v, h))`` (an integral for Gaussian units), float64: ``c'h`` plus the
+        visible units' log-partition of the field ``W h``."""
+        h = h.to(self.dtype)
+        return (h @ self.hbias).to(torch.float64) + self.visible_units.log_partition(
+            self.visible_field(h), self.visible_params()
+        )
+
+    def check_data(self, x: Tensor, what: str = "data") -> Tensor:
+        """``x`` checked against the visible unit type, as this model's dtype and device."""
+        return self.visible_units.check_data(x, self.n_visible, what).to(self.dtype).to(self.device)
+
+    def extra_repr(self) -> str:
+        return f"visible={self.visible_units.name}, n_visible={self.n_visible}, n_hidden={self.n_hidden}"
+
+
+__all__ = ["KIND_OF_UNITS", "UnitRBM"]

@@ -1,0 +1,331 @@
+"""Unit types: what a unit of a Boltzmann machine is (the seam of real-valued and categorical units).
+
+A unit type owns everything that depends on the values a unit takes: its self-energy, the
+statistic ``phi(x)`` through which it couples to other layers, its conditional given the input
+from them (sampling, mean, log-partition), its states when they can be enumerated, its data check
+and its base-rate fit. A layer of ``n`` units of one type has parameters ``params`` (a dict of
+tensors: ``bias``, and ``sigma`` for Gaussian units) and meets the rest of the model through a
+*field* ``f`` of shape ``(batch, n, F)``, ``F`` being the number of statistics per unit (1, or
+``Q`` for categorical units). The energy of the layer's state ``x`` given the field is::
+
+    E(x) = self_energy(x) - sum_i phi(x_i) . f_i
+
+======================= =============================== ================== ==========================
+type                    self-energy                     phi(x)             log-partition A(f)
+======================= =============================== ================== ==========================
+:class:`Bernoulli`      ``-b x``, x in {0, 1}           ``x``              ``softplus(b + f)``
+:class:`Gaussian`       ``(x - b)^2 / (2 sigma^2)``     ``x / sigma``      ``b f / sigma + f^2 / 2
+                                                                           + log(sigma sqrt(2 pi))``
+:class:`Categorical`    ``-b[x]``, x in {0..Q-1}        one-hot of ``x``   ``logsumexp_q(b_q + f_q)``
+======================= =============================== ================== ==========================
+
+``A(f) = log sum_x exp(-self_energy(x) + phi(x) . f)`` (an integral for Gaussian units) is what
+summing the layer out leaves (Salakhutdinov & Murray 2008, Eq. 12, for Bernoulli units; for
+Gaussian units the Gaussian integral of Hinton & Salakhutdinov 2006; for categorical units a
+softmax's normaliser). The Gaussian energy is that of the Gaussian-Bernoulli RBM with one ``sigma``
+per unit, ``E = sum_i (v_i - b_i)^2 / (2 sigma_i^2) - sum_ij (v_i / sigma_i) W_ij h_j - c'h``.
+
+Annealing between a base layer (``base`` params, no field) and the model's layer uses the
+geometric mixture ``-(1 - beta) E_base(x) - beta E(x)``: every type's intermediate conditional is
+of the same type (:meth:`UnitType.sample_annealed`), so AIS needs nothing else.
+
+All log-partitions and self-energies are returned in float64, summed over the layer's units.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from boltzkit.errors import BoltzkitError
+
+Params = dict[str, Tensor]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _f64(x: Tensor) -> Tensor:
+    return x.to(torch.float64)
+
+
+class UnitType(ABC):
+    """What a unit is. Subclasses are stateless apart from their own constants (``Q``)."""
+
+    #: The name in files and on the command line (``binary``, ``gaussian``, ``categorical:Q``).
+    name: str
+    #: Whether the unit's states can be enumerated.
+    discrete: bool
+    #: The parameter arrays of a layer besides ``bias``.
+    extra_params: tuple[str, ...] = ()
+
+    @property
+    def n_stats(self) -> int:
+        """Statistics per unit (``F``): the width of ``phi(x)`` and of the field."""
+        return 1
+
+    def bias_shape(self, n_units: int) -> tuple[int, ...]:
+        return (n_units,)
+
+    # ------------------------------------------------------------------ energy and coupling
+    @abstractmethod
+    def self_energy(self, x: Tensor, params: Params) -> Tensor:
+        """The layer's energy apart from its couplings, shape ``(batch,)``, float64."""
+
+    @abstractmethod
+    def stats(self, x: Tensor, params: Params) -> Tensor:
+        """``phi(x)``, shape ``(batch, n, F)``, in ``x``'s float dtype."""
+
+    @abstractmethod
+    def log_partition(self, field: Tensor, params: Params) -> Tensor:
+        """``A(f)`` summed over the layer, shape ``(batch,)``, float64 (``field``: ``(batch, n, F)``)."""
+
+    # ------------------------------------------------------------------ conditionals
+    @abstractmethod
+    def sample_annealed(
+        self, field: Tensor, params: Params, base: Params | None, beta: float, generator: torch.Generator
+    ) -> Tensor:
+        """A draw of ``x`` from ``exp(-(1 - beta) E_base(x) - beta (E(x) - phi(x) . f))``
+        (``base`` ``None`` or ``beta == 1``: the model's own conditional)."""
+
+    def sample(self, field: Tensor, params: Params, generator: torch.Generator) -> Tensor:
+        """A draw from the conditional given the field."""
+        return self.sample_annealed(field, params, None, 1.0, generator)
+
+    @abstractmethod
+    def mean(self, field: Tensor, params: Params) -> Tensor:
+        """``E[x | f]``, shape ``(batch, n)``."""
+
+    # ------------------------------------------------------------------ data and base rates
+    @abstractmethod
+    def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
+        """``x`` as a float tensor of shape ``(batch, n_units)``, or a clear error."""
+
+    @abstractmethod
+    def fit_base(self, x: Tensor) -> Params:
+        """The independent-units base model that fits ``x`` (the base rates of AIS)."""
+
+    def base_of(self, params: Params) -> Params:
+        """A base without data: the layer's own parameters with no couplings."""
+        return {k: v.detach() for k, v in params.items()}
+
+    def states(self, n_units: int, *, dtype: torch.dtype, device: Any = None) -> Tensor:
+        """Every state of ``n_units`` units, shape ``(n_states, n_units)`` (discrete types)."""
+        raise BoltzkitError(f"{self.name} units cannot be enumerated")
+
+    def describe(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.name == getattr(other, "name", None)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def _needs_2d(x: Tensor, n_units: int, what: str, expected: str) -> Tensor:
+    if x.dim() == 1:
+        x = x.unsqueeze(0)
+    if x.dim() != 2 or x.shape[1] != n_units:
+        raise BoltzkitError(
+            f"{what} does not fit the model",
+            got=f"shape {tuple(x.shape)}",
+            expected=f"(n_examples, {n_units}) {expected}",
+        )
+    return x
+
+
+class Bernoulli(UnitType):
+    """Binary units in {0, 1}: ``p(x = 1 | f) = sigmoid(b + f)``."""
+
+    name = "binary"
+    discrete = True
+
+    def self_energy(self, x: Tensor, params: Params) -> Tensor:
+        return -(_f64(x) @ _f64(params["bias"]))
+
+    def stats(self, x: Tensor, params: Params) -> Tensor:
+        return x.unsqueeze(-1)
+
+    def log_partition(self, field: Tensor, params: Params) -> Tensor:
+        return F.softplus(_f64(field[..., 0]) + _f64(params["bias"])).sum(-1)
+
+    def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
+        logits = beta * (field[..., 0] + params["bias"])
+        if base is not None and beta != 1.0:
+            logits = logits + (1.0 - beta) * base["bias"]
+        p = torch.sigmoid(logits)
+        return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+
+    def mean(self, field: Tensor, params: Params) -> Tensor:
+        return torch.sigmoid(field[..., 0] + params["bias"])
+
+    def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
+        x = _needs_2d(torch.as_tensor(x), n_units, what, "of 0s and 1s")
+        if not bool(((x == 0) | (x == 1)).all()):
+            raise BoltzkitError(f"{what} is not binary", expected="values in {0, 1}")
+        return x.to(torch.get_default_dtype())
+
+    def fit_base(self, x: Tensor) -> Params:
+        p = (_f64(x).sum(0) + 0.5) / (x.shape[0] + 1.0)  # S1 Eq. 18's smoothed base rates
+        return {"bias": torch.log(p) - torch.log1p(-p)}
+
+    def states(self, n_units: int, *, dtype: torch.dtype, device: Any = None) -> Tensor:
+        codes = torch.arange(2**n_units, device=device).unsqueeze(1)
+        return ((codes >> torch.arange(n_units, device=device)) & 1).to(dtype)
+
+
+class Gaussian(UnitType):
+    """Real-valued units with one ``sigma`` per unit: ``x | f ~ N(b + sigma f, sigma^2)``."""
+
+    name = "gaussian"
+    discrete = False
+    extra_params = ("sigma",)
+
+    def self_energy(self, x: Tensor, params: Params) -> Tensor:
+        z = (_f64(x) - _f64(params["bias"])) / _f64(params["sigma"])
+        return 0.5 * (z * z).sum(-1)
+
+    def stats(self, x: Tensor, params: Params) -> Tensor:
+        return (x / params["sigma"]).unsqueeze(-1)
+
+    def log_partition(self, field: Tensor, params: Params) -> Tensor:
+        f = _f64(field[..., 0])
+        b, s = _f64(params["bias"]), _f64(params["sigma"])
+        return (b * f / s + 0.5 * f * f + torch.log(s) + 0.5 * _LOG_2PI).sum(-1)
+
+    def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
+        b, s = params["bias"], params["sigma"]
+        if base is None or beta == 1.0:
+            mean, std = b + s * field[..., 0], s.expand_as(field[..., 0])
+        else:  # precision and linear coefficient of the geometric mixture
+            b0, s0 = base["bias"], base["sigma"]
+            precision = (1.0 - beta) / s0**2 + beta / s**2
+            linear = (1.0 - beta) * b0 / s0**2 + beta * (b / s**2 + field[..., 0] / s)
+            mean, std = linear / precision, precision.rsqrt().expand_as(linear)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return mean + std * noise
+
+    def mean(self, field: Tensor, params: Params) -> Tensor:
+        return params["bias"] + params["sigma"] * field[..., 0]
+
+    def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
+        x = _needs_2d(torch.as_tensor(x), n_units, what, "of real numbers")
+        if not x.is_floating_point():
+            x = x.to(torch.get_default_dtype())
+        if not bool(torch.isfinite(x).all()):
+            bad = (~torch.isfinite(x)).nonzero()[0].tolist()
+            raise BoltzkitError(
+                f"{what} holds a value that is not finite",
+                got=f"{x[bad[0], bad[1]].item()} at row {bad[0]}, column {bad[1]}",
+                expected="finite real numbers",
+            )
+        return x
+
+    def fit_base(self, x: Tensor) -> Params:
+        x = _f64(x)
+        std = x.std(0, unbiased=False) if x.shape[0] > 1 else torch.ones(x.shape[1], dtype=x.dtype)
+        return {"bias": x.mean(0), "sigma": std.clamp_min(1e-3)}
+
+
+class Categorical(UnitType):
+    """Units with ``Q`` states 0..Q-1 (Potts units): ``p(x = q | f) = softmax_q(b_q + f_q)``."""
+
+    discrete = True
+
+    def __init__(self, n_states: int) -> None:
+        n_states = int(n_states)
+        if n_states < 2:
+            raise BoltzkitError("a categorical unit needs at least 2 states", got=n_states)
+        self.n_states = n_states
+        self.name = f"categorical:{n_states}"
+
+    @property
+    def n_stats(self) -> int:
+        return self.n_states
+
+    def bias_shape(self, n_units: int) -> tuple[int, ...]:
+        return (n_units, self.n_states)
+
+    def _index(self, x: Tensor) -> Tensor:
+        return x.round().long() if x.is_floating_point() else x.long()
+
+    def self_energy(self, x: Tensor, params: Params) -> Tensor:
+        b = _f64(params["bias"])  # (n, Q)
+        idx = self._index(x)  # (batch, n)
+        return -b.gather(1, idx.t()).t().sum(-1)
+
+    def stats(self, x: Tensor, params: Params) -> Tensor:
+        dtype = x.dtype if x.is_floating_point() else params["bias"].dtype
+        return F.one_hot(self._index(x), self.n_states).to(dtype)
+
+    def log_partition(self, field: Tensor, params: Params) -> Tensor:
+        return torch.logsumexp(_f64(field) + _f64(params["bias"]), -1).sum(-1)
+
+    def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
+        logits = beta * (field + params["bias"])
+        if base is not None and beta != 1.0:
+            logits = logits + (1.0 - beta) * base["bias"]
+        probs = torch.softmax(logits, -1)
+        flat = probs.reshape(-1, self.n_states)
+        draws = torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
+        return draws.to(field.dtype)
+
+    def mean(self, field: Tensor, params: Params) -> Tensor:
+        """The expected one-hot vector per unit, shape ``(batch, n, Q)``."""
+        return torch.softmax(field + params["bias"], -1)
+
+    def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
+        x = _needs_2d(torch.as_tensor(x), n_units, what, f"of category indices 0..{self.n_states - 1}")
+        if x.is_floating_point():
+            if not bool(torch.isfinite(x).all()) or not bool((x == x.round()).all()):
+                raise BoltzkitError(f"{what} holds a value that is not a category index", expected="integers")
+        bad = (x < 0) | (x >= self.n_states)
+        if bool(bad.any()):
+            row, col = bad.nonzero()[0].tolist()
+            raise BoltzkitError(
+                f"{what} holds a category out of range",
+                got=f"{x[row, col].item()} at row {row}, column {col}",
+                expected=f"integers 0..{self.n_states - 1} (Q = {self.n_states})",
+            )
+        return x.to(torch.get_default_dtype())
+
+    def fit_base(self, x: Tensor) -> Params:
+        counts = F.one_hot(self._index(x), self.n_states).to(torch.float64).sum(0)  # (n, Q)
+        freqs = (counts + 1.0 / self.n_states) / (x.shape[0] + 1.0)  # smoothed frequencies
+        return {"bias": torch.log(freqs)}
+
+    def states(self, n_units: int, *, dtype: torch.dtype, device: Any = None) -> Tensor:
+        q = self.n_states
+        codes = torch.arange(q**n_units, device=device).unsqueeze(1)
+        powers = q ** torch.arange(n_units, device=device)
+        return ((codes // powers) % q).to(dtype)
+
+
+def unit_type(spec: str | UnitType) -> UnitType:
+    """A unit type from its name: ``binary``, ``gaussian`` or ``categorical:Q``."""
+    if isinstance(spec, UnitType):
+        return spec
+    text = str(spec).strip().lower()
+    if text in ("binary", "bernoulli"):
+        return Bernoulli()
+    if text == "gaussian":
+        return Gaussian()
+    if text.startswith("categorical:"):
+        try:
+            return Categorical(int(text.split(":", 1)[1]))
+        except ValueError:
+            pass
+    raise BoltzkitError(
+        "unknown unit type", got=spec, expected="binary, gaussian or categorical:Q (Q >= 2 states)"
+    )
+
+
+__all__ = ["Bernoulli", "Categorical", "Gaussian", "Params", "UnitType", "unit_type"]

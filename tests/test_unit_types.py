@@ -1,0 +1,283 @@
+"""Real-valued and categorical visible units (the unit-type seam, boltzkit.units): exact log Z against
+numerical integration and brute force, conditionals against their formulas, the annealed Gibbs
+kernel against its invariant distribution, AIS and the sandwich against exact log Z, files, data
+checks, learning and the command line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate
+from test_cli import assert_clean_failure, last_json, run
+
+from boltzkit.errors import BoltzkitError, ModelFileError
+from boltzkit.estimators import dataset_log_prob, estimate_log_z, exact_log_z
+from boltzkit.estimators.unit_rbm import exact_sample_units, unit_base_rate_path
+from boltzkit.io import load_model, save_model
+from boltzkit.learning.unit_rbm import init_unit_rbm, train_unit_rbm
+from boltzkit.models.unit_rbm import UnitRBM
+from boltzkit.units import Bernoulli, Categorical, Gaussian, unit_type
+
+F64 = torch.float64
+
+
+def gaussian_rbm(n_visible: int, n_hidden: int, seed: int, scale: float = 1.0) -> UnitRBM:
+    g = torch.Generator().manual_seed(seed)
+    weights = scale * torch.randn(n_visible, n_hidden, generator=g, dtype=F64)
+    vbias, hbias = (torch.randn(n, generator=g, dtype=F64) for n in (n_visible, n_hidden))
+    sigma = 0.5 + torch.rand(n_visible, generator=g, dtype=F64)
+    return UnitRBM(
+        "gaussian", n_visible, n_hidden, weights=weights, vbias=vbias, hbias=hbias, sigma=sigma, dtype=F64
+    )
+
+
+def categorical_rbm(n_visible: int, q: int, n_hidden: int, seed: int, scale: float = 1.0) -> UnitRBM:
+    g = torch.Generator().manual_seed(seed)
+    weights = scale * torch.randn(n_visible, q, n_hidden, generator=g, dtype=F64)
+    vbias = torch.randn(n_visible, q, generator=g, dtype=F64)
+    hbias = torch.randn(n_hidden, generator=g, dtype=F64)
+    return UnitRBM(
+        f"categorical:{q}", n_visible, n_hidden, weights=weights, vbias=vbias, hbias=hbias, dtype=F64
+    )
+
+
+def density(model: UnitRBM, *xs: float) -> float:
+    with torch.no_grad():
+        return math.exp(float(model.log_unnormalized(torch.tensor([xs], dtype=F64))[0]))
+
+
+# ------------------------------------------------------------------------------ exact log Z
+def test_gaussian_log_z_matches_numerical_integration_in_one_and_two_dimensions() -> None:
+    one = gaussian_rbm(1, 3, seed=0)
+    z1, _ = integrate.quad(lambda x: density(one, x), -40, 40, limit=400, epsabs=0, epsrel=1e-12)
+    assert exact_log_z(one).log_z == pytest.approx(math.log(z1), abs=1e-6)
+    two = gaussian_rbm(2, 3, seed=1)
+    z2, _ = integrate.dblquad(lambda y, x: density(two, x, y), -30, 30, -30, 30, epsabs=0, epsrel=1e-10)
+    assert exact_log_z(two).log_z == pytest.approx(math.log(z2), abs=1e-6)
+
+
+def test_categorical_log_z_matches_brute_force_on_either_enumerated_side() -> None:
+    model = categorical_rbm(3, 3, 4, seed=2)
+    joint = []
+    for v in itertools.product(range(3), repeat=3):
+        for h in itertools.product(range(2), repeat=4):
+            e = model.energy(torch.tensor([v], dtype=F64), torch.tensor([h], dtype=F64))
+            joint.append(-float(e[0]))
+    truth = float(torch.logsumexp(torch.tensor(joint, dtype=F64), 0))
+    result = exact_log_z(model)  # 27 visible states against 16 hidden: the hidden side
+    assert result.settings["enumerated_layer"] == "hidden" and result.log_z == pytest.approx(truth, abs=1e-9)
+    wide = categorical_rbm(3, 3, 6, seed=2)  # 27 visible states against 64: the visible side
+    by_visible = exact_log_z(wide)
+    assert by_visible.settings["enumerated_layer"].startswith("visible")
+    states = torch.cat([wide.log_marginal_hidden(h) for h in (Bernoulli().states(6, dtype=F64),)])
+    assert by_visible.log_z == pytest.approx(float(torch.logsumexp(states, 0)), abs=1e-9)
+
+
+def test_log_probabilities_are_normalised() -> None:
+    model = categorical_rbm(3, 4, 5, seed=3)
+    log_z = exact_log_z(model).log_z
+    states = Categorical(4).states(3, dtype=F64)
+    total = dataset_log_prob(model, states, log_z, per_example=True).per_example
+    assert float(torch.logsumexp(total, 0)) == pytest.approx(0.0, abs=1e-9)
+    one = gaussian_rbm(1, 2, seed=4)
+    log_z = exact_log_z(one).log_z
+    mass, _ = integrate.quad(lambda x: density(one, x) * math.exp(-log_z), -40, 40, limit=400)
+    assert mass == pytest.approx(1.0, abs=1e-8)
+
+
+# ------------------------------------------------------------------------------ conditionals
+def test_conditionals_sample_their_formulas() -> None:
+    g = torch.Generator().manual_seed(5)
+    n = 40_000
+    field = torch.tensor([[[0.7], [-1.2]]], dtype=F64).expand(n, 2, 1)
+    params = {"bias": torch.tensor([0.3, -0.5], dtype=F64), "sigma": torch.tensor([0.5, 2.0], dtype=F64)}
+    x = Gaussian().sample(field, params, g)
+    mean = params["bias"] + params["sigma"] * field[0, :, 0]
+    se = params["sigma"] / math.sqrt(n)
+    assert bool(((x.mean(0) - mean).abs() < 4 * se).all())
+    var_se = params["sigma"] ** 2 * math.sqrt(2.0 / n)
+    assert bool(((x.var(0) - params["sigma"] ** 2).abs() < 4 * var_se).all())
+    cat = Categorical(3)
+    cfield = torch.tensor([[[0.5, -1.0, 0.2]]], dtype=F64).expand(n, 1, 3)
+    cparams = {"bias": torch.tensor([[0.1, 0.4, -0.3]], dtype=F64)}
+    draws = cat.sample(cfield, cparams, g)[:, 0].long()
+    freq = torch.bincount(draws, minlength=3).to(F64) / n
+    p = cat.mean(cfield[:1], cparams)[0, 0]
+    assert bool(((freq - p).abs() < 4 * torch.sqrt(p * (1 - p) / n)).all())
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.35, 1.0])
+def test_annealed_gibbs_kernel_leaves_the_intermediate_distribution_invariant(beta: float) -> None:
+    """The exact transition matrix over visible states of the block-Gibbs kernel at beta (h | v, then
+    v | h from the unit type's annealed conditional) has p_beta as its stationary distribution."""
+    model = categorical_rbm(2, 3, 3, seed=6)
+    path = unit_base_rate_path(model, data=Categorical(3).states(2, dtype=F64)[[0, 4, 5, 8]])
+    vs = Categorical(3).states(2, dtype=F64)
+    hs = Bernoulli().states(3, dtype=F64)
+    from boltzkit.state import ChainState
+
+    log_pi = path.log_f(ChainState.of(vs, torch.zeros(len(vs), 3, dtype=F64)), beta)
+    pi = torch.softmax(log_pi, 0)
+    p_h = torch.sigmoid(beta * model.hidden_input(vs))  # (9, 3)
+    h_given_v = torch.stack([torch.prod(torch.where(h.bool(), p_h, 1 - p_h), -1) for h in hs], 1)  # (9, 8)
+    logits = beta * (model.visible_field(hs) + model.vbias) + (1 - beta) * path.base["bias"]  # (8, 2, 3)
+    probs = torch.softmax(logits, -1)
+    v_given_h = torch.stack(
+        [probs[:, 0, int(v[0])] * probs[:, 1, int(v[1])] for v in vs], 1
+    )  # (8 hidden states, 9 visible states)
+    transition = h_given_v @ v_given_h
+    assert torch.allclose(transition.sum(1), torch.ones(9, dtype=F64))
+    assert torch.allclose(pi @ transition, pi, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ AIS
+@pytest.mark.parametrize("kind", ["gaussian", "categorical"])
+def test_ais_and_the_sandwich_bracket_exact_log_z(kind: str) -> None:
+    model = (
+        gaussian_rbm(5, 8, seed=7, scale=0.5)
+        if kind == "gaussian"
+        else categorical_rbm(5, 4, 8, seed=7, scale=0.5)
+    )
+    truth = exact_log_z(model).log_z
+    data = exact_sample_units(model, 2000, torch.Generator().manual_seed(8)).visible
+    res = estimate_log_z(model, "ais", betas=5000, n_chains=100, base_rate_data=data, seed=9)
+    assert res.reliability().reliable
+    assert res.band.minus_3sigma <= truth <= res.band.plus_3sigma and abs(res.log_z - truth) < 0.1
+    both = estimate_log_z(model, "sandwich", betas=1000, n_chains=100, base_rate_data=data, seed=10)
+    assert both.settings["upper_bound"].startswith("stochastic upper bound")  # exact start samples
+    assert both.band.minus_3sigma <= truth <= both.band.plus_3sigma
+
+
+def test_methods_for_binary_units_only_are_refused_with_a_clear_error() -> None:
+    from boltzkit.variational import variational_log_z
+
+    with pytest.raises(BoltzkitError, match="bridge sampling"):
+        estimate_log_z(gaussian_rbm(2, 2, seed=0), "bridge")
+    with pytest.raises(BoltzkitError, match="Ising form of binary units, not on gaussian"):
+        variational_log_z(gaussian_rbm(2, 2, seed=0), "trw")
+
+
+# ------------------------------------------------------------------------------ files and data
+def test_npz_files_round_trip_and_bad_files_are_refused(tmp_path) -> None:
+    g = np.random.default_rng(0)
+    np.savez(tmp_path / "g.npz", W=g.normal(size=(4, 3)), vbias=g.normal(size=4), hbias=g.normal(size=3),
+             sigma=1 + g.random(4))  # fmt: skip
+    np.savez(
+        tmp_path / "c.npz", W=g.normal(size=(4, 5, 3)), vbias=g.normal(size=(4, 5)), hbias=g.normal(size=3)
+    )
+    for name, kind, units in (("g", "gaussian-rbm", "gaussian"), ("c", "categorical-rbm", "categorical:5")):
+        model, md = load_model(tmp_path / f"{name}.npz", dtype=F64)
+        assert md["kind"] == kind and model.visible_units == unit_type(units)
+        save_model(model, tmp_path / f"{name}.safetensors")
+        again, md2 = load_model(tmp_path / f"{name}.safetensors", dtype=F64)
+        assert md2["visible_units"] == units and exact_log_z(again).log_z == pytest.approx(
+            exact_log_z(model).log_z
+        )
+    np.savez(tmp_path / "bad.npz", W=g.normal(size=(4, 3)), vbias=g.normal(size=4), hbias=g.normal(size=3),
+             sigma=-np.ones(4))  # fmt: skip
+    with pytest.raises(ModelFileError, match="not positive"):
+        load_model(tmp_path / "bad.npz")
+    np.savez(
+        tmp_path / "shape.npz",
+        W=g.normal(size=(4, 5, 3)),
+        vbias=g.normal(size=(4, 4)),
+        hbias=g.normal(size=3),
+    )
+    with pytest.raises(ModelFileError, match="inconsistent shapes"):
+        load_model(tmp_path / "shape.npz")
+
+
+def test_data_that_does_not_fit_the_units_gets_a_clear_error() -> None:
+    with pytest.raises(BoltzkitError, match="out of range"):
+        Categorical(3).check_data(torch.tensor([[0, 3]]), 2)
+    with pytest.raises(BoltzkitError, match="not a category index"):
+        Categorical(3).check_data(torch.tensor([[0.5, 1.0]]), 2)
+    with pytest.raises(BoltzkitError, match="not finite"):
+        Gaussian().check_data(torch.tensor([[0.0, float("nan")]]), 2)
+    with pytest.raises(BoltzkitError, match="does not fit"):
+        Gaussian().check_data(torch.zeros(3, 4), 2)
+    with pytest.raises(BoltzkitError, match="unknown unit type"):
+        unit_type("poisson")
+
+
+# ------------------------------------------------------------------------------ learning
+@pytest.mark.parametrize("kind", ["gaussian", "categorical"])
+def test_cd_and_pcd_raise_the_held_out_log_likelihood(kind: str) -> None:
+    """Trained on exact samples of a teacher of the same size, both rules close most of the gap
+    between the base-rate start and the teacher's own held-out log-likelihood (exact scores)."""
+    teacher = (
+        gaussian_rbm(6, 4, seed=11, scale=2.0)
+        if kind == "gaussian"
+        else categorical_rbm(6, 3, 4, seed=11, scale=2.0)
+    )
+    g = torch.Generator().manual_seed(12)
+    train, test = (exact_sample_units(teacher, n, g).visible for n in (2000, 2000))
+    units = teacher.visible_units
+    start = init_unit_rbm(train, units, 4, generator=torch.Generator().manual_seed(0), dtype=F64)
+    before = dataset_log_prob(start, test, exact_log_z(start)).mean_log_prob
+    best = dataset_log_prob(teacher, test, exact_log_z(teacher)).mean_log_prob
+    for method in ("cd", "pcd"):
+        model, history = train_unit_rbm(
+            train,
+            units,
+            4,
+            method=method,
+            epochs=15,
+            lr=0.05,
+            batch_size=20,
+            seed=0,
+            momentum=0.5,
+            init_scale=0.1,
+        )
+        after = dataset_log_prob(model, test, exact_log_z(model)).mean_log_prob
+        assert len(history) == 15 and after - before > 0.7 * (best - before) and after < best + 0.1
+
+
+def test_a_diverging_run_stops_with_advice() -> None:
+    x = torch.randn(200, 3, generator=torch.Generator().manual_seed(0), dtype=F64) * 50
+    with pytest.raises(BoltzkitError, match="diverged"):
+        train_unit_rbm(x, "gaussian", 4, epochs=3, lr=50.0, batch_size=10, init_scale=1.0)
+
+
+# ------------------------------------------------------------------------------ command line
+def test_command_line_trains_estimates_evaluates_and_samples(tmp_path) -> None:
+    g = np.random.default_rng(1)
+    data = tmp_path / "cats.csv"
+    np.savetxt(data, g.integers(0, 3, size=(300, 5)), delimiter=",", fmt="%d")
+    model = tmp_path / "potts.safetensors"
+    trained = last_json(
+        run("train", "--data", data, "--test-data", data, "--visible", "categorical:3", "--hidden", 4,
+            "--epochs", 2, "--batch-size", 50, "--out", model, "--json")
+    )  # fmt: skip
+    assert trained["kind"] == "categorical-rbm" and math.isfinite(trained["test_log_lik"])
+    exact = last_json(run("logz", model, "--method", "exact", "--json"))
+    ais = last_json(run("logz", model, "--method", "ais", "--betas", 500, "--base-rate-data", data, "--json"))
+    assert abs(ais["log_z"] - exact["log_z"]) < 0.1 and ais["exact_log_z"] == pytest.approx(exact["log_z"])
+    scored = last_json(run("evaluate", model, "--data", data, "--json"))
+    assert scored["mean_log_prob"] == pytest.approx(trained["test_log_lik"], abs=1e-6)
+    out = tmp_path / "s.npy"
+    assert run("sample", model, "--out", out, "--chains", 4, "--steps", 10).exit_code == 0
+    states = np.load(out)
+    assert states.dtype == np.int16 and states.shape == (4, 5) and states.min() >= 0 and states.max() <= 2
+    bad = tmp_path / "bad.csv"
+    np.savetxt(bad, np.full((3, 5), 7), delimiter=",", fmt="%d")
+    assert "out of range" in assert_clean_failure(run("evaluate", model, "--data", bad))
+    assert "--visible" in assert_clean_failure(
+        run(
+            "train",
+            "--data",
+            data,
+            "--visible",
+            "categorical:3",
+            "--model",
+            "bm",
+            "--out",
+            tmp_path / "x.safetensors",
+        )
+    )
+    json.dumps(trained)
