@@ -41,7 +41,7 @@ def shell_commands() -> list[str]:
 
 def data_blocks() -> list[str]:
     """Python blocks that only write data files for the commands (numpy, no boltzkit)."""
-    return [b for b in code_blocks("python") if "np.savez(" in b and "boltzkit" not in b]
+    return [b for b in code_blocks("python") if "np.save" in b and "boltzkit" not in b]
 
 
 def test_readme_opens_with_install_then_test_command():
