@@ -333,7 +333,11 @@ def run_table1(
     settings["training_note"] = (
         f"the S1 recipes with {settings['epochs']} epochs on the {data['train'].shape[0]:,} training images"
         if settings["epochs"] is not None
-        else "the S1 recipes as they stand (100 epochs) on the 60,000 training images (the paper's number)"
+        else "the S1 recipes as they stand ("
+        + ", ".join(
+            f"{name}: {RECIPES[name].epochs} epochs" for name in ("sm2008-cd1", "sm2008-cd3", "sm2008-cd25")
+        )
+        + ") on the 60,000 training images (the paper's number)"
     )
     chosen = [s for s in (models or MODELS) if s.quick or not quick]
     records, loaded = [], {}
