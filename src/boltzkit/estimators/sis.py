@@ -23,14 +23,18 @@ import torch
 
 from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.ais import path_settings, record, seed_label, sync
+from boltzkit.estimators.ais import path_settings, record, reverse_check, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
+from boltzkit.estimators.schedules import linear_betas
+from boltzkit.samplers.operators import make_operator
 
 
 @torch.no_grad()
-def sis(path: AnnealingPath, *, n_chains: int = 100, seed: int | torch.Generator | None = 0) -> LogZResult:
+def sis(
+    path: AnnealingPath, *, n_chains: int = 100, seed: int | torch.Generator | None = 0, check: bool = True
+) -> LogZResult:
     """Simple importance sampling with the path's start as proposal (S2 Eq. 20).
 
     Parameters
@@ -42,6 +46,12 @@ def sis(path: AnnealingPath, *, n_chains: int = 100, seed: int | torch.Generator
         Number of independent proposal draws ``M``.
     seed
         Seed or generator; same seed, same numbers.
+    check
+        Where the target can be sampled exactly (a model small enough to enumerate), also run the
+        reverse estimate from as many exact samples (:func:`~boltzkit.estimators.ais.reverse_check`
+        with the two-point schedule): proposal draws that never reach part of the target's mass
+        give healthy-looking weights and an estimate far too low, and only the reverse end shows
+        it. The main estimate's numbers do not change.
 
     Returns
     -------
@@ -64,9 +74,17 @@ def sis(path: AnnealingPath, *, n_chains: int = 100, seed: int | torch.Generator
     )
     if path.is_ratio and not path.exact_start:
         settings["warning"] = "proposal samples are approximate: the estimate is not exactly unbiased"
-    result = record(
-        "sis", path, log_w, n_betas=1, seconds=time.perf_counter() - t0, **settings, seed=seed_label(seed)
-    )
+    settings["seed"] = seed_label(seed)
+    result = record("sis", path, log_w, n_betas=1, seconds=time.perf_counter() - t0, **settings)
+    if check and path.end_is_exact:
+        two_points = linear_betas(2).to(path.device)
+        reverse = reverse_check(path, two_points, result, int(n_chains), make_operator("gibbs"), 1, gen)
+        if not reverse["passed"]:
+            reverse["advice"] = (
+                "use AIS instead (--method ais): annealing reaches mass that independent draws miss"
+            )
+        settings["checks"] = [reverse]
+        result = record("sis", path, log_w, n_betas=1, seconds=time.perf_counter() - t0, **settings)
     warn_unreliable("the simple importance sampling estimate of log Z", result.reliability())
     return result
 
