@@ -156,12 +156,8 @@ def estimate_log_z(
                 f"bridge sampling does not take {model.visible_units.name} visible units yet",
                 hint="use --method ais, reverse-ais, sandwich or sis.",
             )
-        path = unit_base_rate_path(model, data=base_rate_data, max_bits=bits)
-        return _run(
-            path, name, n_chains=n_chains, betas=betas, sweeps=sweeps, sampler=sampler, seed=seed,
-            progress=progress, start_chain_steps=start_chain_steps, check=check,
-        )  # fmt: skip
-    if base_rate_data is not None or name not in ("ais", "reverse-ais", "sandwich"):
+        path, choice = unit_base_rate_path(model, data=base_rate_data, max_bits=bits), None
+    elif base_rate_data is not None or name not in ("ais", "reverse-ais", "sandwich"):
         path = base_rate_path(model, data=base_rate_data, device=device, max_bits=bits)
         choice = None
     else:
