@@ -380,7 +380,7 @@ def test_invalid_option_values_are_usage_errors(bas_model, args):
     ("args", "needle"),
     [
         (("sample", "MODEL", "--sampler", "metropolis", "--out", "x.npy"), "unknown sampler"),
-        (("sample", "MODEL", "--out", "x.jpg"), ".npy or .png"),
+        (("sample", "MODEL", "--out", "x.jpg"), ".npy, .png or .fasta"),
         (("sample", "MODEL", "--out", "/no/such/dir/x.npy", "--steps", "1"), "directory"),
         (("logz", "MODEL", "--device", "gpu"), "device"),
         (("logz", "MODEL", "--method", "ais", "--betas", "sideways"), "beta schedule"),

@@ -31,6 +31,7 @@ SMALL = {"n_iter": 2, "batch_size": 5, "binarize": 0.5}
 @parametrize_with_checks(
     [
         RBMEstimator(n_components=3, **SMALL),
+        RBMEstimator(n_components=3, visible_units="gaussian", n_iter=2, batch_size=5, learning_rate=0.001),
         BoltzmannMachineEstimator(
             kind="srbm", n_components=3, method="pcd", n_chains=5, momentum=0.5, **SMALL
         ),
@@ -249,3 +250,54 @@ def test_readme_sklearn_example_runs(capsys):
     assert -30 < search.score(namespace["X_test"]) < -15
     assert namespace["classify"].score(namespace["X_test"], namespace["y_test"]) > 0.85
     assert "accuracy" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ real-valued and categorical input
+def test_gaussian_and_categorical_units_take_their_data_without_a_binarizer() -> None:
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from boltzkit.units import Categorical
+
+    rng = np.random.default_rng(4)
+    real = rng.normal(size=(120, 5)) @ rng.normal(size=(5, 5)) + 3.0
+    pipe = make_pipeline(
+        StandardScaler(),
+        RBMEstimator(
+            4, visible_units="gaussian", learning_rate=0.001, n_iter=3, batch_size=20, random_state=0
+        ),
+    ).fit(real)
+    rbm = pipe[-1]
+    scored = rbm.score_samples(StandardScaler().fit(real).transform(real))
+    truth = exact_log_z(rbm._model64()).log_z
+    expected = rbm._model64().log_unnormalized(torch.from_numpy(StandardScaler().fit_transform(real))) - truth
+    assert np.allclose(
+        scored, expected.detach().numpy(), atol=1e-9
+    )  # a log-density: exact log Z as an integral
+    assert pipe.transform(real).shape == (120, 4)
+    cats = rng.integers(0, 3, size=(90, 4))
+    fitted = RBMEstimator(3, visible_units="categorical", n_iter=2, batch_size=10, random_state=1).fit(cats)
+    assert fitted.model_.visible_units == Categorical(3)  # Q from the data
+    states = fitted.sample(5, n_steps=3, random_state=0)
+    assert states.shape == (5, 4) and set(np.unique(states)) <= {0.0, 1.0, 2.0}
+    with pytest.raises(ValueError, match="category out of range"):
+        fitted.score(cats + 3)
+    with pytest.raises(ValueError, match="binarize applies to binary units"):
+        RBMEstimator(3, visible_units="gaussian", binarize=0.5).fit(real)
+
+
+def test_partial_fit_of_a_categorical_rbm_continues_exactly_like_fit() -> None:
+    cats = np.random.default_rng(5).integers(0, 4, size=(60, 5))
+    kw = {
+        "visible_units": "categorical:4",
+        "method": "pcd",
+        "n_chains": 7,
+        "momentum": 0.5,
+        "random_state": 2,
+    }
+    whole = RBMEstimator(3, n_iter=3, batch_size=10, **kw).fit(cats)
+    steps = RBMEstimator(3, n_iter=1, batch_size=10, **kw)
+    for _ in range(3):
+        steps.partial_fit(cats)
+    assert torch.equal(whole.model_.W, steps.model_.W) and steps.n_iter_ == 3
+    assert whole.score(cats) == pytest.approx(steps.score(cats), abs=1e-12)

@@ -281,3 +281,15 @@ def test_command_line_trains_estimates_evaluates_and_samples(tmp_path) -> None:
         )
     )
     json.dumps(trained)
+
+
+def test_the_gaussian_coupling_has_the_gradients_of_its_formula() -> None:
+    """``(x / sigma) W`` with sigma's gradient taken from the weights' gradient (no second product):
+    checked against finite differences."""
+    from boltzkit.units import _ScaledCouple
+
+    g = torch.Generator().manual_seed(21)
+    x = torch.randn(5, 4, generator=g, dtype=F64, requires_grad=True)
+    weights = torch.randn(4, 3, generator=g, dtype=F64, requires_grad=True)
+    sigma = (0.5 + torch.rand(4, generator=g, dtype=F64)).requires_grad_()
+    assert torch.autograd.gradcheck(_ScaledCouple.apply, (x, weights, sigma))

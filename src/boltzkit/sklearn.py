@@ -32,6 +32,14 @@ hold only 0 and 1; anything else is refused with a ``ValueError`` that names the
 value. With ``binarize=t`` values above ``t`` become 1 and the others 0 (as
 ``sklearn.preprocessing.Binarizer(threshold=t)``), which makes any real-valued input usable.
 
+**Real-valued and categorical data.** ``RBMEstimator(visible_units="gaussian")`` is a
+Gaussian-Bernoulli RBM over real-valued input as it is (sigma learned; standardise the input, e.g.
+with ``StandardScaler`` in a Pipeline), and ``visible_units="categorical"`` a categorical (Potts)
+RBM over integer input ``0..Q-1`` (``Q`` from the data at the first fit, or fixed by
+``"categorical:Q"``). They train by CD-k or PCD (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`),
+score with exact ``log Z`` (an integral over the real values) or AIS from the data's base rates, and
+sample with Gibbs, flip-the-state (categorical units) or parallel tempering.
+
 **Randomness.** ``random_state`` follows scikit-learn: an int gives the same model on every fit,
 ``None`` draws a seed from NumPy's global random state; that seed starts the one
 ``torch.Generator`` behind initialisation, shuffling and sampling (and the AIS estimate).
@@ -41,6 +49,7 @@ everything returned is a NumPy array.
 
 from __future__ import annotations
 
+import copy
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+from tqdm.auto import tqdm
 
 try:
     from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -60,7 +70,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 from boltzkit._numerics import resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import DataError
+from boltzkit.errors import BoltzkitError, DataError
 from boltzkit.estimators import (
     LogZResult,
     ais,
@@ -70,14 +80,21 @@ from boltzkit.estimators import (
     exact_log_z,
 )
 from boltzkit.estimators.base_rate import fit_base_rate
+from boltzkit.estimators.exact import enumeration_bits
+from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.learning import History, ProgressBar, Trainer, init_model, make_learner
 from boltzkit.learning.api import TRAINABLE_KINDS
+from boltzkit.learning.unit_rbm import UnitTrainer, init_unit_rbm
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers import sample as run_chains
+from boltzkit.units import Categorical, UnitType, unit_type
 
 #: Rows evaluated at once by transform and score_samples.
 EVAL_BATCH = 10_000
+#: Rows of the training data kept for the base rates of AIS on real-valued or categorical units.
+BASE_RATE_ROWS = 10_000
 
 
 def _positive_int(value: object, name: str) -> int:
@@ -137,6 +154,44 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def _validate(self, X: Any, *, reset: bool) -> np.ndarray:
         return validate_data(self, X, dtype="numeric", reset=reset)
 
+    def _units(self, X: np.ndarray | None = None) -> UnitType | None:
+        """The visible unit type when it is not binary (``None`` for binary units): ``visible_units``,
+        with ``Q`` of a bare ``"categorical"`` from the data of the first fit (``X``), else from the
+        fitted model."""
+        spec = str(getattr(self, "visible_units", "binary")).strip().lower()
+        if spec in ("binary", "bernoulli"):
+            return None
+        if spec == "categorical":
+            if hasattr(self, "model_") and X is None:
+                return self.model_.visible_units
+            if X is None or X.size == 0:
+                raise ValueError("visible_units='categorical' takes Q from the data: fit first")
+            return Categorical(max(2, int(np.max(X)) + 1))
+        try:
+            return unit_type(spec)
+        except BoltzkitError as exc:
+            raise ValueError(f"visible_units: {exc}") from None
+
+    def _input(self, X: np.ndarray, units: UnitType | None = None) -> Tensor:
+        """``X`` as the model's data: 0/1 for binary units (:meth:`_binary`), else checked by the
+        visible unit type (real values, or category indices)."""
+        units = units or (
+            self.model_.visible_units if isinstance(getattr(self, "model_", None), UnitRBM) else None
+        )
+        if units is None:
+            return self._binary(X)
+        self._check_params()
+        if self.binarize is not None:
+            raise ValueError(f"binarize applies to binary units, not visible_units={units.name!r}")
+        try:
+            return units.check_data(torch.from_numpy(np.array(X, dtype=np.float64)), X.shape[1], "X").float()
+        except BoltzkitError as exc:
+            raise BoltzkitError(
+                f"{type(self).__name__} with {units.name} units: {exc.what}",
+                got=exc.got,
+                expected=exc.expected,
+            ) from None
+
     def _binary(self, X: np.ndarray) -> Tensor:
         """``X`` as a float32 tensor of 0/1 (binarized at ``binarize``, or checked to be binary)."""
         self._check_params()
@@ -155,8 +210,9 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             ) from None
 
     # ------------------------------------------------------------------------- training
-    def _start(self, x: Tensor) -> None:
-        """A fresh model and training state for data ``x`` (initialisation of fit / first partial_fit)."""
+    def _start(self, x: Tensor, units: UnitType | None = None) -> None:
+        """A fresh model and training state for data ``x`` (initialisation of fit / first partial_fit);
+        ``units``: the visible unit type when it is not binary."""
         self._check_params()
         kind = self._kind()
         if kind not in TRAINABLE_KINDS:
@@ -170,6 +226,25 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=2)
         generator = torch.Generator(device=device)
         generator.manual_seed(int(seeds[0]))
+        self.history_ = History()
+        self.n_iter_ = 0
+        self.log_z_: LogZResult | None = None
+        self._ais_seed = int(seeds[1])
+        if units is not None:  # real-valued or categorical visible units
+            if kind != "rbm" or method not in ("cd", "pcd", "sap") or str(self.sampler).lower() != "gibbs":
+                raise ValueError(
+                    f"visible_units={units.name!r} trains an RBM by cd or pcd with Gibbs chains; got "
+                    f"kind={kind!r}, method={method!r}, sampler={self.sampler!r}"
+                )
+            self.model_ = init_unit_rbm(x, units, hidden[0], generator=generator)
+            self._unit_state = {
+                "optimizer": None,
+                "chains": None,
+                "method": "cd" if method == "cd" else "pcd",
+            }
+            self._generator_state = generator.get_state()
+            self._base_data = x[:BASE_RATE_ROWS].clone()
+            return
         model = init_model(kind, x.shape[1], hidden, generator=generator, data=x, device=device)
         learner = make_learner(method, k=int(self.k), sampler=self.sampler, n_chains=int(self.n_chains))
         couplings = {model.coupling_name(l, m) for l, m in model.coupling_keys}
@@ -182,14 +257,10 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             lr=float(self.learning_rate),
             momentum=float(self.momentum),
         )
-        self.model_: BoltzmannMachine = model
-        self.history_ = History()
-        self.n_iter_ = 0
-        self.log_z_: LogZResult | None = None
+        self.model_: BoltzmannMachine | UnitRBM = model
         self._learner = learner
         self._optimizer = optimizer
         self._generator_state = generator.get_state()
-        self._ais_seed = int(seeds[1])
         self._visible_sum = torch.zeros(x.shape[1], dtype=torch.float64)
         self._n_seen = 0
 
@@ -198,6 +269,9 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         model = self.model_
         generator = torch.Generator(device=model.device)
         generator.set_state(self._generator_state)
+        if isinstance(model, UnitRBM):
+            self._run_units(x, epochs, generator)
+            return
         self._visible_sum += x.sum(0, dtype=torch.float64)
         self._n_seen += int(x.shape[0])
         trainer = Trainer(
@@ -218,14 +292,36 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         self.n_iter_ += epochs
         self.log_z_ = None  # the model changed
 
+    def _run_units(self, x: Tensor, epochs: int, generator: torch.Generator) -> None:
+        """``epochs`` passes of a unit RBM's trainer, rebuilt from the kept state (the optimizer's
+        momentum, the persistent chains, the random stream), so the estimator stays picklable."""
+        saved = self._unit_state
+        trainer = UnitTrainer(
+            self.model_, n_examples=x.shape[0], method=saved["method"], k=int(self.k), epochs=epochs,
+            lr=float(self.learning_rate), lr_decay=False, momentum=float(self.momentum),
+            weight_decay=float(self.weight_decay), batch_size=_positive_int(self.batch_size, "batch_size"),
+            n_chains=int(self.n_chains), generator=generator, chains=saved["chains"],
+        )  # fmt: skip
+        if saved["optimizer"] is not None:
+            trainer.optimizer.load_state_dict(saved["optimizer"])
+        epochs_done = tqdm(range(epochs), desc=type(self).__name__, disable=not self.verbose, leave=False)
+        for _ in epochs_done:
+            self.history_.append({**trainer.run_epoch(x), "epoch": len(self.history_) + 1})
+        self.model_.zero_grad(set_to_none=True)
+        self._unit_state = {**saved, "optimizer": trainer.optimizer.state_dict(), "chains": trainer.chains}
+        self._generator_state = generator.get_state()
+        self.n_iter_ += epochs
+        self.log_z_ = None
+
     def fit(self, X: Any, y: Any = None) -> _BoltzmannEstimator:
         """Train a fresh model for ``n_iter`` passes over ``X`` (binary, ``(n_samples, n_features)``).
 
         ``y`` is ignored. Returns the estimator.
         """
         X = self._validate(X, reset=True)
-        x = self._binary(X)
-        self._start(x)
+        units = self._units(X)
+        x = self._input(X, units)
+        self._start(x, units)
         self._run(x, _positive_int(self.n_iter, "n_iter"))
         return self
 
@@ -234,9 +330,10 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         docstring); the first call on an unfitted estimator starts a model. ``y`` is ignored."""
         first = not hasattr(self, "model_")
         X = self._validate(X, reset=first)
-        x = self._binary(X)
+        units = self._units(X) if first else None
+        x = self._input(X, units)
         if first:
-            self._start(x)
+            self._start(x, units)
         self._run(x, 1)
         return self
 
@@ -248,12 +345,16 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def _n_features_out(self) -> int:
         return int(sum(self.model_.layer_sizes[1:]))
 
-    def _model64(self) -> BoltzmannMachine:
+    def _model64(self) -> BoltzmannMachine | UnitRBM:
+        if isinstance(self.model_, UnitRBM):
+            return copy.deepcopy(self.model_).double()
         return self.model_.as_float64()
 
     @torch.no_grad()
     def _hidden_probs(self, model: BoltzmannMachine, v: Tensor) -> Tensor:
         v = v.to(device=model.device, dtype=model.dtype)
+        if isinstance(model, UnitRBM):
+            return torch.sigmoid(model.hidden_input(v))
         if model.n_layers == 2 and not model.has_laterals(1):  # RBM, SRBM: p(h | v) factorises
             return model.conditional_probs(model.state_from_visible(v), 1)
         means = mean_field(model, {0: v}, tol=1e-12, max_iter=1000).means
@@ -264,7 +365,7 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         shape ``(n_samples, n_hidden)``."""
         check_is_fitted(self)
         X = self._validate(X, reset=False)
-        v = self._binary(X)
+        v = self._input(X)
         model = self._model64()
         parts = [self._hidden_probs(model, v[i : i + EVAL_BATCH]).cpu() for i in range(0, len(v), EVAL_BATCH)]
         return torch.cat(parts).numpy()
@@ -276,7 +377,13 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if self.log_z_ is not None:
             return self.log_z_
         max_bits = int(self.exact_max_bits)
-        if enumeration_plan(self.model_).n_bits <= max_bits:
+        if isinstance(self.model_, UnitRBM):  # exact (the fewer-state layer enumerated), else AIS
+            if enumeration_bits(self.model_) <= max_bits:
+                result = exact_log_z(self._model64(), max_bits=max_bits)
+            else:
+                path = unit_base_rate_path(self.model_, data=self._base_data, max_bits=max_bits)
+                result = ais(path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed)
+        elif enumeration_plan(self.model_).n_bits <= max_bits:
             result = exact_log_z(self._model64(), max_bits=max_bits)
         else:
             # the smoothed base rates of all training data seen (S&M 2008, Eq. 18); the pseudo-count
@@ -292,7 +399,7 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         when ``log Z`` is exact and when the values are mean-field lower bounds."""
         check_is_fitted(self)
         X = self._validate(X, reset=False)
-        v = self._binary(X)
+        v = self._input(X)
         log_z = self.estimate_log_z()
         result = dataset_log_prob(self._model64(), v, log_z, per_example=True, batch_size=EVAL_BATCH)
         return result.per_example.numpy()
@@ -302,8 +409,9 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         return float(np.mean(self.score_samples(X)))
 
     def sample(self, n_samples: int = 1, *, n_steps: int = 1000, random_state: Any = None) -> np.ndarray:
-        """``n_samples`` visible states (float64 0/1, ``(n_samples, n_features)``) after ``n_steps``
-        sweeps of ``sampler`` from uniform random starts; ``random_state`` as in scikit-learn."""
+        """``n_samples`` visible states (float64, ``(n_samples, n_features)``: 0/1, real values or
+        category indices) after ``n_steps`` sweeps of ``sampler`` from random starts (uniform, or
+        the visible units' own independent model); ``random_state`` as in scikit-learn."""
         check_is_fitted(self)
         n = _positive_int(n_samples, "n_samples")
         if isinstance(n_steps, bool) or not isinstance(n_steps, numbers.Integral) or n_steps < 0:
@@ -336,6 +444,9 @@ class RBMEstimator(_BoltzmannEstimator):
         Of ``torch.optim.SGD``; weight decay applies to the couplings only.
     binarize
         ``None``: the input must be binary; a number ``t``: values above ``t`` become 1.
+    visible_units
+        ``"binary"`` (default), ``"gaussian"`` (real-valued input as it is) or ``"categorical"``
+        (integer input ``0..Q-1``; ``"categorical:Q"`` fixes ``Q``).
     exact_max_bits
         ``log Z`` is exact when at most this many units must be enumerated, else AIS.
     ais_chains, ais_betas
@@ -376,6 +487,7 @@ class RBMEstimator(_BoltzmannEstimator):
         momentum: float = 0.0,
         weight_decay: float = 0.0,
         binarize: float | None = None,
+        visible_units: str = "binary",
         exact_max_bits: int = 20,
         ais_chains: int = 100,
         ais_betas: str | int = "paper",
@@ -394,6 +506,7 @@ class RBMEstimator(_BoltzmannEstimator):
         self.momentum = momentum
         self.weight_decay = weight_decay
         self.binarize = binarize
+        self.visible_units = visible_units
         self.exact_max_bits = exact_max_bits
         self.ais_chains = ais_chains
         self.ais_betas = ais_betas

@@ -29,6 +29,16 @@ Annealing between a base layer (``base`` params, no field) and the model's layer
 geometric mixture ``-(1 - beta) E_base(x) - beta E(x)``: every type's intermediate conditional is
 of the same type (:meth:`UnitType.sample_annealed`), so AIS needs nothing else.
 
+Transition operators meet a unit type through :meth:`UnitType.update`: a draw of the layer's next
+state given its field, its current state and the weight ``alpha`` of flip-the-state in the blend
+``alpha T + (1 - alpha) G`` (0 is Gibbs). Discrete types also give the exact per-unit kernel
+(:meth:`UnitType.kernel`), which the tests multiply out into full transition matrices. For
+categorical units flip-the-state is Liu's (1996) Metropolized Gibbs sampler: propose a state
+``y != x`` with probability ``p_y / (1 - p_x)`` and accept it with ``min(1, (1 - p_x) / (1 - p_y))``,
+so ``T(x -> y) = p_y / max(1 - p_x, 1 - p_y)``; where the conditional is uniform the unit is drawn
+by Gibbs instead, as Brügge, Fischer & Igel (2013, Definition 1, Eq. 2) do at a tie. With ``Q = 2``
+this is exactly their binary flip-the-state operator. Gaussian units have no flip rule.
+
 All log-partitions and self-energies are returned in float64, summed over the layer's units.
 """
 
@@ -84,6 +94,12 @@ class UnitType(ABC):
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         """``A(f)`` summed over the layer, shape ``(batch,)``, float64 (``field``: ``(batch, n, F)``)."""
 
+    def couple(self, x: Tensor, weights: Tensor, params: Params) -> Tensor:
+        """``phi(x) W``: the input the layer's state ``x`` gives the next layer through ``weights``
+        (shape ``(n F, n_next)``), shape ``(batch, n_next)``."""
+        stats = self.stats(x, params)
+        return stats.reshape(stats.shape[0], -1) @ weights
+
     # ------------------------------------------------------------------ conditionals
     @abstractmethod
     def sample_annealed(
@@ -99,6 +115,31 @@ class UnitType(ABC):
     @abstractmethod
     def mean(self, field: Tensor, params: Params) -> Tensor:
         """``E[x | f]``, shape ``(batch, n)``."""
+
+    # ------------------------------------------------------------------ transition kernels
+    #: Whether the type has a flip-the-state rule (a move that avoids the current state).
+    has_flip: bool = False
+
+    def kernel(self, field: Tensor, params: Params, current: Tensor, alpha: float) -> Tensor:
+        """The exact per-unit kernel of ``alpha T + (1 - alpha) G``: the probability of each next
+        state, shape ``(batch, n, n_states)`` (discrete types only)."""
+        raise BoltzkitError(f"{self.name} units have no finite transition matrix")
+
+    def update(
+        self, field: Tensor, params: Params, current: Tensor, alpha: float, generator: torch.Generator
+    ) -> Tensor:
+        """The layer's next state under ``alpha T + (1 - alpha) G``, given the field and the current
+        state (``alpha = 0``: a Gibbs draw, which ignores ``current``)."""
+        if alpha == 0.0:
+            return self.sample(field, params, generator)
+        if not self.has_flip:
+            raise BoltzkitError(
+                f"flip-the-state has no rule for {self.name} units",
+                got=f"flip weight {alpha:g}",
+                hint="sample them by Gibbs (--sampler gibbs), or a blend with visible weight 0 "
+                "(blend:0,ALPHA_HIDDEN).",
+            )
+        return _draw(self.kernel(field, params, current, alpha), generator).to(field.dtype)
 
     # ------------------------------------------------------------------ data and base rates
     @abstractmethod
@@ -128,6 +169,36 @@ class UnitType(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+class _ScaledCouple(torch.autograd.Function):
+    """``(x / sigma) W`` with its gradients: ``G = (x / sigma)' g`` for ``W``, ``g W' / sigma`` for
+    ``x`` and ``-sum_j W_ij G_ij / sigma_i`` for ``sigma`` (the chain rule through ``x_i / sigma_i``
+    summed over the batch is the same sum over the weights' gradient), so learning sigma costs
+    elementwise work on the weights instead of a second product."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weights: Tensor, sigma: Tensor) -> Tensor:  # noqa: ANN001
+        scaled = x / sigma
+        ctx.save_for_backward(scaled, weights, sigma)
+        return scaled @ weights
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:  # noqa: ANN001
+        scaled, weights, sigma = ctx.saved_tensors
+        need_x, need_w, need_sigma = ctx.needs_input_grad
+        grad_w = scaled.t() @ grad if (need_w or need_sigma) else None
+        grad_x = (grad @ weights.t()) / sigma if need_x else None
+        grad_sigma = -(weights * grad_w).sum(1) / sigma if need_sigma else None
+        return grad_x, grad_w if need_w else None, grad_sigma
+
+
+def _draw(probs: Tensor, generator: torch.Generator) -> Tensor:
+    """One draw per row of ``probs`` (``(..., S)``, rows summing to 1) by inverting the cumulative
+    distribution with one uniform each: the index of the first cumulative probability above it
+    (rounding cannot step past the last state)."""
+    u = torch.rand((*probs.shape[:-1], 1), generator=generator, device=probs.device, dtype=probs.dtype)
+    return (probs.cumsum(-1) <= u).sum(-1).clamp_max(probs.shape[-1] - 1)
 
 
 def _needs_2d(x: Tensor, n_units: int, what: str, expected: str) -> Tensor:
@@ -195,6 +266,12 @@ class Gaussian(UnitType):
 
     def stats(self, x: Tensor, params: Params) -> Tensor:
         return (x / params["sigma"]).unsqueeze(-1)
+
+    def couple(self, x: Tensor, weights: Tensor, params: Params) -> Tensor:
+        """``(x / sigma) W``, whose gradient with respect to sigma comes from the weights' gradient
+        ``G`` without a further product: ``dL/dsigma_i = -sum_j W_ij G_ij / sigma_i``
+        (:class:`_ScaledCouple`)."""
+        return _ScaledCouple.apply(x, weights, params["sigma"])
 
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         f = _f64(field[..., 0])
@@ -264,7 +341,8 @@ class Categorical(UnitType):
 
     def stats(self, x: Tensor, params: Params) -> Tensor:
         dtype = x.dtype if x.is_floating_point() else params["bias"].dtype
-        return F.one_hot(self._index(x), self.n_states).to(dtype)
+        out = torch.zeros((*x.shape, self.n_states), dtype=dtype, device=x.device)
+        return out.scatter_(-1, self._index(x).unsqueeze(-1), 1.0)
 
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         return torch.logsumexp(_f64(field) + _f64(params["bias"]), -1).sum(-1)
@@ -273,14 +351,31 @@ class Categorical(UnitType):
         logits = beta * (field + params["bias"])
         if base is not None and beta != 1.0:
             logits = logits + (1.0 - beta) * base["bias"]
-        probs = torch.softmax(logits, -1)
-        flat = probs.reshape(-1, self.n_states)
-        draws = torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
-        return draws.to(field.dtype)
+        return _draw(torch.softmax(logits, -1), generator).to(field.dtype)
 
     def mean(self, field: Tensor, params: Params) -> Tensor:
         """The expected one-hot vector per unit, shape ``(batch, n, Q)``."""
         return torch.softmax(field + params["bias"], -1)
+
+    has_flip = True
+
+    def kernel(self, field: Tensor, params: Params, current: Tensor, alpha: float) -> Tensor:
+        """``alpha MG + (1 - alpha) G`` per unit, shape ``(batch, n, Q)``: Liu's (1996) Metropolized
+        Gibbs ``MG(x -> y) = p_y / max(1 - p_x, 1 - p_y)`` for ``y != x`` (the rest stays at ``x``),
+        replaced by Gibbs where the conditional is uniform (Brügge et al. 2013, Eq. 2's tie rule).
+        Computed in float64, so that the rows sum to 1 to rounding."""
+        logits = _f64(field) + _f64(params["bias"])
+        gibbs = torch.softmax(logits, -1)
+        if alpha == 0.0:
+            return gibbs
+        idx = self._index(current).unsqueeze(-1)
+        p_x = gibbs.gather(-1, idx)
+        moves = gibbs / torch.maximum(1.0 - p_x, 1.0 - gibbs)
+        moves = moves.scatter(-1, idx, 0.0)
+        flip = moves.scatter(-1, idx, (1.0 - moves.sum(-1, keepdim=True)).clamp_min(0.0))
+        uniform = (logits == logits[..., :1]).all(-1, keepdim=True)
+        flip = torch.where(uniform, gibbs, flip)
+        return flip if alpha == 1.0 else alpha * flip + (1.0 - alpha) * gibbs
 
     def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
         x = _needs_2d(torch.as_tensor(x), n_units, what, f"of category indices 0..{self.n_states - 1}")

@@ -263,6 +263,14 @@ DeviceOpt = Annotated[
     str, typer.Option("--device", help="'auto' (CUDA when available), 'cpu', 'cuda' or 'cuda:N'.")
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random number used.")]
+AlphabetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--alphabet",
+        help="Aligned sequences (FASTA): protein (20 amino acids and the gap, Q = 21), dna, rna, or the "
+        "letters themselves, the last the gap [default: the model's own].",
+    ),
+]
 DataDirOpt = Annotated[
     Path | None,
     typer.Option(
@@ -351,6 +359,24 @@ def device_from(spec: str) -> torch.device:
 # ------------------------------------------------------------------------------------ log Z
 
 
+def unit_values(
+    rbm: UnitRBM,
+    spec: str,
+    *,
+    split: str,
+    data_dir: Path | None,
+    seed: int,
+    alphabet: str | None = None,
+) -> tuple[str, torch.Tensor]:
+    """A data set for a model with real-valued or categorical visible units: its name and its values
+    checked by the unit type, on the model's device. Aligned sequences (FASTA) are read with
+    ``alphabet``, else the model's own (recorded when it was trained on sequences)."""
+    name, values = load_values(
+        spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet or rbm.alphabet
+    )
+    return name, rbm.check_data(values)
+
+
 def base_rate_data(
     rbm: BoltzmannMachine,
     opts: LogZOptions,
@@ -364,7 +390,7 @@ def base_rate_data(
 
     def load(spec: str) -> torch.Tensor:
         if isinstance(rbm, UnitRBM):  # real values or category indices, checked by the unit type
-            return rbm.check_data(load_values(spec, split="train", data_dir=data_dir, seed=opts.seed)[1])
+            return unit_values(rbm, spec, split="train", data_dir=data_dir, seed=opts.seed)[1]
         return load_dataset(spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible).x
 
     if opts.base_rate_data is not None:

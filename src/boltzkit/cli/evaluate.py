@@ -19,6 +19,7 @@ import typer
 
 from boltzkit.atomic import atomic_open
 from boltzkit.cli.common import (
+    AlphabetOpt,
     BaseRateOpt,
     BetasOpt,
     ChainsOpt,
@@ -40,11 +41,12 @@ from boltzkit.cli.common import (
     fmt,
     show_progress,
     unit_interval_option,
+    unit_values,
     warn,
     warn_if_unreliable,
 )
 from boltzkit.cli.stack import emit_evaluation, evaluate_stack, is_stack_model
-from boltzkit.data import load_dataset, load_values
+from boltzkit.data import load_dataset
 from boltzkit.data.dataset import Dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
@@ -120,6 +122,7 @@ def command(
         int,
         typer.Option("--samples", min=1, help="DBN: samples M of the recognition model per data vector."),
     ] = 5,
+    alphabet: AlphabetOpt = None,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
@@ -136,8 +139,8 @@ def command(
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     if isinstance(rbm, UnitRBM):  # real values or category indices, checked by the unit type
-        name, values = load_values(data, split=split, data_dir=data_dir, seed=seed)
-        dataset = Dataset(name=name, x=rbm.check_data(values).cpu(), image_shape=None, split=split)
+        name, values = unit_values(rbm, data, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
+        dataset = Dataset(name=name, x=values.cpu(), image_shape=None, split=split)
     else:
         dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)

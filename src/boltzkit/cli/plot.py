@@ -68,6 +68,14 @@ def command(
     max_images: Annotated[
         int, typer.Option("--max-images", min=1, help="Most samples drawn (samples).")
     ] = 100,
+    units: Annotated[
+        str,
+        typer.Option(
+            "--units",
+            help="samples: what the values are: binary, gaussian (real values, drawn by percentile) or "
+            "categorical:Q (grey levels with --image-shape, else coloured sequences).",
+        ),
+    ] = "binary",
     max_lag: Annotated[
         int | None,
         typer.Option("--max-lag", min=1, help="Last lag drawn (acf) [default: n_steps / 4, at most 200]."),
@@ -105,7 +113,7 @@ def command(
     elif name == "acf":
         plot_acf(files, out, max_lag=max_lag)
     else:
-        plot_samples(files[0], out, image_shape=image_shape, max_images=max_images)
+        plot_samples(files[0], out, image_shape=image_shape, max_images=max_images, units=units)
     seconds = time.perf_counter() - t0
     record: dict[str, Any] = {
         "kind": name,

@@ -1,9 +1,13 @@
 """``boltzkit sample MODEL``: run Markov chains on a model and save their final visible states.
 
 ``--out FILE.npy`` writes a ``uint8`` array of shape ``(chains, n_visible)`` (for an Ising model
-an ``int8`` array of spins -1 and +1); ``--out FILE.png``
-draws the states as a grid of images (needs matplotlib, the ``plot`` extra). The image shape comes
-from the model file's metadata, else from a square ``n_visible``. A DBN runs its chains in the top
+an ``int8`` array of spins -1 and +1; for Gaussian visible units ``float32`` values, for categorical
+ones ``int16`` categories); ``--out FILE.fasta`` writes categorical samples as sequences in the
+model's alphabet (or ``--alphabet``); ``--out FILE.png`` draws the states as a grid of images (needs
+matplotlib, the ``plot`` extra). The image shape comes from the model file's metadata, else from a
+square ``n_visible``; categorical states without one are drawn as coloured sequences. Samplers
+work on every unit type: Gibbs, flip-the-state where the units have a rule (Metropolized Gibbs for
+categorical units; none for Gaussian units), blends and parallel tempering. A DBN runs its chains in the top
 RBM and then draws one directed pass down; a mixture draws ancestral samples (``--steps`` unused).
 Parallel tempering (``--sampler pt:20``, ``--pt-steps K`` sweeps between swap rounds, ``--ladder``)
 keeps the chains at ``beta = 1`` and reports the swap rates and round trips of the replicas.
@@ -21,6 +25,7 @@ import typer
 from boltzkit._numerics import make_generator
 from boltzkit.atomic import atomic_open
 from boltzkit.cli.common import (
+    AlphabetOpt,
     DeviceOpt,
     JsonFlag,
     ModelArg,
@@ -34,19 +39,27 @@ from boltzkit.cli.common import (
     show_progress,
 )
 from boltzkit.cli.stack import draw_visible, is_stack_model
+from boltzkit.data.fasta import alphabet_letters, is_fasta, write_fasta
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
 from boltzkit.models.ising import IsingModel
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.plots._backend import png_writer
-from boltzkit.plots.images import image_grid
+from boltzkit.plots.images import unit_grid
 from boltzkit.samplers import make_operator, run_chains
 from boltzkit.samplers.tempering import LADDERS, ParallelTempering, SwapMonitor, tune_ladder
 
 
 def command(
     model: ModelArg,
-    out: Annotated[Path, typer.Option("--out", help="Output: FILE.npy (states) or FILE.png (image grid).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Output: FILE.npy (states), FILE.png (image grid) or FILE.fasta (sequences of a categorical "
+            "model with an alphabet).",
+        ),
+    ],
     sampler: SamplerOpt = "gibbs",
     chains: Annotated[int, typer.Option("--chains", min=1, help="Number of independent chains.")] = 100,
     steps: Annotated[
@@ -69,14 +82,17 @@ def command(
             "--ladder", help="Parallel tempering: uniform, geometric or adaptive (tuned by pilot runs)."
         ),
     ] = "uniform",
+    alphabet: AlphabetOpt = None,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
     """Sample from MODEL with Gibbs, flip-the-state, a blend or parallel tempering, and save the
     final visible states."""
     kind = out.suffix.lower()
-    if kind not in (".npy", ".png"):
-        raise BoltzkitError("unknown output type", got=str(out), expected="a file ending in .npy or .png")
+    if kind not in (".npy", ".png") and not is_fasta(out):
+        raise BoltzkitError(
+            "unknown output type", got=str(out), expected="a file ending in .npy, .png or .fasta"
+        )
     if ladder not in LADDERS:
         raise BoltzkitError("unknown temperature ladder", got=repr(ladder), expected=", ".join(LADDERS))
     operator = make_operator(sampler)
@@ -94,8 +110,23 @@ def command(
     write_png = png_writer("or save the samples to a .npy file.") if kind == ".png" else None
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
+    units = rbm.visible_units.name if isinstance(rbm, UnitRBM) else "binary"
+    letters = alphabet_letters(alphabet) if alphabet else getattr(rbm, "alphabet", None)
+    if is_fasta(out) and (not units.startswith("categorical") or letters is None):
+        raise BoltzkitError(
+            "sequences are written for categorical models with an alphabet",
+            got=f"{units} units" + ("" if letters is None else f", alphabet {letters!r}"),
+            hint="train on FASTA with --alphabet (it is recorded in the model), give --alphabet here, "
+            "or save to .npy.",
+        )
+    if letters is not None and is_fasta(out) and len(letters) != rbm.visible_units.n_states:
+        raise BoltzkitError(
+            "the alphabet does not fit the model",
+            got=f"{len(letters)} letters for {units} units",
+            expected=f"{rbm.visible_units.n_states} letters",
+        )
     shape = image_shape_of(metadata, rbm.n_visible) if kind == ".png" else None
-    if kind == ".png" and shape is None:
+    if kind == ".png" and shape is None and not units.startswith("categorical"):  # those draw as sequences
         raise BoltzkitError(
             "cannot draw the samples as images: the image shape is unknown",
             got=f"n_visible={rbm.n_visible} (not a square) and no image_shape in the model file",
@@ -104,18 +135,7 @@ def command(
     t0 = time.perf_counter()
     generator = make_generator(seed, dev)
     monitor: SwapMonitor | None = None
-    if isinstance(rbm, UnitRBM):  # real-valued or categorical visible units: block Gibbs
-        if operator.name != "gibbs":
-            raise BoltzkitError(
-                f"{rbm.visible_units.name} visible units take Gibbs sampling only", got=f"--sampler {sampler}"
-            )
-        if kind == ".png":
-            raise BoltzkitError(
-                f"samples of {rbm.visible_units.name} units are not drawn as images yet",
-                hint="save them to a .npy file.",
-            )
-        visible = rbm.gibbs(rbm.sample_independent(chains, generator), steps, generator).visible
-    elif tempering and not is_stack_model(rbm):
+    if tempering and not is_stack_model(rbm):
         # chains of every replica; the swap monitor counts acceptances and round trips
         state = operator.extend(rbm.random_state(chains, generator))
         if operator.adaptive:
@@ -147,7 +167,9 @@ def command(
     if isinstance(rbm, IsingModel):  # spins: a signed type, so that 2x - 1 cannot wrap around
         states = (2 * states.astype(np.int8) - 1).astype(np.int8)
     if write_png is not None:
-        write_png(out, image_grid(states, shape, max_images))
+        write_png(out, unit_grid(states, units, shape, max_images))
+    elif is_fasta(out):
+        write_fasta(out, states, letters)
     else:
         with atomic_open(out, "wb") as f:
             np.save(f, states)

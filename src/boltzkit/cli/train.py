@@ -21,6 +21,7 @@ import torch
 import typer
 
 from boltzkit.cli.common import (
+    AlphabetOpt,
     DataDirOpt,
     DataOpt,
     DeviceOpt,
@@ -39,7 +40,7 @@ from boltzkit.cli.common import (
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.cli.train_units import train_units
-from boltzkit.data import Dataset, load_dataset
+from boltzkit.data import Dataset, alphabet_letters, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, load_model, save_model
@@ -48,7 +49,7 @@ from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 from boltzkit.models.boltzmann import BoltzmannMachine
-from boltzkit.units import unit_type
+from boltzkit.units import Categorical, unit_type
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
 LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
@@ -215,6 +216,7 @@ def command(
             "(category indices 0..Q-1).",
         ),
     ] = "binary",
+    alphabet: AlphabetOpt = None,
     method: Annotated[
         TrainMethod,
         typer.Option(
@@ -433,6 +435,16 @@ def command(
         chosen = get_recipe(recipe).replace(**overrides)
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
+    if alphabet is not None:  # aligned sequences: categorical units with one state per letter
+        letters = alphabet_letters(alphabet)
+        if unit_type(visible).name == "binary" and not _given(ctx, "visible"):
+            visible = f"categorical:{len(letters)}"
+        elif unit_type(visible) != Categorical(len(letters)):
+            raise BoltzkitError(
+                "the alphabet does not fit the visible units",
+                got=f"--alphabet {alphabet} ({len(letters)} letters) with --visible {visible}",
+                expected=f"--visible categorical:{len(letters)}, or no --visible",
+            )
     if unit_type(visible).name != "binary":
         if model.value != "rbm" or init is not None or resume:
             flags = f"--model {model.value}" + (" --init" if init is not None else "")
@@ -442,7 +454,8 @@ def command(
                 hint="drop --model, --init and --resume.",
             )
         train_units(
-            visible=visible, data=data, test_data=None if test_data in ("none", "auto") else test_data,
+            visible=visible, alphabet=None if alphabet is None else alphabet_letters(alphabet), data=data,
+            test_data=None if test_data in ("none", "auto") else test_data,
             out=out, hidden=hidden_sizes[0], recipe=chosen, lr_given=_given(ctx, "lr"),
             momentum_given=recipe is not None or _given(ctx, "momentum"), exact_max_bits=exact_max_bits,
             seed=seed, data_dir=data_dir, command=command, progress=show_progress(progress), as_json=as_json,

@@ -2,7 +2,8 @@
 units (:mod:`boltzkit.learning.unit_rbm`), trained from the same options and recipe as binary RBMs
 (method cd or pcd/sap, k, epochs, lr, batch size, momentum's first value, weight decay, chains);
 without --lr a Gaussian layer learns at 0.001 and a categorical one at 0.01, without --momentum or a
-recipe the momentum is 0.5."""
+recipe the momentum is 0.5. ``--alphabet`` reads aligned sequences (FASTA) as categories and
+records the letters in the model file."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ DEFAULT_LR = {"gaussian": 0.001, "categorical": 0.01}
 def train_units(
     *,
     visible: str,
+    alphabet: str | None,
     data: str,
     test_data: str | None,
     out: Path,
@@ -47,7 +49,7 @@ def train_units(
     method = {"cd": "cd", "pcd": "pcd", "sap": "pcd"}.get(recipe.method)
     if method is None:
         raise BoltzkitError(f"{units.name} visible units train by cd or pcd", got=f"--method {recipe.method}")
-    name, x = load_values(data, split="train", data_dir=data_dir, seed=seed)
+    name, x = load_values(data, split="train", data_dir=data_dir, seed=seed, alphabet=alphabet)
     lr = recipe.lr if lr_given else DEFAULT_LR[units.name.split(":")[0]]
     # the first value of a momentum schedule; without a recipe or --momentum, 0.5 ([H10] Sec. 9)
     momentum = float(str(recipe.momentum).split(",")[0].split("@")[0]) if momentum_given else 0.5
@@ -56,7 +58,7 @@ def train_units(
         "epochs": recipe.epochs, "lr": lr, "lr_schedule": "linear", "momentum": momentum,
         "weight_decay": recipe.weight_decay, "batch_size": recipe.batch_size,
         "n_chains": recipe.n_chains if method == "pcd" else None, "seed": seed, "data": name,
-        "learn_sigma": isinstance(units, Gaussian), "command": command,
+        "learn_sigma": isinstance(units, Gaussian), "alphabet": alphabet, "command": command,
     }  # fmt: skip
     t0 = time.perf_counter()
     model, history = train_unit_rbm(
@@ -65,6 +67,7 @@ def train_units(
         progress=progress,
     )  # fmt: skip
     seconds = time.perf_counter() - t0
+    model.alphabet = alphabet  # the letters of the states, so that sequences read back the same way
     record: dict[str, Any] = {
         "out": str(out), "data": name, "kind": model.kind, "visible_units": units.name,
         "layer_sizes": list(model.layer_sizes), "seconds": seconds, "settings": settings, "history": history,
@@ -74,7 +77,9 @@ def train_units(
         record["log_z"] = log_z.log_z
         record["train_log_lik"] = dataset_log_prob(model, model.check_data(x), log_z).mean_log_prob
         if test_data is not None:
-            test_name, test_x = load_values(test_data, split="test", data_dir=data_dir, seed=seed)
+            test_name, test_x = load_values(
+                test_data, split="test", data_dir=data_dir, seed=seed, alphabet=alphabet
+            )
             record["test_log_lik"] = dataset_log_prob(model, test_x, log_z).mean_log_prob
             record["test_data"] = test_name
     metadata = {"training": settings, "data": name, "seconds": seconds, "command": command}

@@ -7,6 +7,7 @@ float32 ``(n_samples, n_visible)`` tensor of 0/1 values.
 
 Modules: :mod:`~boltzkit.data.dataset` (the record and the binary check),
 :mod:`~boltzkit.data.files` (reading ``.npy .npz .mat .amat .txt .csv``),
+:mod:`~boltzkit.data.fasta` (aligned sequences as category indices, for categorical units),
 :mod:`~boltzkit.data.mnist` (binarized MNIST: search path, download, checksums),
 :mod:`~boltzkit.data.transforms` (stochastic binarization, random patches),
 :mod:`~boltzkit.data.synthetic` (Bars and Stripes, Artificial Modes),
@@ -14,6 +15,7 @@ Modules: :mod:`~boltzkit.data.dataset` (the record and the binary check),
 """
 
 from boltzkit.data.dataset import Dataset, check_binary
+from boltzkit.data.fasta import ALPHABETS, alphabet_letters, read_fasta, write_fasta
 from boltzkit.data.files import FILE_EXTENSIONS, content_sha256, load_binary_file
 from boltzkit.data.mnist import (
     MNIST_CONTENT_SHA256,
@@ -41,6 +43,7 @@ from boltzkit.data.synthetic import (
 from boltzkit.data.transforms import binarize, extract_patches
 
 __all__ = [
+    "ALPHABETS",
     "DATASET_NAMES",
     "DATASET_SPLITS",
     "FILE_EXTENSIONS",
@@ -48,6 +51,7 @@ __all__ = [
     "MNIST_SIZES",
     "MNIST_SPLITS",
     "Dataset",
+    "alphabet_letters",
     "artificial_modes",
     "artificial_modes_prototypes",
     "artificial_modes_with_labels",
@@ -65,4 +69,6 @@ __all__ = [
     "load_mnist",
     "mnist_available",
     "parse_spec",
+    "read_fasta",
+    "write_fasta",
 ]

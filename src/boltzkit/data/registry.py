@@ -43,6 +43,7 @@ import torch
 from torch import Tensor
 
 from boltzkit.data.dataset import Dataset, to_tensor
+from boltzkit.data.fasta import is_fasta, read_fasta
 from boltzkit.data.files import FILE_EXTENSIONS, load_binary_file, read_matrix, split_path_and_key
 from boltzkit.data.mnist import MNIST_IMAGE_SHAPE, MNIST_SPLITS, load_mnist
 from boltzkit.data.synthetic import (
@@ -312,10 +313,12 @@ def load_values(
     split: str = "train",
     data_dir: str | os.PathLike[str] | None = None,
     seed: int = 0,
+    alphabet: str | None = None,
 ) -> tuple[str, Tensor]:
     """The values of a data set for units that are not binary: a file's array as stored (real
     values for Gaussian units, category indices for categorical units; float64, not yet checked:
-    the model's unit type checks them), or a built-in data set's 0/1 matrix.
+    the model's unit type checks them), aligned sequences of a FASTA file as category indices of
+    ``alphabet`` (:mod:`boltzkit.data.fasta`), or a built-in data set's 0/1 matrix.
 
     Returns
     -------
@@ -326,6 +329,16 @@ def load_values(
     if _is_builtin(spec):
         ds = load_dataset(spec, split=split, data_dir=data_dir, seed=seed)
         return ds.name, ds.x.to(torch.float64)
+    if is_fasta(spec):
+        _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
+        if alphabet is None:
+            raise DataError(
+                f"{spec}: a FASTA file needs an alphabet to turn letters into categories",
+                hint="give --alphabet protein (20 amino acids and the gap, Q = 21), dna, rna, or the "
+                "letters.",
+            )
+        indices, _ = read_fasta(spec, alphabet)
+        return str(spec), torch.from_numpy(indices.astype(np.float64))
     path, key = split_path_and_key(spec)
     _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
     array = read_matrix(path, key=key)

@@ -54,6 +54,9 @@ from boltzkit.estimators.exact import EnumeratedStates, enumerate_states, enumer
 from boltzkit.models.boltzmann import BoltzmannMachine, log_z_independent
 from boltzkit.samplers.operators import Gibbs, TransitionOperator, UnitOperator
 from boltzkit.state import Block, ChainState
+from boltzkit.units import Bernoulli, UnitType
+
+_BINARY = Bernoulli()
 
 #: Largest number of enumerated units for exact start or end samples (``2^26`` states, 0.5 GB).
 EXACT_SAMPLE_MAX_BITS = 26
@@ -180,6 +183,9 @@ class _Intermediate:
 
     def blocks(self) -> tuple[Block, ...]:
         return self.path.sweep_blocks
+
+    def layer_units(self, layer: int) -> UnitType:
+        return _BINARY  # a path between Boltzmann machines: binary units throughout
 
     def layer_input(self, state: ChainState, layer: int, beta: float | Tensor = 1.0) -> Tensor:
         out = self.path.combined_input(state, layer, self.weights)

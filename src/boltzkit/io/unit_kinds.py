@@ -12,7 +12,8 @@ visible units, :class:`~boltzkit.models.unit_rbm.UnitRBM`).
 A file without metadata is a ``gaussian-rbm`` when it holds ``sigma``; a plain ``W, vbias,
 hbias`` file whose ``W`` has three dimensions is read as a ``categorical-rbm`` (the ``rbm`` kind
 hands it over, :func:`is_categorical_arrays`). Safetensors files record the kind, so the unit type
-comes back with the model.
+comes back with the model, and a categorical model's ``alphabet`` (the letter of each state) when it
+has one.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def build_categorical(tensors, md, dtype, device) -> UnitRBM:  # noqa: ANN001
     W = tensors["W"]
     return UnitRBM(
         Categorical(int(W.shape[1])), int(W.shape[0]), int(W.shape[2]), weights=W, vbias=tensors["vbias"],
-        hbias=tensors["hbias"], dtype=dtype, device=device,
+        hbias=tensors["hbias"], dtype=dtype, device=device, alphabet=(md or {}).get("alphabet"),
     )  # fmt: skip
 
 
@@ -104,6 +105,7 @@ def _facts(model: UnitRBM) -> dict[str, Any]:
         "n_hidden": model.n_hidden,
         "layer_sizes": [model.n_visible, model.n_hidden],
         "visible_units": model.visible_units.name,
+        **({"alphabet": model.alphabet} if model.alphabet else {}),
     }
 
 

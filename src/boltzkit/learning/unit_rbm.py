@@ -58,6 +58,127 @@ def init_unit_rbm(
     )  # fmt: skip
 
 
+class UnitTrainer:
+    """The training state of a unit RBM between epochs: the model, torch.optim's SGD (momentum),
+    the learning-rate schedule, the persistent chains of PCD and the one random stream, so that
+    training can go on epoch by epoch (scikit-learn's ``partial_fit``) with the same numbers as one
+    run of :func:`train_unit_rbm`.
+
+    Parameters
+    ----------
+    model
+        The RBM to train (its visible unit type decides the data it takes).
+    n_examples
+        Examples per epoch, for the linear decay of the learning rate over ``epochs`` epochs.
+    method, k, epochs, lr, lr_decay, momentum, weight_decay, batch_size, n_chains, learn_sigma
+        As in :func:`train_unit_rbm`.
+    generator
+        The source of every minibatch order and Gibbs draw.
+    chains
+        PCD: persistent chains to go on from (default: fresh draws from the visible units' own
+        independent model).
+    """
+
+    def __init__(
+        self,
+        model: UnitRBM,
+        *,
+        n_examples: int,
+        method: str = "cd",
+        k: int = 1,
+        epochs: int = 10,
+        lr: float = 0.001,
+        lr_decay: bool = True,
+        momentum: float = 0.5,
+        weight_decay: float = 0.0,
+        batch_size: int = 100,
+        n_chains: int = 100,
+        learn_sigma: bool = True,
+        generator: torch.Generator,
+        chains: Tensor | None = None,
+    ) -> None:
+        method = str(method).lower()
+        if method not in METHODS:
+            raise BoltzkitError(
+                "unknown learning method for these units", got=method, expected=" or ".join(METHODS)
+            )
+        if int(k) < 1 or int(epochs) < 1 or int(batch_size) < 1:
+            raise BoltzkitError("k, epochs and batch_size must be at least 1", got=(k, epochs, batch_size))
+        self.model, self.k, self.batch_size, self.generator = model, int(k), int(batch_size), generator
+        self.learn_sigma = isinstance(model.visible_units, Gaussian) and learn_sigma
+        others = [model.vbias, model.hbias] + ([model.log_sigma] if self.learn_sigma else [])
+        self.optimizer = torch.optim.SGD(
+            [
+                {"params": [model.W], "weight_decay": float(weight_decay)},
+                {"params": others, "weight_decay": 0.0},
+            ],
+            lr=float(lr),
+            momentum=float(momentum),
+        )
+        total = (int(n_examples) + self.batch_size - 1) // self.batch_size * int(epochs)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: max(0.0, 1.0 - step / total) if lr_decay else 1.0
+        )
+        if method == "pcd" and chains is None:
+            chains = model.sample_independent(int(n_chains), generator)
+        self.chains = chains if method == "pcd" else None
+        self.epoch = 0
+
+    def run_epoch(self, data: Tensor) -> dict[str, Any]:
+        """One pass over ``data`` (checked by the model's unit type) in a random order; returns the
+        epoch's record (seconds, the mean free-energy gap of its minibatches, the learning rate)."""
+        model = self.model
+        t0 = time.perf_counter()
+        n = data.shape[0]
+        order = torch.randperm(n, generator=self.generator)
+        gaps = []
+        sigma_fixed = isinstance(model.visible_units, Gaussian) and not self.learn_sigma
+        if sigma_fixed:
+            model.log_sigma.requires_grad_(False)
+        try:
+            for start in range(0, n, self.batch_size):
+                batch = data[order[start : start + self.batch_size]]
+                positive = model.hidden_input(batch)  # serves the free energy and CD's first draw
+                with torch.no_grad():
+                    g = self.generator
+                    if self.chains is None:  # CD-k: k sweeps from the data
+                        negative = model.sample_visible(
+                            model.sample_hidden(batch, g, hidden_input=positive), g
+                        )
+                        for _ in range(self.k - 1):
+                            negative = model.sample_visible(model.sample_hidden(negative, g), g)
+                    else:  # PCD: k sweeps of the persistent chains
+                        negative = self.chains
+                        for _ in range(self.k):
+                            negative = model.sample_visible(model.sample_hidden(negative, g), g)
+                        self.chains = negative
+                self.optimizer.zero_grad()
+                gap = (
+                    model.free_energy(batch, hidden_input=positive).mean()
+                    - model.free_energy(negative).mean()
+                )
+                gap.backward()
+                self.optimizer.step()
+                self.scheduler.step()
+                gaps.append(float(gap.detach()))
+        finally:
+            if sigma_fixed:
+                model.log_sigma.requires_grad_(True)
+        self.epoch += 1
+        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+            raise BoltzkitError(
+                f"training diverged in epoch {self.epoch}: a parameter is no longer finite",
+                hint="lower the learning rate (--lr), or keep sigma fixed (learn_sigma=False) for "
+                "standardised data.",
+            )
+        return {
+            "epoch": self.epoch,
+            "seconds": time.perf_counter() - t0,
+            "free_energy_gap": sum(gaps) / len(gaps),
+            "lr": self.optimizer.param_groups[0]["lr"],
+        }
+
+
 def train_unit_rbm(
     x: Tensor,
     visible: UnitType | str,
@@ -101,75 +222,21 @@ def train_unit_rbm(
     Returns
     -------
     (model, history)
-        The trained model and one record per epoch (seconds, the mean free-energy gap of the last
-        epoch's minibatches, the learning rate).
+        The trained model and one record per epoch (:meth:`UnitTrainer.run_epoch`).
     """
-    method = str(method).lower()
-    if method not in METHODS:
-        raise BoltzkitError(
-            "unknown learning method for these units", got=method, expected=" or ".join(METHODS)
-        )
-    if int(k) < 1 or int(epochs) < 1 or int(batch_size) < 1:
-        raise BoltzkitError("k, epochs and batch_size must be at least 1", got=(k, epochs, batch_size))
     generator = torch.Generator().manual_seed(int(seed))
     units = unit_type(visible)
     model = init or init_unit_rbm(x, units, n_hidden, init_scale=init_scale, generator=generator)
     if model.visible_units != units:
         raise BoltzkitError("the model's visible units differ from --visible", got=model.visible_units.name)
     data = model.check_data(x)
-    couplings = [model.W]
-    others = [model.vbias, model.hbias]
-    if isinstance(units, Gaussian) and learn_sigma:
-        others.append(model.log_sigma)
-    elif isinstance(units, Gaussian):
-        model.log_sigma.requires_grad_(False)
-    optimizer = torch.optim.SGD(
-        [{"params": couplings, "weight_decay": float(weight_decay)}, {"params": others, "weight_decay": 0.0}],
-        lr=float(lr),
-        momentum=float(momentum),
-    )
-    n = data.shape[0]
-    per_epoch = (n + int(batch_size) - 1) // int(batch_size)
-    total = per_epoch * int(epochs)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: max(0.0, 1.0 - step / total) if lr_decay else 1.0
-    )
-    chains = model.sample_independent(int(n_chains), generator) if method == "pcd" else None
-    history: list[dict[str, Any]] = []
-    for epoch in tqdm(range(1, int(epochs) + 1), desc="epochs", disable=not progress):
-        t0 = time.perf_counter()
-        order = torch.randperm(n, generator=generator)
-        gaps = []
-        for start in range(0, n, int(batch_size)):
-            batch = data[order[start : start + int(batch_size)]]
-            with torch.no_grad():
-                begin = batch if chains is None else chains
-                negative = model.gibbs(begin, int(k), generator).visible
-                if chains is not None:
-                    chains = negative
-            optimizer.zero_grad()
-            gap = model.free_energy(batch).mean() - model.free_energy(negative).mean()
-            gap.backward()
-            optimizer.step()
-            scheduler.step()
-            gaps.append(float(gap.detach()))
-        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-            raise BoltzkitError(
-                f"training diverged in epoch {epoch}: a parameter is no longer finite",
-                hint="lower the learning rate (--lr), or keep sigma fixed (learn_sigma=False) for "
-                "standardised data.",
-            )
-        history.append(
-            {
-                "epoch": epoch,
-                "seconds": time.perf_counter() - t0,
-                "free_energy_gap": sum(gaps) / len(gaps),
-                "lr": optimizer.param_groups[0]["lr"],
-            }
-        )
-    if isinstance(units, Gaussian):
-        model.log_sigma.requires_grad_(True)
+    trainer = UnitTrainer(
+        model, n_examples=data.shape[0], method=method, k=k, epochs=epochs, lr=lr, lr_decay=lr_decay,
+        momentum=momentum, weight_decay=weight_decay, batch_size=batch_size, n_chains=n_chains,
+        learn_sigma=learn_sigma, generator=generator,
+    )  # fmt: skip
+    history = [trainer.run_epoch(data) for _ in tqdm(range(int(epochs)), desc="epochs", disable=not progress)]
     return model, history
 
 
-__all__ = ["init_unit_rbm", "train_unit_rbm"]
+__all__ = ["UnitTrainer", "init_unit_rbm", "train_unit_rbm"]

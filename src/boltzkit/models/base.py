@@ -2,6 +2,8 @@
 
 A model knows its energy, its conditionals and its blocks of conditionally independent units.
 It knows nothing about sampling loops or training (DESIGN.md: models never import samplers).
+Each layer holds units of one type (:mod:`boltzkit.units`); binary {0, 1} units are the default,
+and a layer of another type gives its conditional as a field (:meth:`EnergyModel.block_field`).
 """
 
 from __future__ import annotations
@@ -11,15 +13,26 @@ from abc import abstractmethod
 import torch
 from torch import Tensor, nn
 
+from boltzkit.errors import BoltzkitError
 from boltzkit.state import Block, ChainState
+from boltzkit.units import Bernoulli, Params, UnitType
+
+_BINARY = Bernoulli()
 
 
 class EnergyModel(nn.Module):
-    """Binary energy model ``p(x) = exp(-E(x)) / Z`` over layers of {0, 1} units.
+    """Energy model ``p(x) = exp(-E(x)) / Z`` over layers of units, {0, 1} unless a layer says
+    otherwise (:meth:`layer_units`).
 
-    Subclasses give the layer sizes, the sweep order of blocks, the logits of each block given the
-    rest at inverse temperature ``beta`` and the joint energy. Those four are all a transition
-    operator needs, so every operator works with every model.
+    Subclasses give the layer sizes, the sweep order of blocks, the logits of each binary block
+    given the rest at inverse temperature ``beta`` (the field of a block of other units) and the
+    joint energy. Those are all a transition operator needs, so every operator works with every
+    model.
+
+    At inverse temperature ``beta`` the model is ``p_beta(x) ∝ exp(-E_fixed(x) - beta
+    E_tempered(x))``: for binary models the whole energy is tempered; a model whose units need a
+    fixed part to stay normalisable at ``beta = 0`` (a Gaussian layer's self-energy) says so in
+    :meth:`tempered_energy`.
     """
 
     @property
@@ -42,6 +55,22 @@ class EnergyModel(nn.Module):
     @abstractmethod
     def joint_energy(self, state: ChainState) -> Tensor:
         """Energy ``E(x)`` of each chain's full state at ``beta = 1``, float64, shape ``(n_chains,)``."""
+
+    def layer_units(self, layer: int) -> UnitType:
+        """The type of the units of ``layer`` (binary unless a model says otherwise)."""
+        return _BINARY
+
+    def block_field(
+        self, state: ChainState, block: Block, beta: float | Tensor = 1.0
+    ) -> tuple[Tensor, Params]:
+        """A block of non-binary units: its field at ``beta``, shape ``(n_chains, n_units, F)``,
+        and its layer's parameters (:mod:`boltzkit.units`)."""
+        raise BoltzkitError(f"{type(self).__name__} has binary units only: use block_logits")
+
+    def tempered_energy(self, state: ChainState) -> Tensor:
+        """The part of the energy that ``beta`` multiplies (all of it by default), float64,
+        shape ``(n_chains,)``: what parallel tempering's swaps compare."""
+        return self.joint_energy(state)
 
     @property
     def n_visible(self) -> int:

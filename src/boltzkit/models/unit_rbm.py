@@ -31,14 +31,17 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.state import ChainState
+from boltzkit.models.base import EnergyModel
+from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Categorical, Gaussian, Params, UnitType, unit_type
+
+_BINARY = Bernoulli()
 
 #: The model kinds by visible unit type.
 KIND_OF_UNITS = {"gaussian": "gaussian-rbm", "categorical": "categorical-rbm"}
 
 
-class UnitRBM(nn.Module):
+class UnitRBM(EnergyModel):
     """An RBM with visible units of a given type and binary hidden units.
 
     Parameters
@@ -58,6 +61,9 @@ class UnitRBM(nn.Module):
         as ``log_sigma``, so that it is learned in the log domain.
     generator
         For the random initial couplings.
+    alphabet
+        Categorical units: the letter of each state (e.g. the 21 letters of ``protein``,
+        :mod:`boltzkit.data.fasta`), so that data and samples can be read and written as sequences.
     """
 
     def __init__(
@@ -74,14 +80,23 @@ class UnitRBM(nn.Module):
         generator: torch.Generator | None = None,
         dtype: torch.dtype = torch.float32,
         device: Any = None,
+        alphabet: str | None = None,
     ) -> None:
         super().__init__()
         self.visible_units = unit_type(visible)
+        if alphabet is not None and (
+            not isinstance(self.visible_units, Categorical) or len(alphabet) != self.visible_units.n_states
+        ):
+            raise BoltzkitError(
+                "an alphabet names the states of categorical units, one letter each",
+                got=f"{alphabet!r} for {self.visible_units.name} units",
+            )
+        self.alphabet = alphabet
         if isinstance(self.visible_units, Bernoulli):
             raise BoltzkitError(
                 "binary visible units make an ordinary RBM", hint="use boltzkit.RBM (or --visible binary)."
             )
-        self.n_visible, self.n_hidden = int(n_visible), int(n_hidden)
+        self._sizes = (int(n_visible), int(n_hidden))
         if self.n_visible < 1 or self.n_hidden < 1:
             raise BoltzkitError(
                 "an RBM needs at least one visible and one hidden unit", got=(n_visible, n_hidden)
@@ -131,7 +146,11 @@ class UnitRBM(nn.Module):
 
     @property
     def layer_sizes(self) -> tuple[int, int]:
-        return (self.n_visible, self.n_hidden)
+        return self._sizes
+
+    @property
+    def n_hidden(self) -> int:
+        return self._sizes[1]
 
     @property
     def dtype(self) -> torch.dtype:
@@ -157,15 +176,19 @@ class UnitRBM(nn.Module):
     # ------------------------------------------------------------------ conditionals
     def hidden_input(self, v: Tensor) -> Tensor:
         """``c + phi(v) W``, shape ``(batch, n_hidden)``: the input of each hidden unit."""
-        stats = self.visible_units.stats(v.to(self.dtype), self.visible_params())
-        return self.hbias + stats.reshape(stats.shape[0], -1) @ self._w_flat()
+        return self.hbias + self.visible_units.couple(v.to(self.dtype), self._w_flat(), self.visible_params())
 
     def visible_field(self, h: Tensor) -> Tensor:
         """``W h`` per visible unit, shape ``(batch, n_visible, F)``."""
         return (h.to(self.dtype) @ self._w_flat().t()).reshape(h.shape[0], self.n_visible, -1)
 
-    def sample_hidden(self, v: Tensor, generator: torch.Generator, beta: float = 1.0) -> Tensor:
-        p = torch.sigmoid(beta * self.hidden_input(v))
+    def sample_hidden(
+        self, v: Tensor, generator: torch.Generator, beta: float = 1.0, *, hidden_input: Tensor | None = None
+    ) -> Tensor:
+        """A draw of ``h | v`` at ``beta``; ``hidden_input``: :meth:`hidden_input` of ``v`` when it
+        is already known (so that CD's positive phase and AIS share one product)."""
+        inp = self.hidden_input(v) if hidden_input is None else hidden_input.detach()
+        p = torch.sigmoid(inp if beta == 1.0 else beta * inp)
         return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
 
     def sample_visible(
@@ -194,17 +217,68 @@ class UnitRBM(nn.Module):
             h = self.sample_hidden(v, generator)
         return ChainState.of(v, h)
 
+    # ------------------------------------------------------------------ the EnergyModel contract
+    def blocks(self) -> tuple[Block, ...]:
+        """One sweep updates the hidden layer given v, then the visible layer given h."""
+        return (Block(1), Block(0))
+
+    def layer_units(self, layer: int) -> UnitType:
+        return self.visible_units if layer == 0 else _BINARY
+
+    @staticmethod
+    def _scaled(x: Tensor, beta: float | Tensor, trailing: int) -> Tensor:
+        if isinstance(beta, Tensor):
+            return x * beta.to(x).reshape(-1, *([1] * trailing))
+        return x if beta == 1.0 else beta * x
+
+    def block_logits(self, state: ChainState, block: Block, beta: float | Tensor = 1.0) -> Tensor:
+        """The hidden units' logits ``beta (c + phi(v) W)``; the visible units take
+        :meth:`block_field`."""
+        if block.layer != 1:
+            raise BoltzkitError(f"{self.visible_units.name} visible units have a field, not logits")
+        logits = self._scaled(self.hidden_input(state.visible), beta, 1)
+        return logits if block.units is None else logits[:, block.units]
+
+    def block_field(
+        self, state: ChainState, block: Block, beta: float | Tensor = 1.0
+    ) -> tuple[Tensor, Params]:
+        """The visible units' field ``beta W h`` and their parameters. Only the couplings are
+        tempered (:meth:`tempered_energy`), so ``p_beta`` stays normalisable down to ``beta = 0``."""
+        if block.layer != 0 or block.units is not None:
+            raise BoltzkitError("the field of a unit RBM is that of its whole visible layer", got=block)
+        return self._scaled(self.visible_field(state.hidden), beta, 2), self.visible_params()
+
+    def joint_energy(self, state: ChainState) -> Tensor:
+        return self.energy(state.visible, state.hidden)
+
+    def tempered_energy(self, state: ChainState) -> Tensor:
+        """``E(v, h) - self_energy(v)``: the couplings and the hidden biases. At ``beta`` the model is
+        ``exp(-self_energy(v) - beta (E(v, h) - self_energy(v)))``, whose ``beta = 0`` end is the
+        visible units' own independent model and uniform hidden units."""
+        v = state.visible.to(self.dtype)
+        return self.energy(v, state.hidden) - self.visible_units.self_energy(v, self.visible_params())
+
+    def random_state(self, n_chains: int, generator: torch.Generator) -> ChainState:
+        """Visible units from their own independent model, hidden units uniform."""
+        v = self.sample_independent(n_chains, generator)
+        h = (torch.rand(n_chains, self.n_hidden, generator=generator, device=self.device) < 0.5).to(
+            self.dtype
+        )
+        return ChainState.of(v, h)
+
     # ------------------------------------------------------------------ energies
-    def log_unnormalized(self, v: Tensor) -> Tensor:
-        """``log p*(v) = -self_energy(v) + sum_j softplus(c_j + phi(v) . W_j)``, float64."""
+    def log_unnormalized(self, v: Tensor, *, hidden_input: Tensor | None = None) -> Tensor:
+        """``log p*(v) = -self_energy(v) + sum_j softplus(c_j + phi(v) . W_j)``, float64
+        (``hidden_input``: :meth:`hidden_input` of ``v`` when already computed)."""
         v = v.to(self.dtype)
+        inp = self.hidden_input(v) if hidden_input is None else hidden_input
         return -self.visible_units.self_energy(v, self.visible_params()) + F.softplus(
-            self.hidden_input(v).to(torch.float64)
+            inp.to(torch.float64)
         ).sum(-1)
 
-    def free_energy(self, v: Tensor) -> Tensor:
+    def free_energy(self, v: Tensor, *, hidden_input: Tensor | None = None) -> Tensor:
         """``F(v) = -log p*(v)``, float64, shape ``(batch,)`` (the CD objective's statistic)."""
-        return -self.log_unnormalized(v)
+        return -self.log_unnormalized(v, hidden_input=hidden_input)
 
     def energy(self, v: Tensor, h: Tensor) -> Tensor:
         """``E(v, h)``, float64."""

@@ -1,4 +1,9 @@
-"""Binary states drawn as images: the image grid, the image shape, and the samples plot.
+"""States drawn as images: the image grid, the image shape, and the samples plot.
+
+Binary states are grey levels as they are. Real-valued states (Gaussian units) are mapped to grey by
+their 1st and 99th percentiles; categorical states are grey levels ``x / (Q - 1)`` when they form
+images (quantised pixels), and otherwise sequences: one row per sample, one coloured cell per
+position (:func:`unit_grid`).
 
 :func:`image_grid` tiles visible states as small images separated by grey lines (``boltzkit sample
 --out FILE.png`` and ``boltzkit plot samples`` write it pixel for pixel; the AIS course draws it in
@@ -18,6 +23,7 @@ import numpy as np
 
 from boltzkit.errors import BoltzkitError
 from boltzkit.plots._backend import png_writer
+from boltzkit.units import unit_type
 
 #: Width in pixels that a PNG grid is scaled up towards (by whole pixels per unit, at most 16).
 GRID_TARGET_WIDTH = 800
@@ -93,9 +99,9 @@ def grid_layout(n_visible: int, shape: tuple[int, int] | None) -> tuple[tuple[in
     return (1, n_visible), 1
 
 
-def load_states(source: str | os.PathLike | np.ndarray) -> np.ndarray:
-    """A ``(n, n_visible)`` array of values in [0, 1] from an array or a ``.npy`` file (``boltzkit
-    sample --out FILE.npy``)."""
+def load_states(source: str | os.PathLike | np.ndarray, *, check_unit_interval: bool = True) -> np.ndarray:
+    """A ``(n, n_visible)`` array of values in [0, 1] (any finite values without
+    ``check_unit_interval``) from an array or a ``.npy`` file (``boltzkit sample --out FILE.npy``)."""
     if isinstance(source, np.ndarray):
         x = source
     else:
@@ -117,9 +123,49 @@ def load_states(source: str | os.PathLike | np.ndarray) -> np.ndarray:
             expected="(n_samples, n_visible)",
         )
     x = x.astype(np.float64)
-    if not np.isfinite(x).all() or x.min() < 0 or x.max() > 1:
+    if not np.isfinite(x).all():
+        raise BoltzkitError("samples must be finite numbers", got="a value that is not finite")
+    if check_unit_interval and (x.min() < 0 or x.max() > 1):
         raise BoltzkitError("samples must hold values in [0, 1]", got=f"values in [{x.min()}, {x.max()}]")
     return x
+
+
+#: Colours of categories 0.. in a sequence grid (RGB in [0, 1]; cycled beyond their number).
+_CATEGORY_COLOURS = np.array(
+    [
+        [0.12, 0.47, 0.71], [1.00, 0.50, 0.05], [0.17, 0.63, 0.17], [0.84, 0.15, 0.16],
+        [0.58, 0.40, 0.74], [0.55, 0.34, 0.29], [0.89, 0.47, 0.76], [0.50, 0.50, 0.50],
+        [0.74, 0.74, 0.13], [0.09, 0.75, 0.81], [0.68, 0.78, 0.91], [1.00, 0.73, 0.47],
+        [0.60, 0.87, 0.54], [1.00, 0.60, 0.59], [0.77, 0.69, 0.84], [0.77, 0.61, 0.58],
+        [0.97, 0.71, 0.82], [0.78, 0.78, 0.78], [0.86, 0.86, 0.55], [0.62, 0.85, 0.90],
+        [1.00, 1.00, 1.00],
+    ]
+)  # fmt: skip
+
+
+def unit_grid(states: np.ndarray, units: str, shape: tuple[int, int] | None, n_max: int) -> np.ndarray:
+    """The PNG array of samples of ``units`` (``binary``, ``gaussian`` or ``categorical:Q``).
+
+    Binary and real-valued states with an image ``shape`` are an :func:`image_grid` (real values
+    mapped to grey between their 1st and 99th percentiles, clipped). Categorical states are grey
+    levels ``x / (Q - 1)`` in an image grid when ``shape`` is given, else sequences: an RGB array
+    with one row per sample and one coloured cell per position (colour ``q`` for category ``q``).
+    Real values without a shape are drawn as rows of grey.
+    """
+    x = np.asarray(states, dtype=np.float64)[: int(n_max)]
+    kind, _, q = units.partition(":")
+    if kind == "categorical" and shape is None:
+        idx = x.astype(np.int64) % len(_CATEGORY_COLOURS)
+        rgb = _CATEGORY_COLOURS[idx]  # (n, n_visible, 3)
+        scale = max(1, min(16, GRID_TARGET_WIDTH // max(1, x.shape[1])))
+        return np.kron(rgb, np.ones((scale, scale, 1)))
+    if kind == "categorical":
+        x = x / max(1, int(q) - 1)
+    elif kind == "gaussian":
+        lo, hi = np.percentile(x, [1, 99]) if x.size else (0.0, 1.0)
+        x = np.clip((x - lo) / (hi - lo if hi > lo else 1.0), 0.0, 1.0)
+    layout, cols = grid_layout(x.shape[1], shape)
+    return image_grid(x, layout, len(x), cols=cols)
 
 
 def plot_samples(
@@ -128,20 +174,27 @@ def plot_samples(
     *,
     image_shape: str | Sequence[int] | None = None,
     max_images: int = 100,
+    units: str = "binary",
 ) -> Path:
     """Draw samples (an array or a ``.npy`` file) as a grid of images, one PNG pixel block per unit.
 
     The image shape is ``image_shape`` (``"28x28"``), else a square ``n_visible``; otherwise each
-    sample is drawn as one row of units.
+    sample is drawn as one row of units. ``units``: ``binary`` (values in [0, 1]), ``gaussian``
+    (real values) or ``categorical:Q`` (integers 0..Q-1, drawn as sequences without an image
+    shape), as :func:`unit_grid` draws them.
     """
     if isinstance(max_images, bool) or int(max_images) < 1:
         raise BoltzkitError("max_images must be at least 1", got=max_images)
+    kind = unit_type(units)
     write = png_writer()
-    x = load_states(samples)
-    shape = parse_image_shape(image_shape, x.shape[1]) or image_shape_of(None, x.shape[1])
-    shape, cols = grid_layout(x.shape[1], shape)
+    x = load_states(samples, check_unit_interval=kind.name == "binary")
+    if kind.name != "binary":  # binary grids also draw probabilities in [0, 1]
+        kind.check_data(x, x.shape[1], "the samples")
+    shape = parse_image_shape(image_shape, x.shape[1])
+    if shape is None and not kind.name.startswith("categorical"):
+        shape = image_shape_of(None, x.shape[1])
     p = Path(out)
-    write(p, image_grid(x, shape, int(max_images), cols=cols))
+    write(p, unit_grid(x, kind.name, shape, int(max_images)))
     return p
 
 
@@ -153,4 +206,5 @@ __all__ = [
     "load_states",
     "parse_image_shape",
     "plot_samples",
+    "unit_grid",
 ]

@@ -39,6 +39,9 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.samplers.sequential import sequential_update
 from boltzkit.state import ChainState
+from boltzkit.units import Bernoulli
+
+_BINARY = Bernoulli()
 
 
 @dataclass(frozen=True)
@@ -174,6 +177,12 @@ class UnitOperator(TransitionOperator):
         matrix (used by :mod:`boltzkit.diagnostics`).
         """
 
+    def flip_weight(self, layer: int) -> float:
+        """Weight ``alpha`` of flip-the-state in this operator's kernel on ``layer`` (0: Gibbs); a
+        layer of non-binary units takes its unit type's rule with this weight
+        (:meth:`boltzkit.units.UnitType.update`)."""
+        return 0.0
+
     def update_units(self, logits: Tensor, current: Tensor, layer: int, generator: torch.Generator) -> Tensor:
         """New {0, 1} values for one block given its logits and current values."""
         u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=logits.dtype)
@@ -207,6 +216,17 @@ class UnitOperator(TransitionOperator):
                     )
                 new = sequential_update(model, state, block.layer, self, beta=beta, generator=generator)
                 state = state.with_layer(block.layer, new)
+                continue
+            units = model.layer_units(block.layer)
+            if units != _BINARY:  # the unit type's own draw (flip-the-state where it has a rule)
+                field, params = model.block_field(state, block, beta)
+                if block.layer in fresh_layers:
+                    new = units.sample(field, params, generator)
+                else:
+                    new = units.update(
+                        field, params, state.block_values(block), self.flip_weight(block.layer), generator
+                    )
+                state = state.with_block(block, new)
                 continue
             logits = model.block_logits(state, block, beta)
             if block.layer in fresh_layers:
@@ -261,6 +281,9 @@ class Blend(UnitOperator):
 
     def alpha(self, layer: int) -> float:
         return self.alpha_visible if layer == 0 else self.alpha_hidden
+
+    def flip_weight(self, layer: int) -> float:
+        return self.alpha(layer)
 
     def move_prob(self, logits, current, layer):
         return move_probability(logits, current, self.alpha(layer))

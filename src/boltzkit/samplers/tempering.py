@@ -305,10 +305,12 @@ class ParallelTempering(TransitionOperator):
         energy: Tensor | None = None,
     ) -> tuple[ChainState, Tensor]:
         """One swap round: even pairs, then odd pairs; returns the new state and, per pair and
-        chain, whether the exchange was accepted (bool, ``(t - 1, n)``). ``energy``: the joint
-        energies of ``state`` when already known (float64, ``(t n,)``)."""
+        chain, whether the exchange was accepted (bool, ``(t - 1, n)``). Swaps compare the part of
+        the energy that ``beta`` multiplies (:meth:`EnergyModel.tempered_energy`, the joint energy
+        of a binary model). ``energy``: those energies of ``state`` when already known (float64,
+        ``(t n,)``)."""
         t, n = self.n_temperatures, self._chains(state)
-        energy = (model.joint_energy(state) if energy is None else energy).reshape(t, n)
+        energy = (model.tempered_energy(state) if energy is None else energy).reshape(t, n)
         betas = row_beta.reshape(t, n)
         order = torch.arange(t, device=energy.device).unsqueeze(1).expand(t, n).clone()  # row block per slot
         accepted = torch.zeros(t - 1, n, dtype=torch.bool, device=energy.device)

@@ -1,0 +1,178 @@
+"""A CD-1 epoch and an AIS step of RBMs with Gaussian and categorical visible units, beside the bare
+cost of the same work.
+
+* Gaussian-Bernoulli RBM 784-500 (the size of S1's MNIST RBMs), batch 100, on 10,000 rows of
+  standard normal data (the speed does not depend on the values).
+* categorical (Potts) RBM with 100 units of Q = 21 states (a protein family's alignment of 100
+  columns) and 200 hidden units, batch 100, on 10,000 rows of uniform categories: its coupling
+  tensor (100 x 21 x 200 = 420,000) is about as large as the 784-500 RBM's.
+
+library
+    ``UnitTrainer.run_epoch`` (CD-1, momentum 0.5; the trainer's one-time set-up excluded), and
+    ``UnitBaseRatePath.step`` on 100 chains (the fused AIS step: log-weight increment and one Gibbs
+    sweep).
+bare
+    per minibatch the products and random numbers CD-1 cannot avoid, preallocated: the positive
+    hidden input, the visible field of the drawn ``h``, the negative hidden input and the two
+    gradient products (the categorical layer's statistics are its one-hot vectors, so its products
+    are ``(100, 2100) x (2100, 200)``-sized), ``100 x 500`` (``100 x 200``) uniforms for ``h``, and
+    ``100 x 784`` normals (``100 x 100`` uniforms, one per categorical unit) for ``v``. An AIS step's
+    bare cost is the hidden input and the visible field with the same random numbers.
+
+Run: python benchmarks/bench_units.py [--rows 10000] [--repeats 5] [--threads N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from _timing import common_arguments, finish, interleaved, paired_ratio, row, set_threads
+
+from boltzkit.estimators.unit_rbm import unit_base_rate_path
+from boltzkit.learning.unit_rbm import UnitTrainer, init_unit_rbm
+from boltzkit.samplers import make_operator
+from boltzkit.units import Categorical, Gaussian
+
+BATCH = 100
+N_CHAINS = 100
+#: AIS steps per timed run.
+STEPS = 200
+#: (label, unit type, n_visible, n_hidden)
+CASES = (
+    ("gaussian-rbm 784-500", Gaussian(), 784, 500),
+    ("categorical-rbm 100 x Q=21 - 200", Categorical(21), 100, 200),
+)
+
+
+def make_data(units, n_visible: int, rows: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(0)
+    if isinstance(units, Categorical):
+        return torch.randint(0, units.n_states, (rows, n_visible), generator=g).float()
+    return torch.randn(rows, n_visible, generator=g)
+
+
+def library_epoch(x: torch.Tensor, units, n_hidden: int):
+    g = torch.Generator().manual_seed(1)
+    model = init_unit_rbm(x, units, n_hidden, generator=g, init_scale=0.01)
+    trainer = UnitTrainer(
+        model, n_examples=x.shape[0], method="cd", k=1, epochs=10**6, lr=1e-4, momentum=0.5, generator=g
+    )
+    data = model.check_data(x)
+    return lambda: trainer.run_epoch(data)
+
+
+def library_ais_step(x: torch.Tensor, units, n_hidden: int):
+    g = torch.Generator().manual_seed(2)
+    model = init_unit_rbm(x, units, n_hidden, generator=g, init_scale=0.1)
+    path = unit_base_rate_path(model, data=x[:1000])
+    op = make_operator("gibbs")
+    state = [path.sample_start(N_CHAINS, g)]
+
+    def step() -> None:
+        _, state[0] = path.step(state[0], 0.5, 0.5001, op, g)
+
+    return step
+
+
+def _bare_tensors(units, n_visible: int, n_hidden: int, n_rows: int):
+    g = torch.Generator().manual_seed(3)
+    width = n_visible * (units.n_states if isinstance(units, Categorical) else 1)  # statistics per row
+    W = torch.randn(width, n_hidden, generator=g) * 0.01
+    v = torch.randn(n_rows, width, generator=g)
+    h = torch.empty(n_rows, n_hidden)
+    vp = torch.empty(n_rows, width)
+    uh = torch.empty(n_rows, n_hidden)
+    uv = torch.empty(n_rows, n_visible)
+    return g, W, v, h, vp, uh, uv
+
+
+def bare_epoch(units, n_visible: int, n_hidden: int, n_examples: int):
+    g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, BATCH)
+    gW = torch.empty_like(W)
+    Wt = W.t()
+    draw_v = torch.rand if isinstance(units, Categorical) else torch.randn
+    n_batches = -(-n_examples // BATCH)
+
+    def epoch() -> None:
+        for _ in range(n_batches):
+            torch.mm(v, W, out=h)  # positive hidden input
+            torch.rand(uh.shape, generator=g, out=uh)
+            torch.mm(h, Wt, out=vp)  # visible field
+            draw_v(uv.shape, generator=g, out=uv)
+            torch.mm(v, W, out=h)  # negative hidden input
+            torch.mm(v.t(), h, out=gW)  # the two gradient products
+            torch.mm(v.t(), h, out=gW)
+
+    return epoch
+
+
+def bare_ais_step(units, n_visible: int, n_hidden: int):
+    g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, N_CHAINS)
+    Wt = W.t()
+    draw_v = torch.rand if isinstance(units, Categorical) else torch.randn
+
+    def step() -> None:
+        torch.mm(v, W, out=h)
+        torch.rand(uh.shape, generator=g, out=uh)
+        torch.mm(h, Wt, out=vp)
+        draw_v(uv.shape, generator=g, out=uv)
+
+    return step
+
+
+def run(device: str = "cpu", rows: int = 10_000, repeats: int = 5) -> list[dict]:
+    if device != "cpu":
+        raise SystemExit("bench_units runs on the CPU (the unit RBMs' trainer keeps its data there)")
+    dev = torch.device(device)
+    out = []
+    for label, units, n_visible, n_hidden in CASES:
+        x = make_data(units, n_visible, rows)
+        samples: dict[str, list[float]] = {}
+        fns = {
+            "library": library_epoch(x, units, n_hidden),
+            "bare": bare_epoch(units, n_visible, n_hidden, rows),
+        }
+        t = interleaved(fns, repeats=repeats, device=dev, warmup=1, samples=samples)
+        out.append(
+            row(
+                f"CD-1 epoch, {label}, batch 100, {rows:,} rows",
+                "boltzkit epoch (UnitTrainer.run_epoch)",
+                t["library"],
+                bare_s=t["bare"],
+                vs_bare=paired_ratio(samples["library"], samples["bare"]),
+                device=dev,
+                note="float32; momentum 0.5; synthetic data",
+                samples=samples["library"],
+            )
+        )
+        lib_step, bare_step = library_ais_step(x, units, n_hidden), bare_ais_step(units, n_visible, n_hidden)
+        fns = {
+            "library": lambda f=lib_step: [f() for _ in range(STEPS)],
+            "bare": lambda f=bare_step: [f() for _ in range(STEPS)],
+        }
+        samples = {}
+        t = interleaved(fns, repeats=repeats, device=dev, warmup=1, samples=samples)
+        out.append(
+            row(
+                f"AIS step, {label}, {N_CHAINS} chains",
+                "boltzkit fused step (UnitBaseRatePath.step)",
+                t["library"] / STEPS,
+                bare_s=t["bare"] / STEPS,
+                vs_bare=paired_ratio(samples["library"], samples["bare"]),
+                device=dev,
+                note=f"float32 states, float64 log-weights; seconds per step (median of {STEPS}-step runs)",
+                samples=[s / STEPS for s in samples["library"]],
+            )
+        )
+    return out
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_arguments(p)
+    p.add_argument("--rows", type=int, default=10_000)
+    a = p.parse_args()
+    set_threads(a.threads)
+    rows = run(a.device, a.rows, a.repeats or 5)
+    finish(rows, torch.device(a.device), a.json)

@@ -1,0 +1,88 @@
+"""Aligned sequences (FASTA) as categorical data: reading, errors, and the command line from an
+alignment to a trained Potts RBM, its exact log-likelihood and sampled sequences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_cli import assert_clean_failure, last_json, run
+
+from boltzkit.data import ALPHABETS, read_fasta, write_fasta
+from boltzkit.errors import DataError
+from boltzkit.io import load_model
+
+PROTEIN = ALPHABETS["protein"]
+
+
+def test_letters_map_to_their_index_and_gaps_and_ambiguity_codes_to_the_gap(tmp_path) -> None:
+    path = tmp_path / "a.fasta"
+    path.write_text(">one first\nACD-\nY.\n; a comment\n>two\nacdx\nwV\n")
+    x, names = read_fasta(path, "protein")
+    assert names == ["one first", "two"] and x.dtype == np.int16
+    gap = PROTEIN.index("-")
+    assert x.tolist() == [
+        [0, 1, 2, gap, PROTEIN.index("Y"), gap],
+        [0, 1, 2, gap, PROTEIN.index("W"), PROTEIN.index("V")],
+    ]
+    out = tmp_path / "b.fasta"
+    write_fasta(out, x, "protein")
+    assert read_fasta(out, "protein")[0].tolist() == x.tolist()
+    dna, _ = read_fasta(_write(tmp_path / "d.fa", [">s", "ACGTN"]), "dna")
+    assert dna.tolist() == [[0, 1, 2, 3, 4]]
+    own, _ = read_fasta(_write(tmp_path / "o.fa", [">s", "abba"]), "AB")
+    assert own.tolist() == [[0, 1, 1, 0]]
+
+
+def _write(path, lines):  # noqa: ANN001, ANN202
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("lines", "alphabet", "message"),
+    [
+        ([">a", "ACD", ">b", "AC"], "protein", "not aligned"),
+        ([">a", "AC1"], "protein", "outside the alphabet"),
+        (["ACD"], "protein", "before the first header"),
+        ([], "protein", "no FASTA records"),
+        ([">a", "AC"], "AA", "unknown alphabet"),
+    ],
+)
+def test_bad_alignments_get_a_clear_error(tmp_path, lines, alphabet, message) -> None:  # noqa: ANN001
+    with pytest.raises(DataError, match=message):
+        read_fasta(_write(tmp_path / "x.fasta", lines), alphabet)
+
+
+def test_command_line_trains_on_an_alignment_and_writes_sequences(tmp_path) -> None:
+    rng = np.random.default_rng(3)
+    prototypes = rng.integers(0, 21, size=(2, 8))
+    seqs = prototypes[rng.integers(0, 2, 300)]
+    mutate = rng.random(seqs.shape) < 0.1
+    seqs = np.where(mutate, rng.integers(0, 21, seqs.shape), seqs)
+    family = tmp_path / "family.fasta"
+    write_fasta(family, seqs, "protein")
+    model = tmp_path / "potts.safetensors"
+    trained = last_json(
+        run("train", "--data", family, "--alphabet", "protein", "--hidden", 3, "--epochs", 3,
+            "--test-data", family, "--out", model, "--json")
+    )  # fmt: skip
+    assert trained["visible_units"] == "categorical:21" and math.isfinite(trained["test_log_lik"])
+    rbm, _ = load_model(model)
+    assert rbm.alphabet == PROTEIN  # recorded, so evaluate and sample read and write letters
+    scored = last_json(run("evaluate", model, "--data", family, "--json"))
+    assert scored["mean_log_prob"] == pytest.approx(trained["test_log_lik"], abs=1e-6)
+    out = tmp_path / "samples.fasta"
+    sampled_ok = run("sample", model, "--out", out, "--sampler", "flip", "--chains", 6, "--steps", 20)
+    assert sampled_ok.exit_code == 0
+    sampled, names = read_fasta(out, "protein")
+    assert sampled.shape == (6, 8) and names[0] == "sample_0"
+    assert "alphabet" in assert_clean_failure(run("evaluate", model, "--data", family, "--alphabet", "dna"))
+    assert "--alphabet" in assert_clean_failure(
+        run("train", "--data", family, "--out", tmp_path / "x.safetensors", "--visible", "categorical:21")
+    )
+    assert "does not fit" in assert_clean_failure(
+        run("train", "--data", family, "--alphabet", "protein", "--visible", "categorical:5",
+            "--out", tmp_path / "y.safetensors")
+    )  # fmt: skip
