@@ -283,13 +283,38 @@ def test_command_line_trains_estimates_evaluates_and_samples(tmp_path) -> None:
     json.dumps(trained)
 
 
-def test_the_gaussian_coupling_has_the_gradients_of_its_formula() -> None:
-    """``(x / sigma) W`` with sigma's gradient taken from the weights' gradient (no second product):
-    checked against finite differences."""
-    from boltzkit.units import _ScaledCouple
+@pytest.mark.parametrize("kind", ["gaussian", "categorical"])
+def test_coupling_gradients_are_those_of_the_coupling(kind: str) -> None:
+    """``coupling_gradients`` (one product) equals autograd's gradient of ``sum g * phi(x) W`` with
+    respect to the weights and to sigma (Gaussian units)."""
+    model = gaussian_rbm(4, 3, seed=21) if kind == "gaussian" else categorical_rbm(4, 3, 3, seed=21)
+    g = torch.Generator().manual_seed(22)
+    x = model.sample_independent(6, g).detach()
+    weights = torch.randn(6, 3, generator=g, dtype=F64)
+    units, params = model.visible_units, model.visible_params()
+    flat = model.W.reshape(-1, 3)
+    coupling = (weights * units.couple(x, flat, params)).sum()
+    wanted = [flat, *([params["sigma"]] if kind == "gaussian" else [])]
+    direct = torch.autograd.grad(coupling, wanted)
+    with torch.no_grad():
+        grad_w, others = units.coupling_gradients(x, flat, params, weights)
+    assert torch.allclose(grad_w, direct[0], atol=1e-12)
+    assert set(others) == ({"sigma"} if kind == "gaussian" else set())
+    if kind == "gaussian":
+        assert torch.allclose(others["sigma"], direct[1], atol=1e-12)
 
-    g = torch.Generator().manual_seed(21)
-    x = torch.randn(5, 4, generator=g, dtype=F64, requires_grad=True)
-    weights = torch.randn(4, 3, generator=g, dtype=F64, requires_grad=True)
-    sigma = (0.5 + torch.rand(4, generator=g, dtype=F64)).requires_grad_()
-    assert torch.autograd.gradcheck(_ScaledCouple.apply, (x, weights, sigma))
+
+@pytest.mark.parametrize("units", [Gaussian(), Categorical(4), Bernoulli()], ids=lambda u: u.name)
+def test_energy_difference_is_the_difference_of_self_energies(units) -> None:  # noqa: ANN001
+    g = torch.Generator().manual_seed(23)
+
+    def params() -> dict[str, torch.Tensor]:
+        out = {"bias": torch.randn(units.bias_shape(5), generator=g, dtype=F64)}
+        if isinstance(units, Gaussian):
+            out["sigma"] = 0.5 + torch.rand(5, generator=g, dtype=F64)
+        return out
+
+    a, b = params(), params()
+    x = units.sample(torch.zeros(9, 5, units.n_stats, dtype=F64), a, g)
+    direct = units.self_energy(x, a) - units.self_energy(x, b)
+    assert torch.allclose(units.energy_difference(a, b)(x), direct, atol=1e-10)

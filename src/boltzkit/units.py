@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -86,6 +87,12 @@ class UnitType(ABC):
     def self_energy(self, x: Tensor, params: Params) -> Tensor:
         """The layer's energy apart from its couplings, shape ``(batch,)``, float64."""
 
+    def energy_difference(self, a: Params, b: Params) -> Callable[[Tensor], Tensor]:
+        """``x -> self_energy(x, a) - self_energy(x, b)`` (float64, ``(batch,)``), with what does not
+        depend on ``x`` worked out once: the part of an AIS increment that the kept visible layer
+        contributes between a base and a model."""
+        return lambda x: self.self_energy(x, a) - self.self_energy(x, b)
+
     @abstractmethod
     def stats(self, x: Tensor, params: Params) -> Tensor:
         """``phi(x)``, shape ``(batch, n, F)``, in ``x``'s float dtype."""
@@ -99,6 +106,16 @@ class UnitType(ABC):
         (shape ``(n F, n_next)``), shape ``(batch, n_next)``."""
         stats = self.stats(x, params)
         return stats.reshape(stats.shape[0], -1) @ weights
+
+    def coupling_gradients(
+        self, x: Tensor, weights: Tensor, params: Params, g: Tensor
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` (``g``: ``(batch, n_next)``) with respect
+        to the weights, ``G = phi(x)' g`` (one product, shape of ``weights``), and to the parameters
+        ``phi`` depends on (none here): what a learning rule whose next layer is summed out needs
+        (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`)."""
+        stats = self.stats(x, params)
+        return torch.mm(stats.reshape(stats.shape[0], -1).t(), g), {}
 
     # ------------------------------------------------------------------ conditionals
     @abstractmethod
@@ -169,28 +186,6 @@ class UnitType(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
-
-
-class _ScaledCouple(torch.autograd.Function):
-    """``(x / sigma) W`` with its gradients: ``G = (x / sigma)' g`` for ``W``, ``g W' / sigma`` for
-    ``x`` and ``-sum_j W_ij G_ij / sigma_i`` for ``sigma`` (the chain rule through ``x_i / sigma_i``
-    summed over the batch is the same sum over the weights' gradient), so learning sigma costs
-    elementwise work on the weights instead of a second product."""
-
-    @staticmethod
-    def forward(ctx, x: Tensor, weights: Tensor, sigma: Tensor) -> Tensor:  # noqa: ANN001
-        scaled = x / sigma
-        ctx.save_for_backward(scaled, weights, sigma)
-        return scaled @ weights
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:  # noqa: ANN001
-        scaled, weights, sigma = ctx.saved_tensors
-        need_x, need_w, need_sigma = ctx.needs_input_grad
-        grad_w = scaled.t() @ grad if (need_w or need_sigma) else None
-        grad_x = (grad @ weights.t()) / sigma if need_x else None
-        grad_sigma = -(weights * grad_w).sum(1) / sigma if need_sigma else None
-        return grad_x, grad_w if need_w else None, grad_sigma
 
 
 def _draw(probs: Tensor, generator: torch.Generator) -> Tensor:
@@ -264,14 +259,32 @@ class Gaussian(UnitType):
         z = (_f64(x) - _f64(params["bias"])) / _f64(params["sigma"])
         return 0.5 * (z * z).sum(-1)
 
+    def energy_difference(self, a: Params, b: Params) -> Callable[[Tensor], Tensor]:
+        """``sum_i x_i^2 alpha_i - x_i beta_i + const``: ``alpha = (1/sigma_a^2 - 1/sigma_b^2) / 2``,
+        ``beta = b_a/sigma_a^2 - b_b/sigma_b^2``, two products a call."""
+        (ba, sa), (bb, sb) = ((_f64(p["bias"]).detach(), _f64(p["sigma"]).detach()) for p in (a, b))
+        alpha = 0.5 * (sa.pow(-2) - sb.pow(-2))
+        beta = ba / sa**2 - bb / sb**2
+        const = float(0.5 * ((ba / sa) ** 2 - (bb / sb) ** 2).sum())
+
+        def difference(x: Tensor) -> Tensor:
+            x = _f64(x)
+            return (x * x) @ alpha - x @ beta + const
+
+        return difference
+
     def stats(self, x: Tensor, params: Params) -> Tensor:
         return (x / params["sigma"]).unsqueeze(-1)
 
-    def couple(self, x: Tensor, weights: Tensor, params: Params) -> Tensor:
-        """``(x / sigma) W``, whose gradient with respect to sigma comes from the weights' gradient
-        ``G`` without a further product: ``dL/dsigma_i = -sum_j W_ij G_ij / sigma_i``
-        (:class:`_ScaledCouple`)."""
-        return _ScaledCouple.apply(x, weights, params["sigma"])
+    def coupling_gradients(
+        self, x: Tensor, weights: Tensor, params: Params, g: Tensor
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """As :meth:`UnitType.coupling_gradients`; ``phi(x) = x / sigma`` depends on sigma, and
+        ``d/dsigma_i sum_bj g_bj (x_bi / sigma_i) W_ij = -sum_j W_ij G_ij / sigma_i`` comes from the
+        weights' gradient ``G`` by one row-wise dot product, not a second product."""
+        sigma = params["sigma"]
+        grad_w = torch.mm((x / sigma).t(), g)
+        return grad_w, {"sigma": -torch.linalg.vecdot(weights, grad_w) / sigma}
 
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         f = _f64(field[..., 0])
@@ -338,6 +351,11 @@ class Categorical(UnitType):
         b = _f64(params["bias"])  # (n, Q)
         idx = self._index(x)  # (batch, n)
         return -b.gather(1, idx.t()).t().sum(-1)
+
+    def energy_difference(self, a: Params, b: Params) -> Callable[[Tensor], Tensor]:
+        """``-sum_i (a_bias - b_bias)[i, x_i]``: one gather a call."""
+        table = (_f64(a["bias"]) - _f64(b["bias"])).detach()
+        return lambda x: self.self_energy(x, {"bias": table})
 
     def stats(self, x: Tensor, params: Params) -> Tensor:
         dtype = x.dtype if x.is_floating_point() else params["bias"].dtype

@@ -4,9 +4,10 @@ by CD-k or PCD, for every unit type at once.
 The gradient of the mean log-likelihood of an RBM with binary hidden units is
 ``-E_data[dF/dtheta] + E_model[dF/dtheta]`` with the free energy ``F(v) = -log p*(v)``
 (:meth:`~boltzkit.models.unit_rbm.UnitRBM.free_energy`; Hinton 2002, and S2 Sec. 4.1 for the
-persistent version). So the learner minimises ``mean F(v_data) - mean F(v_model)`` with the model
-samples held fixed, and autograd gives every parameter's gradient: the couplings, both biases and,
-for Gaussian units, ``log sigma`` (learned in the log domain, so that sigma stays positive). The
+persistent version). So the learner descends ``mean F(v_data) - mean F(v_model)`` with the model
+samples held fixed (:meth:`UnitTrainer._update`): autograd gives the biases' gradients and the
+unit type the couplings' one (one product), and for Gaussian units ``log sigma`` is learned too (in
+the log domain, so that sigma stays positive). The
 negative samples are ``k`` block-Gibbs sweeps from the data (CD-k) or from persistent chains (PCD;
 Tieleman 2008). torch.optim's SGD applies the learning rate, the momentum and the weight decay (on
 the couplings only); the learning rate decays linearly to 0 when asked (S2 Sec. 5).
@@ -124,6 +125,55 @@ class UnitTrainer:
         self.chains = chains if method == "pcd" else None
         self.epoch = 0
 
+    def _update(self, batch: Tensor) -> float:
+        """One SGD update on a minibatch; returns its free-energy gap ``mean F(data) - mean
+        F(negative)``.
+
+        The gradient of the gap is ``sum_b w_b [d self_energy(x_b) - sum_j sigmoid(a_bj) d a_bj]``
+        over the data (``w = 1/n``) and the negative samples (``w = -1/n``), ``a`` being the hidden
+        inputs. With ``g_bj = w_b sigmoid(a_bj)`` held fixed, that is the gradient of ``sum_b w_b
+        self_energy(x_b) - sum_j c_j sum_b g_bj - sum_bj g_bj [phi(x_b) W]_j``. Autograd takes the
+        first two terms (visible-sized); the unit type gives the last one's gradient
+        (:meth:`~boltzkit.units.UnitType.coupling_gradients`): one product over the data and the
+        negative samples stacked, so the products of a step are those of CD itself (the hidden
+        inputs, the visible field, the gradient)."""
+        model, g = self.model, self.generator
+        with torch.no_grad():
+            positive = model.hidden_input(batch)
+            if self.chains is None:  # CD-k: k sweeps from the data
+                negative = model.sample_visible(model.sample_hidden(batch, g, hidden_input=positive), g)
+                for _ in range(self.k - 1):
+                    negative = model.sample_visible(model.sample_hidden(negative, g), g)
+            else:  # PCD: k sweeps of the persistent chains
+                negative = self.chains
+                for _ in range(self.k):
+                    negative = model.sample_visible(model.sample_hidden(negative, g), g)
+                self.chains = negative
+            inputs = torch.cat([positive, model.hidden_input(negative)])
+            weights = torch.cat(
+                [
+                    torch.full((batch.shape[0], 1), 1.0 / batch.shape[0], dtype=inputs.dtype),
+                    torch.full((negative.shape[0], 1), -1.0 / negative.shape[0], dtype=inputs.dtype),
+                ]
+            )
+            g_hidden = torch.sigmoid(inputs) * weights
+        x = torch.cat([batch, negative])
+        units, params = model.visible_units, model.visible_params()
+        self_energy = units.self_energy(x, params)
+        loss = (self_energy * weights[:, 0].to(self_energy)).sum() - (g_hidden.sum(0) * model.hbias).sum()
+        self.optimizer.zero_grad()
+        loss.backward()  # the biases, and sigma's self-energy part
+        with torch.no_grad():  # the couplings' part: minus the gradient of sum g phi(x) W
+            grad_w, grad_params = units.coupling_gradients(x, model._w_flat(), params, g_hidden)
+            model.W.grad = grad_w.neg_().reshape(model.W.shape)
+            if "sigma" in grad_params and self.learn_sigma:  # d/dlog sigma = sigma d/dsigma
+                model.log_sigma.grad.sub_(grad_params["sigma"] * params["sigma"])
+        self.optimizer.step()
+        self.scheduler.step()
+        with torch.no_grad():  # the gap itself, from the inputs already computed (a record only)
+            softplus = torch.nn.functional.softplus(inputs).sum(1, dtype=torch.float64)
+            return float(((self_energy.detach() - softplus) * weights[:, 0].to(softplus)).sum())
+
     def run_epoch(self, data: Tensor) -> dict[str, Any]:
         """One pass over ``data`` (checked by the model's unit type) in a random order; returns the
         epoch's record (seconds, the mean free-energy gap of its minibatches, the learning rate)."""
@@ -138,29 +188,7 @@ class UnitTrainer:
         try:
             for start in range(0, n, self.batch_size):
                 batch = data[order[start : start + self.batch_size]]
-                positive = model.hidden_input(batch)  # serves the free energy and CD's first draw
-                with torch.no_grad():
-                    g = self.generator
-                    if self.chains is None:  # CD-k: k sweeps from the data
-                        negative = model.sample_visible(
-                            model.sample_hidden(batch, g, hidden_input=positive), g
-                        )
-                        for _ in range(self.k - 1):
-                            negative = model.sample_visible(model.sample_hidden(negative, g), g)
-                    else:  # PCD: k sweeps of the persistent chains
-                        negative = self.chains
-                        for _ in range(self.k):
-                            negative = model.sample_visible(model.sample_hidden(negative, g), g)
-                        self.chains = negative
-                self.optimizer.zero_grad()
-                gap = (
-                    model.free_energy(batch, hidden_input=positive).mean()
-                    - model.free_energy(negative).mean()
-                )
-                gap.backward()
-                self.optimizer.step()
-                self.scheduler.step()
-                gaps.append(float(gap.detach()))
+                gaps.append(self._update(batch))
         finally:
             if sigma_fixed:
                 model.log_sigma.requires_grad_(True)
