@@ -318,3 +318,29 @@ def test_energy_difference_is_the_difference_of_self_energies(units) -> None:  #
     x = units.sample(torch.zeros(9, 5, units.n_stats, dtype=F64), a, g)
     direct = units.self_energy(x, a) - units.self_energy(x, b)
     assert torch.allclose(units.energy_difference(a, b)(x), direct, atol=1e-10)
+
+
+@pytest.mark.parametrize("units", [Bernoulli(), Categorical(3)], ids=lambda u: u.name)
+def test_discrete_conditionals_log_prob_and_entropy_match_enumeration(units) -> None:  # noqa: ANN001
+    g = torch.Generator().manual_seed(24)
+    n = 3
+    params = {"bias": torch.randn(units.bias_shape(n), generator=g, dtype=F64)}
+    field = torch.randn(1, n, units.n_stats, generator=g, dtype=F64)
+    states = units.states(n, dtype=F64)
+    log_p = units.log_prob(states, field.expand(len(states), -1, -1), params)
+    assert float(torch.logsumexp(log_p, 0)) == pytest.approx(0.0, abs=1e-12)
+    entropy = float(-(log_p.exp() * log_p).sum())
+    assert float(units.entropy(field, params)[0]) == pytest.approx(entropy, abs=1e-12)
+
+
+def test_gaussian_log_density_and_entropy_match_numerical_integration() -> None:
+    units = Gaussian()
+    params = {"bias": torch.tensor([0.3], dtype=F64), "sigma": torch.tensor([0.7], dtype=F64)}
+    field = torch.tensor([[[1.1]]], dtype=F64)
+
+    def density(x: float) -> float:
+        return math.exp(float(units.log_prob(torch.tensor([[x]], dtype=F64), field, params)[0]))
+
+    assert integrate.quad(density, -20, 20)[0] == pytest.approx(1.0, abs=1e-10)
+    entropy = integrate.quad(lambda x: -density(x) * math.log(max(density(x), 1e-300)), -20, 20)[0]
+    assert float(units.entropy(field, params)[0]) == pytest.approx(entropy, abs=1e-8)

@@ -133,6 +133,19 @@ class UnitType(ABC):
     def mean(self, field: Tensor, params: Params) -> Tensor:
         """``E[x | f]``, shape ``(batch, n)``."""
 
+    def log_prob(self, x: Tensor, field: Tensor, params: Params) -> Tensor:
+        """``log p(x | f) = -self_energy(x) + phi(x) . f - A(f)`` summed over the layer, float64,
+        shape ``(batch,)`` (a log-density for Gaussian units): the directed layer of a belief
+        network, or a conditional's score."""
+        coupling = (_f64(self.stats(x, params)) * _f64(field)).sum((-2, -1))
+        return -self.self_energy(x, params) + coupling - self.log_partition(field, params)
+
+    @abstractmethod
+    def entropy(self, field: Tensor, params: Params) -> Tensor:
+        """The entropy of ``p(x | f)`` summed over the layer, float64, shape ``(batch,)`` (the
+        differential entropy for Gaussian units): the entropy term of a factorised (mean-field)
+        distribution of this type, S2 Eq. 7."""
+
     # ------------------------------------------------------------------ transition kernels
     #: Whether the type has a flip-the-state rule (a move that avoids the current state).
     has_flip: bool = False
@@ -233,6 +246,11 @@ class Bernoulli(UnitType):
     def mean(self, field: Tensor, params: Params) -> Tensor:
         return torch.sigmoid(field[..., 0] + params["bias"])
 
+    def entropy(self, field: Tensor, params: Params) -> Tensor:
+        """``softplus(a) - sigmoid(a) a`` per unit with ``a = b + f``: the binary entropy, stable."""
+        a = _f64(field[..., 0]) + _f64(params["bias"])
+        return (F.softplus(a) - torch.sigmoid(a) * a).sum(-1)
+
     def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
         x = _needs_2d(torch.as_tensor(x), n_units, what, "of 0s and 1s")
         if not bool(((x == 0) | (x == 1)).all()):
@@ -306,6 +324,11 @@ class Gaussian(UnitType):
     def mean(self, field: Tensor, params: Params) -> Tensor:
         return params["bias"] + params["sigma"] * field[..., 0]
 
+    def entropy(self, field: Tensor, params: Params) -> Tensor:
+        """``log sigma + log(2 pi e) / 2`` per unit, whatever the field (it only moves the mean)."""
+        per_layer = (torch.log(_f64(params["sigma"])) + 0.5 * (_LOG_2PI + 1.0)).sum()
+        return per_layer.expand(field.shape[0]).clone()
+
     def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
         x = _needs_2d(torch.as_tensor(x), n_units, what, "of real numbers")
         if not x.is_floating_point():
@@ -374,6 +397,11 @@ class Categorical(UnitType):
     def mean(self, field: Tensor, params: Params) -> Tensor:
         """The expected one-hot vector per unit, shape ``(batch, n, Q)``."""
         return torch.softmax(field + params["bias"], -1)
+
+    def entropy(self, field: Tensor, params: Params) -> Tensor:
+        """``logsumexp(l) - softmax(l) . l`` per unit with logits ``l = b + f``."""
+        logits = _f64(field) + _f64(params["bias"])
+        return (torch.logsumexp(logits, -1) - (torch.softmax(logits, -1) * logits).sum(-1)).sum(-1)
 
     has_flip = True
 

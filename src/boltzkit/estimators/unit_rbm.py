@@ -114,11 +114,13 @@ def exact_sample_units(
             got=f"2^{model.n_hidden} states",
             expected=f"at most 2^{int(max_bits)}",
         )
-    states = torch.cat(list(_chunks(model, "hidden", 2**model.n_hidden)))
-    log_w = model.log_marginal_hidden(states)
-    probs = torch.softmax(log_w, 0)
-    idx = torch.multinomial(probs, int(n_samples), replacement=True, generator=generator)
-    h = states[idx.to(states.device)]
+    n_states = 2**model.n_hidden
+    # the marginal of h chunk by chunk: the visible field of every hidden state at once would hold
+    # 2^n_hidden x n_visible x F numbers
+    log_w = torch.cat([model.log_marginal_hidden(h) for h in _chunks(model, "hidden", n_states)])
+    idx = torch.multinomial(torch.softmax(log_w, 0), int(n_samples), replacement=True, generator=generator)
+    codes = idx.to(model.device).unsqueeze(1)
+    h = ((codes >> torch.arange(model.n_hidden, device=model.device)) & 1).to(model.dtype)
     return ChainState.of(model.sample_visible(h, generator), h)
 
 
