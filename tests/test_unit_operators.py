@@ -212,3 +212,40 @@ def test_command_line_samples_unit_models_with_every_sampler_and_draws_them(tmp_
     assert "category" in assert_clean_failure(
         run("plot", "samples", tmp_path / "real.npy", "--units", "categorical:4", "--out", tmp_path / "s.png")
     )
+
+
+@pytest.mark.parametrize("spec", OPERATORS)
+def test_the_diagnostics_matrix_of_a_categorical_rbm_is_the_operators_kernel(spec: str) -> None:
+    """``boltzkit.diagnostics.transition_matrix`` enumerates categorical layers in mixed radix: its
+    matrix is the sweep built here unit by unit, and it leaves the exact joint invariant."""
+    from boltzkit.diagnostics.transition_matrix import stationary_check, transition_matrix, unit_radices
+
+    model = categorical_rbm(2, 3, 2, seed=20, scale=2.0)
+    states = all_states(model)
+    places = torch.tensor([1, 3, 9, 18])  # radices 3, 3, 2, 2
+    assert unit_radices(model) == [3, 3, 2, 2]
+    order = (torch.cat(states.layers, 1).long() * places).sum(1)
+    matrix = transition_matrix(model, spec)
+    assert torch.allclose(
+        matrix[order][:, order], sweep_matrix(model, make_operator(spec), states), atol=1e-12
+    )
+    assert stationary_check(model, spec).ok
+
+
+def test_exact_parallel_tempering_on_a_categorical_rbm_leaves_the_tempered_product_invariant() -> None:
+    from boltzkit.diagnostics.transition_matrix import (
+        exact_swap_rates,
+        tempered_product_distribution,
+        tempering_transition_matrix,
+    )
+
+    model = categorical_rbm(2, 3, 2, seed=21, scale=2.0)
+    pt = ParallelTempering(2, "flip", kind="uniform")  # betas 0 and 1
+    matrix = tempering_transition_matrix(model, pt)
+    product = tempered_product_distribution(model, pt.betas)
+    assert torch.allclose(matrix.sum(1), torch.ones(len(matrix), dtype=F64), atol=1e-12)
+    assert torch.allclose(product @ matrix, product, atol=1e-12)
+    rate = float(exact_swap_rates(model, pt.betas)[0])
+    assert 0.0 < rate < 1.0
+    with pytest.raises(BoltzkitError, match="continuum of states"):
+        tempering_transition_matrix(gaussian_rbm(1, 2, seed=22), pt)

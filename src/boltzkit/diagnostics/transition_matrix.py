@@ -12,7 +12,11 @@ Definition 1: ``T = T_h T_v`` for an RBM, hidden layer first). Rows are indexed 
 state and columns by the next, so a distribution (a row vector) evolves as ``mu <- mu P``.
 
 States are enumerated as in :func:`boltzkit.estimators.exact_joint_distribution`: all layers side
-by side, visible first, and bit ``j`` of the state index is unit ``j``.
+by side, visible first, and bit ``j`` of the state index is unit ``j``. Layers of categorical units
+(:mod:`boltzkit.units`) take part too: the index is then written in mixed radix (unit ``j`` is digit
+``j``, of radix 2 or ``Q``), and a categorical block's kernel is its unit type's per-unit kernel
+(:meth:`~boltzkit.units.UnitType.kernel`: Gibbs, or Liu's Metropolized Gibbs as flip-the-state).
+Real-valued units have no finite matrix and are refused.
 
 The second largest eigenvalue modulus (SLEM) of ``P`` bounds the speed of convergence to the
 stationary distribution (Brügge et al. 2013, Sec. 4.1). ``P`` is not reversible (a sweep of
@@ -42,16 +46,19 @@ from boltzkit.samplers.operators import (
     move_probability,
 )
 from boltzkit.state import Block
+from boltzkit.units import Categorical
 
 #: Largest number of units whose transition matrix is built by default (4096 x 4096 states).
 DEFAULT_MAX_BITS = 12
 
 
-def _check_size(n_units: int, max_bits: int) -> None:
-    if n_units > max_bits:
+def _check_size(n_bits: float, max_bits: int) -> None:
+    """``n_bits``: log2 of the number of states (the number of units of a binary model)."""
+    if n_bits > max_bits + 1e-9:
+        bits = f"{n_bits:.4g}"
+        what = f"{bits} units" if float(n_bits).is_integer() else f"2^{bits} states"
         raise IntractableError(
-            f"the exact transition matrix of a model with {n_units} units has 2^{n_units} x 2^{n_units} "
-            "entries",
+            f"the exact transition matrix of a model with {what} has 2^{bits} x 2^{bits} entries",
             expected=f"at most {max_bits} units (2^{max_bits} = {2**max_bits:,} states)",
             hint="transition matrices are a diagnostic for tiny models; for larger ones measure "
             "autocorrelation times of sampled chains instead, or raise max_bits.",
@@ -75,14 +82,61 @@ def all_states_of_bits(n_bits: int, *, device: torch.device | str | None = None)
     return ((idx.unsqueeze(1) >> shifts) & 1).to(torch.float64)
 
 
-def all_states(model: EnergyModel, *, max_bits: int = DEFAULT_MAX_BITS) -> Tensor:
-    """Every joint state of ``model``, shape ``(2^N, N)``, float64, ``N = model.n_units``.
+def unit_radices(model: EnergyModel) -> list[int]:
+    """The number of states of each unit, layers side by side (2 for binary units, ``Q`` for
+    categorical ones); real-valued units are refused."""
+    radices: list[int] = []
+    for layer, size in enumerate(model.layer_sizes):
+        units = model.layer_units(layer)
+        if not units.discrete:
+            raise IntractableError(
+                f"{units.name} units have a continuum of states: no finite transition matrix",
+                hint="measure mixing by autocorrelation times of sampled chains instead.",
+            )
+        radices += [units.n_states if isinstance(units, Categorical) else 2] * size
+    return radices
 
-    Row ``k`` holds the binary expansion of ``k``: column ``j`` (unit ``j``, layers side by side,
-    visible first) is bit ``j`` of ``k``, least significant first.
+
+def _places(radices: Sequence[int]) -> list[int]:
+    out, place = [], 1
+    for r in radices:
+        out.append(place)
+        place *= r
+    return out
+
+
+def _digits(index: Tensor, radices: Sequence[int]) -> Tensor:
+    places = torch.tensor(_places(radices), dtype=torch.int64, device=index.device)
+    bases = torch.tensor(list(radices), dtype=torch.int64, device=index.device)
+    return ((index.unsqueeze(1) // places) % bases).to(torch.float64)
+
+
+def _state_bits(model: EnergyModel) -> float:
+    """log2 of the number of joint states."""
+    return sum(math.log2(r) for r in unit_radices(model))
+
+
+def _log_f(model: EnergyModel, x: Tensor, beta: float) -> Tensor:
+    """``log p*_beta`` of every state: ``-(E - E_tempered) - beta E_tempered``, float64 (all of the
+    energy is tempered for binary models)."""
+    state = model.split_units(x)
+    energy = model.joint_energy(state).to(torch.float64)
+    tempered = model.tempered_energy(state).to(torch.float64)
+    return -(energy - tempered) - float(beta) * tempered
+
+
+def all_states(model: EnergyModel, *, max_bits: int = DEFAULT_MAX_BITS) -> Tensor:
+    """Every joint state of ``model``, shape ``(S, N)``, float64, ``N = model.n_units``.
+
+    Row ``k`` holds the expansion of ``k``: column ``j`` (unit ``j``, layers side by side, visible
+    first) is digit ``j`` of ``k``, least significant first; for binary models ``S = 2^N`` and the
+    digits are bits.
     """
-    _check_size(model.n_units, max_bits)
-    return all_states_of_bits(model.n_units, device=model.device)
+    radices = unit_radices(model)
+    _check_size(sum(math.log2(r) for r in radices), max_bits)
+    if all(r == 2 for r in radices):
+        return all_states_of_bits(model.n_units, device=model.device)
+    return _digits(torch.arange(math.prod(radices), device=model.device), radices)
 
 
 def _block_columns(model: EnergyModel, block: Block) -> list[int]:
@@ -134,21 +188,31 @@ def block_kernel(
     n_states = x.shape[0]
     cols = _block_columns(model, block)
     state = model.split_units(x)
-    logits = model.block_logits(state, block, beta)
     current = state.block_values(block)
-    if gibbs:
-        q = move_probability(logits, current, 0.0)
-    else:
-        q = operator.move_prob(logits, current, block.layer)
-    q = q.to(torch.float64)
-    k = len(cols)
-    # every pattern of moves of the block's units: flips[f, u] = 1 when unit u moves in pattern f
-    flips = all_states_of_bits(k, device=x.device)
-    prob = torch.where(flips.unsqueeze(0) > 0, q.unsqueeze(1), 1.0 - q.unsqueeze(1)).prod(2)
-    weights = torch.tensor([1 << c for c in cols], dtype=torch.int64, device=x.device)
-    masks = (flips.to(torch.int64) * weights).sum(1)  # (2^k,) XOR masks of the moves
+    units = model.layer_units(block.layer)
+    if isinstance(units, Categorical):  # the unit type's kernel: a distribution over next states
+        field, params = model.block_field(state, block, beta)
+        alpha = 0.0 if gibbs else operator.flip_weight(block.layer)
+        next_probs = units.kernel(field, params, current, alpha).to(torch.float64)  # (S, k, Q)
+    else:  # binary units: leave the current state with the operator's move probability
+        logits = model.block_logits(state, block, beta)
+        q = (
+            move_probability(logits, current, 0.0)
+            if gibbs
+            else operator.move_prob(logits, current, block.layer)
+        )
+        q = q.to(torch.float64)
+        moved = torch.stack([current, 1.0 - current], -1) > 0.5  # [..., v]: next value v != x
+        next_probs = torch.where(moved, q.unsqueeze(-1), 1.0 - q.unsqueeze(-1))  # (S, k, 2)
+    radices = unit_radices(model)
+    block_radices = [radices[c] for c in cols]
+    # every combination of next values of the block's units, and where it leads from each state
+    combos = _digits(torch.arange(math.prod(block_radices), device=x.device), block_radices).to(torch.int64)
+    prob = next_probs.gather(2, combos.t().unsqueeze(0).expand(n_states, -1, -1)).prod(1)  # (S, C)
+    places = torch.tensor([_places(radices)[c] for c in cols], dtype=torch.int64, device=x.device)
     rows = torch.arange(n_states, dtype=torch.int64, device=x.device)
-    targets = rows.unsqueeze(1) ^ masks.unsqueeze(0)  # (2^N, 2^k), distinct within a row
+    base = rows - (current.to(torch.int64) * places).sum(1)  # the state with the block's digits zeroed
+    targets = base.unsqueeze(1) + (combos * places).sum(1).unsqueeze(0)  # (S, C), distinct in a row
     kernel = torch.zeros(n_states, n_states, dtype=torch.float64, device=x.device)
     kernel.scatter_(1, targets, prob)
     return kernel
@@ -227,7 +291,7 @@ def transition_matrix(
         ``P`` of shape ``(2^N, 2^N)``, float64; ``P[x, y]`` is the probability that one sweep
         moves state index ``x`` to ``y`` (bit ``j`` of an index is unit ``j``, visible first).
     """
-    _check_size(model.n_units, max_bits)
+    _check_size(_state_bits(model), max_bits)
     operator = make_operator(operator)
     if isinstance(operator, Cycle):
         P = None
@@ -248,7 +312,7 @@ def transition_matrix(
         )
         rest = transition_matrix(model, operator.operator, beta=beta, clamped=clamped, max_bits=max_bits)
         return first @ torch.linalg.matrix_power(rest, operator.n - 1)
-    n_states = 1 << model.n_units
+    n_states = math.prod(unit_radices(model))
     P = torch.eye(n_states, dtype=torch.float64, device=model.device)
     first = True
     for _, kernel in block_kernels(
@@ -263,14 +327,15 @@ def transition_matrix(
 def stationary_distribution(
     model: EnergyModel, *, beta: float = 1.0, max_bits: int = DEFAULT_MAX_BITS
 ) -> Tensor:
-    """Exact ``pi_beta(x) = exp(-beta E(x)) / Z_beta`` over all joint states, float64, ``(2^N,)``.
+    """Exact ``pi_beta(x) = exp(-beta E(x)) / Z_beta`` over all joint states, float64, ``(S,)``
+    (for a model whose tempered energy is not all of it, :meth:`EnergyModel.tempered_energy`,
+    ``exp(-(E - E_t) - beta E_t)``, the family its samplers temper).
 
     States are ordered as in :func:`all_states`.
     """
     model = _as_float64(model)
     x = all_states(model, max_bits=max_bits)
-    log_f = -float(beta) * model.joint_energy(model.split_units(x)).to(torch.float64)
-    return torch.softmax(log_f, 0)
+    return torch.softmax(_log_f(model, x, beta), 0)
 
 
 @dataclass(frozen=True)
@@ -355,16 +420,17 @@ def tempering_transition_matrix(model: EnergyModel, pt, *, max_bits: int = DEFAU
     ``min(1, exp((beta_r - beta_s)(E(x_r) - E(x_s))))``. Shape ``(S^t, S^t)``, float64.
     """
     t = pt.n_temperatures
-    _check_size(model.n_units * t, max_bits)
+    _check_size(_state_bits(model) * t, max_bits)
     model64 = _as_float64(model)
-    n_states = 1 << model.n_units
+    n_states = math.prod(unit_radices(model))
     betas = [float(b) for b in pt.betas]
     inner = None
     for b in reversed(betas):  # kron(P_{t-1}, ..., P_0): replica 0 least significant
         P = transition_matrix(model64, pt.operator, beta=b, max_bits=max_bits)
         P = torch.linalg.matrix_power(P, pt.k)
         inner = P if inner is None else torch.kron(inner, P)
-    energy = model64.joint_energy(model64.split_units(all_states(model64, max_bits=max_bits)))
+    # swaps compare the tempered part of the energy (all of it for binary models)
+    energy = model64.tempered_energy(model64.split_units(all_states(model64, max_bits=max_bits)))
     joint = torch.arange(n_states**t, dtype=torch.int64, device=energy.device)
     digits = [(joint // n_states**r) % n_states for r in range(t)]
 
@@ -412,13 +478,13 @@ def exact_swap_rates(model: EnergyModel, betas, *, max_bits: int = DEFAULT_MAX_B
     and of the sampled :class:`~boltzkit.samplers.tempering.SwapMonitor` rates.
     """
     model64 = _as_float64(model)
-    energy = model64.joint_energy(model64.split_units(all_states(model64, max_bits=max_bits)))
-    energy = energy.to(torch.float64)
-    b = [float(x) for x in torch.as_tensor(betas, dtype=torch.float64).flatten()]
+    x = all_states(model64, max_bits=max_bits)
+    energy = model64.tempered_energy(model64.split_units(x)).to(torch.float64)
+    b = [float(v) for v in torch.as_tensor(betas, dtype=torch.float64).flatten()]
     rates = []
     for lo, hi in zip(b[:-1], b[1:], strict=True):
-        p_lo = torch.softmax(-lo * energy, 0)
-        p_hi = torch.softmax(-hi * energy, 0)
+        p_lo = torch.softmax(_log_f(model64, x, lo), 0)
+        p_hi = torch.softmax(_log_f(model64, x, hi), 0)
         accept = torch.exp(((lo - hi) * (energy[:, None] - energy[None, :])).clamp(max=0.0))
         rates.append(p_lo @ accept @ p_hi)
     return torch.stack(rates)
@@ -549,6 +615,7 @@ __all__ = [
     "StationaryCheck",
     "all_states",
     "all_states_of_bits",
+    "unit_radices",
     "block_kernel",
     "block_kernels",
     "eigenvalue_moduli",
