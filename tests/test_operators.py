@@ -454,3 +454,37 @@ def test_transition_matrix_refuses_large_models():
     with pytest.raises(IntractableError, match=r"2\^11 x 2\^11") as info:
         transition_matrix(RBM(7, 4, dtype=F64), "gibbs", max_bits=10)
     assert "11 units" in str(info.value)
+
+
+def test_the_block_sweep_hooks_give_means_take_logits_and_report_each_block() -> None:
+    """The one block sweep's hooks: ``means`` sets a layer to ``sigmoid(logits)``, ``logits`` stands
+    in for the model's own inputs of a whole layer, ``observe`` sees every block updated; without
+    hooks the sweep draws the same numbers as before."""
+    from boltzkit.samplers import make_operator
+    from boltzkit.state import Block
+
+    rbm = random_rbm(5, 3, seed=31)
+    g = torch.Generator().manual_seed(32)
+    state = rbm.random_state(4, g)
+    op = make_operator("flip")
+    seen: list[tuple[int, torch.Tensor]] = []
+    after, _ = op.step(
+        rbm,
+        state,
+        generator=g,
+        means=(0,),
+        observe=lambda block, logits, new: seen.append((block.layer, logits)),
+    )
+    assert [layer for layer, _ in seen] == [b.layer for b in rbm.blocks()]
+    expected = torch.sigmoid(rbm.block_logits(after, Block(0)))
+    assert torch.allclose(after.visible, expected) and torch.allclose(
+        seen[-1][1], rbm.block_logits(after, Block(0))
+    )
+    forced, _ = op.step(
+        rbm, state, generator=g, clamped=(0,), logits={1: torch.full((4, 3), 50.0, dtype=F64)}
+    )
+    assert bool((forced.hidden == 1).all())  # flip from 0 always, and stays at 1 with p(0) ~ e^-50
+    one, two = torch.Generator().manual_seed(33), torch.Generator().manual_seed(33)
+    plain, _ = op.step(rbm, state, generator=one)
+    hooked, _ = op.step(rbm, state, generator=two, observe=lambda *_: None)
+    assert all(torch.equal(a, b) for a, b in zip(plain.layers, hooked.layers, strict=True))

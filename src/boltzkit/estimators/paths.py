@@ -578,14 +578,18 @@ class GeometricPath(AnnealingPath):
             a_to = slope * beta_to + base if isinstance(base, Tensor) else slope * beta_to
             sig = torch.sigmoid(a_to)
             delta = delta + self._softplus_delta(u, a_to, slope, step, sig)
-            fresh[u] = sig
+            fresh[u] = a_to.to(self.dtype)
         if not move:
             return delta, state
         if not isinstance(operator, UnitOperator):  # a composition: fresh draws inside its first sweep
             return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps)
-        for u, p in fresh.items():
-            state = state.with_layer(u, bernoulli(p.to(self.dtype), generator))
         model = _Intermediate(self, beta_to)
+        # the operator's sweep: the summed layers drawn fresh from the inputs already computed, then
+        # the kept layers
+        kept = tuple(u for u in range(len(self.union)) if u not in self.summed)
+        state, _ = operator.step(
+            model, state, generator=generator, clamped=kept, fresh_layers=self.summed, logits=fresh
+        )
         state, _ = operator.step(model, state, generator=generator, clamped=self.summed)
         for _ in range(int(sweeps) - 1):
             state, _ = operator.step(model, state, generator=generator)

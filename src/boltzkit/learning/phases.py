@@ -238,10 +238,17 @@ class ContrastiveDivergence(NegativePhase):
         if exact:
             visible_block = next((b for b in model.blocks() if b.layer == 0), None)
             if isinstance(op, UnitOperator) and visible_block is not None and not visible_block.sequential:
-                logits = model.layer_input(state, 0)
-                v_probs = torch.sigmoid(logits)
-                v_new = v_probs if mean and sweeps == 1 else op.update_units(logits, v, 0, generator)
-                state = state.with_layer(0, v_new)
+                # the operator's own sweep of the visible layer; its logits give the reconstruction
+                seen: dict[int, Tensor] = {}
+                state, _ = op.step(
+                    model,
+                    state,
+                    generator=generator,
+                    clamped=hidden,
+                    means=(0,) if mean and sweeps == 1 else (),
+                    observe=lambda block, logits, new: seen.__setitem__(block.layer, logits),
+                )
+                v_probs = torch.sigmoid(seen[0])
             else:
                 state, _ = op.step(model, state, generator=generator, clamped=hidden)
                 if mean and sweeps == 1:

@@ -29,6 +29,7 @@ several times (``make_operator("flip+gibbs")``, ``make_operator("gibbs*5")``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -38,7 +39,7 @@ from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.samplers.sequential import sequential_update
-from boltzkit.state import ChainState
+from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli
 
 _BINARY = Bernoulli()
@@ -202,9 +203,27 @@ class UnitOperator(TransitionOperator):
         clamped: tuple[int, ...] = (),
         fresh_layers: tuple[int, ...] = (),
         track: bool = False,
+        logits: Mapping[int, Tensor] | None = None,
+        means: tuple[int, ...] = (),
+        observe: Callable[[Block, Tensor, Tensor], None] | None = None,
     ) -> tuple[ChainState, StepInfo]:
         """One sweep: update every unclamped block in ``model.blocks()`` order (see
-        :meth:`TransitionOperator.step`)."""
+        :meth:`TransitionOperator.step`). This is the one block sweep: CD's first half-sweep,
+        parallel tempering's fused last sweep and the fused AIS step call it with hooks for what
+        they need instead of drawing units themselves.
+
+        Parameters
+        ----------
+        logits
+            Whole binary layers whose logits at ``beta`` the caller has already computed (AIS's
+            summed-out layers, PT's last layer): used instead of asking the model again.
+        means
+            Binary layers set to their conditional mean ``sigmoid(logits)`` instead of a draw
+            (CD's mean reconstruction, Hinton & Salakhutdinov 2006).
+        observe
+            Called as ``observe(block, logits, new)`` after each binary block is updated (CD's
+            reconstruction probabilities).
+        """
         before = state if track else None
         for block in model.blocks():
             if block.layer in clamped:
@@ -228,11 +247,18 @@ class UnitOperator(TransitionOperator):
                     )
                 state = state.with_block(block, new)
                 continue
-            logits = model.block_logits(state, block, beta)
-            if block.layer in fresh_layers:
-                new = bernoulli(torch.sigmoid(logits), generator)
+            if logits is not None and block.layer in logits and block.units is None:
+                block_logits = logits[block.layer]
             else:
-                new = self.update_units(logits, state.block_values(block), block.layer, generator)
+                block_logits = model.block_logits(state, block, beta)
+            if block.layer in means:
+                new = torch.sigmoid(block_logits)
+            elif block.layer in fresh_layers:
+                new = bernoulli(torch.sigmoid(block_logits), generator)
+            else:
+                new = self.update_units(block_logits, state.block_values(block), block.layer, generator)
+            if observe is not None:
+                observe(block, block_logits, new)
             state = state.with_block(block, new)
         return state, (_flip_info(before, state) if before is not None else StepInfo())
 

@@ -263,8 +263,8 @@ class ParallelTempering(TransitionOperator):
         free: the final block of a sweep is a layer ``l`` without laterals, and its untempered input
         ``a_l`` (computed for its update) gives ``E(x) = E_rest(x_{-l}) - x_l . a_l`` without a
         further product (for an RBM, ``E = -c.h - v.(W h + b)``). The update itself is the
-        operator's own rule (:meth:`UnitOperator.update_units`) on the tempered logits
-        ``beta a_l``, exactly what :meth:`UnitOperator.step` does. Otherwise ``(state, None)``."""
+        operator's own sweep of layer ``l`` given the tempered logits ``beta a_l``
+        (:meth:`UnitOperator.step`'s ``logits`` hook). Otherwise ``(state, None)``."""
         blocks = model.blocks() if isinstance(model, BoltzmannMachine) else ()
         last = blocks[-1] if blocks else None
         if (
@@ -286,8 +286,9 @@ class ParallelTempering(TransitionOperator):
         )
         inp = model.layer_input(state, l)
         logits = inp * row_beta.to(dtype=inp.dtype).unsqueeze(1)
-        new = self.operator.update_units(logits, state.layers[l], l, generator)
-        state = state.with_layer(l, new)
+        others = tuple(m for m in range(model.n_layers) if m != l)
+        state, _ = self.operator.step(model, state, generator=generator, clamped=others, logits={l: logits})
+        new = state.layers[l]
         rest = [m for m in range(model.n_layers) if m != l]
         # new is binary, so new * inp is exact in the input's dtype; the sum accumulates in float64
         # (the same numbers as converting both first, without two float64 copies of the layer)
