@@ -344,3 +344,21 @@ def test_gaussian_log_density_and_entropy_match_numerical_integration() -> None:
     assert integrate.quad(density, -20, 20)[0] == pytest.approx(1.0, abs=1e-10)
     entropy = integrate.quad(lambda x: -density(x) * math.log(max(density(x), 1e-300)), -20, 20)[0]
     assert float(units.entropy(field, params)[0]) == pytest.approx(entropy, abs=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "categorical"])
+def test_the_trainers_gradients_are_those_of_the_free_energy_gap(kind: str) -> None:
+    """``UnitTrainer.set_gradients`` (closed forms, one product for the couplings) equals
+    autograd's gradient of ``mean F(data) - mean F(negative)`` for every parameter."""
+    from boltzkit.learning.unit_rbm import UnitTrainer
+
+    model = gaussian_rbm(4, 3, seed=25) if kind == "gaussian" else categorical_rbm(4, 3, 3, seed=25)
+    g = torch.Generator().manual_seed(26)
+    data, negative = (model.sample_independent(n, g).detach() for n in (7, 5))
+    gap = model.free_energy(data).mean() - model.free_energy(negative).mean()
+    params = list(model.parameters())
+    expected = torch.autograd.grad(gap, params)
+    trainer = UnitTrainer(model, n_examples=7, generator=g)
+    assert trainer.set_gradients(data, negative) == pytest.approx(float(gap), abs=1e-10)
+    for p, e in zip(params, expected, strict=True):
+        assert torch.allclose(p.grad, e, atol=1e-10)

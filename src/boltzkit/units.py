@@ -87,6 +87,15 @@ class UnitType(ABC):
     def self_energy(self, x: Tensor, params: Params) -> Tensor:
         """The layer's energy apart from its couplings, shape ``(batch,)``, float64."""
 
+    @abstractmethod
+    def self_energy_gradients(
+        self, x: Tensor, params: Params, weights: Tensor, *, stats: Tensor | None = None
+    ) -> Params:
+        """The gradient of ``sum_b weights_b self_energy(x_b)`` with respect to each parameter of
+        the layer (``bias``, and ``sigma`` for Gaussian units), in closed form: what a learning
+        rule needs of the layer's own energy (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`).
+        ``stats``: ``phi(x)`` when already computed."""
+
     def energy_difference(self, a: Params, b: Params) -> Callable[[Tensor], Tensor]:
         """``x -> self_energy(x, a) - self_energy(x, b)`` (float64, ``(batch,)``), with what does not
         depend on ``x`` worked out once: the part of an AIS increment that the kept visible layer
@@ -108,13 +117,14 @@ class UnitType(ABC):
         return stats.reshape(stats.shape[0], -1) @ weights
 
     def coupling_gradients(
-        self, x: Tensor, weights: Tensor, params: Params, g: Tensor
+        self, x: Tensor, weights: Tensor, params: Params, g: Tensor, *, stats: Tensor | None = None
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` (``g``: ``(batch, n_next)``) with respect
         to the weights, ``G = phi(x)' g`` (one product, shape of ``weights``), and to the parameters
         ``phi`` depends on (none here): what a learning rule whose next layer is summed out needs
-        (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`)."""
-        stats = self.stats(x, params)
+        (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`). ``stats``: ``phi(x)`` when already
+        computed."""
+        stats = self.stats(x, params) if stats is None else stats
         return torch.mm(stats.reshape(stats.shape[0], -1).t(), g), {}
 
     # ------------------------------------------------------------------ conditionals
@@ -233,6 +243,9 @@ class Bernoulli(UnitType):
     def stats(self, x: Tensor, params: Params) -> Tensor:
         return x.unsqueeze(-1)
 
+    def self_energy_gradients(self, x, params, weights, *, stats=None) -> Params:  # noqa: ANN001
+        return {"bias": -(weights.to(x.dtype) @ x)}
+
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         return F.softplus(_f64(field[..., 0]) + _f64(params["bias"])).sum(-1)
 
@@ -294,14 +307,23 @@ class Gaussian(UnitType):
     def stats(self, x: Tensor, params: Params) -> Tensor:
         return (x / params["sigma"]).unsqueeze(-1)
 
+    def self_energy_gradients(self, x, params, weights, *, stats=None) -> Params:  # noqa: ANN001
+        """``-sum_b w_b z_b / sigma`` for the bias and ``-sum_b w_b z_b^2 / sigma`` for sigma, with
+        ``z = (x - b) / sigma``."""
+        sigma = params["sigma"]
+        z = (x - params["bias"]) / sigma
+        w = weights.to(x.dtype)
+        return {"bias": -(w @ z) / sigma, "sigma": -(w @ (z * z)) / sigma}
+
     def coupling_gradients(
-        self, x: Tensor, weights: Tensor, params: Params, g: Tensor
+        self, x: Tensor, weights: Tensor, params: Params, g: Tensor, *, stats: Tensor | None = None
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """As :meth:`UnitType.coupling_gradients`; ``phi(x) = x / sigma`` depends on sigma, and
         ``d/dsigma_i sum_bj g_bj (x_bi / sigma_i) W_ij = -sum_j W_ij G_ij / sigma_i`` comes from the
         weights' gradient ``G`` by one row-wise dot product, not a second product."""
         sigma = params["sigma"]
-        grad_w = torch.mm((x / sigma).t(), g)
+        scaled = x / sigma if stats is None else stats[..., 0]
+        grad_w = torch.mm(scaled.t(), g)
         return grad_w, {"sigma": -torch.linalg.vecdot(weights, grad_w) / sigma}
 
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
@@ -379,6 +401,15 @@ class Categorical(UnitType):
         """``-sum_i (a_bias - b_bias)[i, x_i]``: one gather a call."""
         table = (_f64(a["bias"]) - _f64(b["bias"])).detach()
         return lambda x: self.self_energy(x, {"bias": table})
+
+    def self_energy_gradients(self, x, params, weights, *, stats=None) -> Params:  # noqa: ANN001
+        """``-sum_b w_b onehot(x_b)`` for the bias table."""
+        onehot = self.stats(x, params) if stats is None else stats
+        return {
+            "bias": -(weights.to(onehot.dtype) @ onehot.reshape(onehot.shape[0], -1)).reshape(
+                onehot.shape[1:]
+            )
+        }
 
     def stats(self, x: Tensor, params: Params) -> Tensor:
         dtype = x.dtype if x.is_floating_point() else params["bias"].dtype

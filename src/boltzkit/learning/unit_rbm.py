@@ -5,9 +5,9 @@ The gradient of the mean log-likelihood of an RBM with binary hidden units is
 ``-E_data[dF/dtheta] + E_model[dF/dtheta]`` with the free energy ``F(v) = -log p*(v)``
 (:meth:`~boltzkit.models.unit_rbm.UnitRBM.free_energy`; Hinton 2002, and S2 Sec. 4.1 for the
 persistent version). So the learner descends ``mean F(v_data) - mean F(v_model)`` with the model
-samples held fixed (:meth:`UnitTrainer._update`): autograd gives the biases' gradients and the
-unit type the couplings' one (one product), and for Gaussian units ``log sigma`` is learned too (in
-the log domain, so that sigma stays positive). The
+samples held fixed (:meth:`UnitTrainer.set_gradients`): the unit type gives the gradients of its
+self-energy and of the couplings (one product), and for Gaussian units ``log sigma`` is learned too
+(in the log domain, so that sigma stays positive). The
 negative samples are ``k`` block-Gibbs sweeps from the data (CD-k) or from persistent chains (PCD;
 Tieleman 2008). torch.optim's SGD applies the learning rate, the momentum and the weight decay (on
 the couplings only); the learning rate decays linearly to 0 when asked (S2 Sec. 5).
@@ -126,17 +126,9 @@ class UnitTrainer:
         self.epoch = 0
 
     def _update(self, batch: Tensor) -> float:
-        """One SGD update on a minibatch; returns its free-energy gap ``mean F(data) - mean
-        F(negative)``.
-
-        The gradient of the gap is ``sum_b w_b [d self_energy(x_b) - sum_j sigmoid(a_bj) d a_bj]``
-        over the data (``w = 1/n``) and the negative samples (``w = -1/n``), ``a`` being the hidden
-        inputs. With ``g_bj = w_b sigmoid(a_bj)`` held fixed, that is the gradient of ``sum_b w_b
-        self_energy(x_b) - sum_j c_j sum_b g_bj - sum_bj g_bj [phi(x_b) W]_j``. Autograd takes the
-        first two terms (visible-sized); the unit type gives the last one's gradient
-        (:meth:`~boltzkit.units.UnitType.coupling_gradients`): one product over the data and the
-        negative samples stacked, so the products of a step are those of CD itself (the hidden
-        inputs, the visible field, the gradient)."""
+        """One SGD update on a minibatch: the negative samples (CD-k from the data, or the
+        persistent chains), the gradients (:meth:`set_gradients`), the step. Returns the
+        minibatch's free-energy gap."""
         model, g = self.model, self.generator
         with torch.no_grad():
             positive = model.hidden_input(batch)
@@ -149,30 +141,45 @@ class UnitTrainer:
                 for _ in range(self.k):
                     negative = model.sample_visible(model.sample_hidden(negative, g), g)
                 self.chains = negative
-            inputs = torch.cat([positive, model.hidden_input(negative)])
-            weights = torch.cat(
-                [
-                    torch.full((batch.shape[0], 1), 1.0 / batch.shape[0], dtype=inputs.dtype),
-                    torch.full((negative.shape[0], 1), -1.0 / negative.shape[0], dtype=inputs.dtype),
-                ]
-            )
-            g_hidden = torch.sigmoid(inputs) * weights
-        x = torch.cat([batch, negative])
-        units, params = model.visible_units, model.visible_params()
-        self_energy = units.self_energy(x, params)
-        loss = (self_energy * weights[:, 0].to(self_energy)).sum() - (g_hidden.sum(0) * model.hbias).sum()
-        self.optimizer.zero_grad()
-        loss.backward()  # the biases, and sigma's self-energy part
-        with torch.no_grad():  # the couplings' part: minus the gradient of sum g phi(x) W
-            grad_w, grad_params = units.coupling_gradients(x, model._w_flat(), params, g_hidden)
-            model.W.grad = grad_w.neg_().reshape(model.W.shape)
-            if "sigma" in grad_params and self.learn_sigma:  # d/dlog sigma = sigma d/dsigma
-                model.log_sigma.grad.sub_(grad_params["sigma"] * params["sigma"])
+        gap = self.set_gradients(batch, negative, data_input=positive)
         self.optimizer.step()
         self.scheduler.step()
-        with torch.no_grad():  # the gap itself, from the inputs already computed (a record only)
-            softplus = torch.nn.functional.softplus(inputs).sum(1, dtype=torch.float64)
-            return float(((self_energy.detach() - softplus) * weights[:, 0].to(softplus)).sum())
+        return gap
+
+    @torch.no_grad()
+    def set_gradients(self, data: Tensor, negative: Tensor, *, data_input: Tensor | None = None) -> float:
+        """Set every parameter's ``.grad`` to the gradient of ``mean F(data) - mean F(negative)``
+        and return that gap (``data_input``: the data's hidden inputs when already computed).
+
+        The gradient is ``sum_b w_b [d self_energy(x_b) - sum_j sigmoid(a_bj) d a_bj]`` over the
+        data (``w = 1/n``) and the negative samples (``w = -1/m``) stacked, ``a`` being the hidden
+        inputs: the unit type gives the self-energy's part
+        (:meth:`~boltzkit.units.UnitType.self_energy_gradients`, elementwise) and the couplings'
+        part with ``g_bj = w_b sigmoid(a_bj)`` (:meth:`~boltzkit.units.UnitType.coupling_gradients`,
+        one product), so the products of a step are those of CD itself (the hidden inputs, the
+        visible field, the gradient) and no autograd graph is built."""
+        model = self.model
+        units, params = model.visible_units, model.visible_params()
+        first = model.hidden_input(data) if data_input is None else data_input
+        inputs = torch.cat([first, model.hidden_input(negative)])
+        weights = torch.cat(
+            [
+                torch.full((data.shape[0],), 1.0 / data.shape[0], dtype=inputs.dtype),
+                torch.full((negative.shape[0],), -1.0 / negative.shape[0], dtype=inputs.dtype),
+            ]
+        )
+        g_hidden = torch.sigmoid(inputs) * weights.unsqueeze(1)
+        x = torch.cat([data, negative])
+        stats = units.stats(x, params)  # phi(x) once, for both parts
+        own = units.self_energy_gradients(x, params, weights, stats=stats)
+        grad_w, through_stats = units.coupling_gradients(x, model._w_flat(), params, g_hidden, stats=stats)
+        model.W.grad = grad_w.neg_().reshape(model.W.shape)
+        model.hbias.grad = -g_hidden.sum(0)
+        model.vbias.grad = own["bias"].to(model.vbias.dtype)
+        if "sigma" in own and self.learn_sigma:  # d/dlog sigma = sigma d/dsigma
+            model.log_sigma.grad = ((own["sigma"] - through_stats["sigma"]) * params["sigma"]).to(model.dtype)
+        softplus = torch.nn.functional.softplus(inputs).sum(1, dtype=torch.float64)
+        return float(((units.self_energy(x, params) - softplus) * weights.to(softplus)).sum())
 
     def run_epoch(self, data: Tensor) -> dict[str, Any]:
         """One pass over ``data`` (checked by the model's unit type) in a random order; returns the
