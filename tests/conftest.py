@@ -56,6 +56,39 @@ def random_rbm(
     )
 
 
+def unit_rbm(units: str, n_visible: int, n_hidden: int, seed: int, *, scale: float = 1.0):
+    """A random float64 RBM with visible units of type ``units`` (``binary``, ``gaussian`` or
+    ``categorical:Q``) and binary hidden units: the factory through which tests run over every unit
+    type. Binary: :func:`random_rbm`; Gaussian: sigma in [0.5, 1.5); all biases N(0, 1)."""
+    from boltzkit.models.unit_rbm import UnitRBM
+    from boltzkit.units import Categorical, unit_type
+
+    kind = unit_type(units)
+    if kind.name == "binary":
+        return random_rbm(n_visible, n_hidden, seed, scale=scale)
+    g = torch.Generator().manual_seed(seed)
+    q = (kind.n_states,) if isinstance(kind, Categorical) else ()
+    weights = scale * torch.randn(n_visible, *q, n_hidden, generator=g, dtype=F64)
+    vbias = torch.randn(n_visible, *q, generator=g, dtype=F64)
+    hbias = torch.randn(n_hidden, generator=g, dtype=F64)
+    sigma = None if q else 0.5 + torch.rand(n_visible, generator=g, dtype=F64)
+    return UnitRBM(
+        kind, n_visible, n_hidden, weights=weights, vbias=vbias, hbias=hbias, sigma=sigma, dtype=F64
+    )
+
+
+def exact_visible_samples(model, n: int, seed: int) -> torch.Tensor:
+    """``n`` exact samples of the visible units of a tiny RBM of any unit type."""
+    from boltzkit.estimators import exact_sample
+    from boltzkit.estimators.unit_rbm import exact_sample_units
+    from boltzkit.models.unit_rbm import UnitRBM
+
+    g = torch.Generator().manual_seed(seed)
+    if isinstance(model, UnitRBM):
+        return exact_sample_units(model, n, g).visible
+    return exact_sample(model, n, generator=g).visible
+
+
 def random_machine(
     kind: str,
     layer_sizes: tuple[int, ...],
