@@ -187,13 +187,7 @@ class UnitBaseRatePath(AnnealingPath):
         delta = -(beta_to - beta_from) * gap + _softplus_increment(inp, beta_from, beta_to)
         if not move:
             return delta, state
-        self._check_operator(operator)
-        h = self.model.sample_hidden(v, generator, beta_to, hidden_input=inp)
-        v = self.model.sample_visible(h, generator, base=self.base, beta=beta_to)
-        for _ in range(int(sweeps) - 1):
-            h = self.model.sample_hidden(v, generator, beta_to)
-            v = self.model.sample_visible(h, generator, base=self.base, beta=beta_to)
-        return delta, ChainState.of(v, h)
+        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, hidden_input=inp)
 
     def _check_operator(self, operator: TransitionOperator) -> None:
         if operator.name != "gibbs":
@@ -211,12 +205,16 @@ class UnitBaseRatePath(AnnealingPath):
         generator: torch.Generator,
         *,
         sweeps: int = 1,
+        hidden_input: Tensor | None = None,
     ) -> ChainState:
+        """``sweeps`` block-Gibbs sweeps at ``beta`` (``h | v``, then ``v | h`` from the annealed
+        conditional); ``hidden_input``: the hidden input of the current ``v`` when already known."""
         self._check_operator(operator)
-        v = state.visible
-        h = state.hidden
-        for _ in range(int(sweeps)):
-            h = self.model.sample_hidden(v, generator, beta)
+        v, h = state.visible, state.hidden
+        for sweep in range(int(sweeps)):
+            h = self.model.sample_hidden(
+                v, generator, beta, hidden_input=hidden_input if sweep == 0 else None
+            )
             v = self.model.sample_visible(h, generator, base=self.base, beta=beta)
         return ChainState.of(v, h)
 

@@ -188,17 +188,10 @@ class UnitTrainer:
         t0 = time.perf_counter()
         n = data.shape[0]
         order = torch.randperm(n, generator=self.generator)
-        gaps = []
-        sigma_fixed = isinstance(model.visible_units, Gaussian) and not self.learn_sigma
-        if sigma_fixed:
-            model.log_sigma.requires_grad_(False)
-        try:
-            for start in range(0, n, self.batch_size):
-                batch = data[order[start : start + self.batch_size]]
-                gaps.append(self._update(batch))
-        finally:
-            if sigma_fixed:
-                model.log_sigma.requires_grad_(True)
+        gaps = [
+            self._update(data[order[start : start + self.batch_size]])
+            for start in range(0, n, self.batch_size)
+        ]
         self.epoch += 1
         if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
             raise BoltzkitError(

@@ -207,16 +207,6 @@ class UnitRBM(EnergyModel):
         own = self.visible_params()
         return self.visible_units.sample_annealed(zero, own, own if base is None else base, 0.0, generator)
 
-    @torch.no_grad()
-    def gibbs(self, v: Tensor, steps: int, generator: torch.Generator) -> ChainState:
-        """``steps`` block-Gibbs sweeps (h given v, then v given h) from visible states ``v``."""
-        v = v.to(self.dtype)
-        h = self.sample_hidden(v, generator)
-        for _ in range(int(steps)):
-            v = self.sample_visible(h, generator)
-            h = self.sample_hidden(v, generator)
-        return ChainState.of(v, h)
-
     # ------------------------------------------------------------------ the EnergyModel contract
     def blocks(self) -> tuple[Block, ...]:
         """One sweep updates the hidden layer given v, then the visible layer given h."""
