@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +171,35 @@ def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, monkeypatch)
     result = run(*args, "--checkpoint", ckpt, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output
     assert saved_epochs == [1, 2, 3]
+
+
+def test_a_resumed_run_counts_the_seconds_of_its_earlier_epochs(tmp_path, monkeypatch):
+    """The model's training_seconds (and so a zoo card's) cover every epoch, not only those of the
+    run that finished the training."""
+    from boltzkit.learning.trainer import Trainer
+
+    original, epoch = Trainer.save_checkpoint, Trainer.run_epoch
+
+    def stop_after_two(self, path):
+        original(self, path)
+        if self.history[-1]["epoch"] == 2:
+            raise KeyboardInterrupt
+
+    def slow_epoch(self):  # the first run's epochs take long, so its seconds must show
+        time.sleep(1.0)
+        return epoch(self)
+
+    args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 3, "--batch-size", 8)
+    ckpt, out = tmp_path / "run.ckpt", tmp_path / "m.safetensors"
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "save_checkpoint", stop_after_two)
+        patch.setattr(Trainer, "run_epoch", slow_epoch)
+        assert run(*args, "--checkpoint", ckpt, "--out", out).exit_code == 130
+    record = last_json(run(*args, "--checkpoint", ckpt, "--resume", "--out", out, "--json"))
+    history = record["history"]
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+    _, metadata = load_model(out)
+    assert metadata["training_seconds"] >= 2.0 and metadata["training_seconds"] >= history[-1]["elapsed"]
 
 
 def test_train_list_recipes_needs_no_data_or_output():

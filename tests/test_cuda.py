@@ -88,3 +88,63 @@ def test_training_on_cuda_runs_and_is_reproducible(kind, method):
     for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert torch.equal(p, q), name
     assert len(hist) == 3
+
+
+# -------------------------------------------------------------- Gaussian and categorical units
+@pytest.mark.parametrize("units", ["gaussian", "categorical:3"])
+def test_unit_rbms_on_cuda_give_the_cpu_exact_values_and_ais_within_its_band(units):
+    from conftest import exact_visible_samples, unit_rbm
+
+    from boltzkit.estimators import estimate_log_z
+
+    model = unit_rbm(units, 5, 6, seed=21, scale=0.5)
+    on_gpu = unit_rbm(units, 5, 6, seed=21, scale=0.5).to(CUDA)
+    truth = exact_log_z(model).log_z
+    assert exact_log_z(on_gpu).log_z == pytest.approx(truth, abs=1e-9)
+    data = exact_visible_samples(model, 2000, seed=22)
+    res = estimate_log_z(on_gpu, "ais", betas=2000, n_chains=100, base_rate_data=data.to(CUDA), seed=23)
+    assert res.settings["device"].startswith("cuda")
+    assert res.band.minus_3sigma <= truth <= res.band.plus_3sigma and abs(res.log_z - truth) < 0.1
+
+
+@pytest.mark.parametrize("units", ["gaussian", "categorical:3"])
+@pytest.mark.parametrize("spec", ["gibbs", "pt:3"])
+def test_unit_rbm_chains_on_cuda_sample_the_exact_visible_means(units, spec):
+    from conftest import exact_visible_samples, unit_rbm
+
+    from boltzkit.samplers import sample
+
+    model = unit_rbm(units, 4, 3, seed=24, scale=0.7)
+    exact = exact_visible_samples(model, 20_000, seed=25)
+    n = 20_000
+    g = torch.Generator(device=CUDA).manual_seed(26)
+    v = sample(model.to(CUDA), spec, n_chains=n, n_steps=40, generator=g).visible.cpu().to(F64)
+    assert v.device.type == "cpu" and v.shape == exact.shape
+    se = torch.sqrt(exact.var(0) / exact.shape[0] + v.var(0) / n)
+    assert bool(((v.mean(0) - exact.mean(0)).abs() <= K_SIGMA * se).all())
+
+
+@pytest.mark.parametrize("units", ["gaussian", "categorical:3"])
+def test_unit_rbm_training_on_cuda_learns_and_is_reproducible(units):
+    from conftest import exact_visible_samples, unit_rbm
+
+    from boltzkit.estimators.likelihood import dataset_log_prob
+    from boltzkit.learning.unit_rbm import train_unit_rbm
+
+    # the teacher and criterion of test_unit_types.py::test_cd_and_pcd_raise_the_held_out_log_likelihood
+    teacher = unit_rbm(units, 6, 4, seed=11, scale=2.0)
+    train, test = exact_visible_samples(teacher, 2000, seed=28), exact_visible_samples(teacher, 2000, seed=29)
+    kw = dict(epochs=15, lr=0.05, batch_size=20, seed=0, momentum=0.5, init_scale=0.1, device="cuda")
+    a, history = train_unit_rbm(train, teacher.visible_units, 4, **kw)
+    b, _ = train_unit_rbm(train, teacher.visible_units, 4, **kw)
+    assert all(p.device.type == "cuda" for p in a.parameters()) and len(history) == 15
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+    def test_log_prob(model) -> float:
+        model = model.to("cpu")
+        return dataset_log_prob(model, test, exact_log_z(model)).mean_log_prob
+
+    start, _ = train_unit_rbm(train, teacher.visible_units, 4, **{**kw, "epochs": 1, "lr": 1e-12})
+    before, after, best = test_log_prob(start), test_log_prob(a), test_log_prob(teacher)
+    assert after - before > 0.7 * (best - before) and after < best + 0.1

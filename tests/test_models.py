@@ -236,3 +236,36 @@ def test_exact_distribution_of_every_kind_is_normalised():
         _, log_p = exact_joint_distribution(random_machine(kind, sizes, seed=2))
         assert float(torch.logsumexp(log_p, 0)) == pytest.approx(0.0, abs=1e-12)
     assert set(STRUCTURES) == {"rbm", "srbm", "bm", "dbm"}
+
+
+@pytest.mark.parametrize(("source", "target"), [("rbm", "srbm"), ("rbm", "bm"), ("srbm", "bm")])
+def test_an_embedded_model_keeps_its_distribution(source, target):
+    # S2 Eqs. 44, 45, 48: with the added laterals zero the energy is the smaller model's, so
+    # log p(v) agrees on every visible state and log Z is unchanged.
+    from boltzkit.models.boltzmann import kind_coupling_keys
+
+    small = random_machine(source, (5, 3), seed=11)
+    big = small.embedded(kind_coupling_keys(target, 2))
+    assert big.kind == target
+    v = bit_matrix(5)
+    small_lp = exact_log_unnormalized_visible(small, v) - log_z_brute_force(small)
+    big_lp = exact_log_unnormalized_visible(big, v) - log_z_brute_force(big)
+    torch.testing.assert_close(big_lp, small_lp, rtol=0, atol=1e-10)
+    with pytest.raises(BoltzkitError, match="keeps all its couplings"):
+        big.embedded(kind_coupling_keys(source, 2))
+
+
+def test_an_rbm_starts_an_srbm_and_bm_and_a_bm_refuses_to_start_an_rbm():
+    from boltzkit.learning.api import train_model
+
+    x = (torch.rand(64, 6, generator=torch.Generator().manual_seed(0)) < 0.4).float()
+    rbm, _ = train_model(x, kind="rbm", hidden=4, epochs=1, progress=False, seed=1)
+    for kind, new_keys in (("srbm", [(0, 0)]), ("bm", [(0, 0), (1, 1)])):
+        model, _ = train_model(x, kind=kind, hidden=4, init=rbm, epochs=1, progress=False, seed=1)
+        assert model.kind == kind and rbm.kind == "rbm"  # the start is copied, not changed
+        for key in new_keys:  # the couplings the RBM lacks started at zero and were trained
+            assert float(model.coupling(*key).abs().max()) > 0
+        torch.testing.assert_close(model.coupling(0, 1), rbm.coupling(0, 1), rtol=0, atol=0.2)
+    bm = model
+    with pytest.raises(BoltzkitError, match="does not match"):
+        train_model(x, kind="rbm", hidden=4, init=bm, epochs=1, progress=False, seed=1)

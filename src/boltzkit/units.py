@@ -366,7 +366,11 @@ class Gaussian(UnitType):
 
     def fit_base(self, x: Tensor) -> Params:
         x = _f64(x)
-        std = x.std(0, unbiased=False) if x.shape[0] > 1 else torch.ones(x.shape[1], dtype=x.dtype)
+        std = (
+            x.std(0, unbiased=False)
+            if x.shape[0] > 1
+            else torch.ones(x.shape[1], dtype=x.dtype, device=x.device)
+        )
         return {"bias": x.mean(0), "sigma": std.clamp_min(1e-3)}
 
 

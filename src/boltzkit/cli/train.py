@@ -373,8 +373,9 @@ def command(
         Path | None,
         typer.Option(
             "--init",
-            help="Start from this model (a file or zoo:NAME of the same kind and sizes) instead of a fresh "
-            "one: train a finished model further.",
+            help="Start from this model (a file or zoo:NAME of the same sizes, and the same kind or one the "
+            "model extends: an RBM starts an SRBM or BM) instead of a fresh one: train a finished model "
+            "further.",
         ),
     ] = None,
     history: Annotated[
@@ -534,9 +535,9 @@ def command(
         progress=show_progress(progress),
         monitor=monitor,
     )
-    seconds = time.perf_counter() - t0
-
     last = dict(hist.last or {})
+    # a resumed run counts the epochs of its earlier runs too (the history's elapsed time carries on)
+    seconds = max(time.perf_counter() - t0, float(last.get("elapsed") or 0.0))
     metrics: dict[str, Any] = {
         key: last.get(key) for key in ("recon_error", "log_z", "train_log_lik", "valid_log_lik")
     }

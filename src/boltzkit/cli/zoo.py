@@ -18,9 +18,11 @@ from boltzkit.cli.common import (
     BetasOpt,
     BoltzkitCommand,
     DataDirOpt,
+    DeviceOpt,
     JsonFlag,
     ProgressFlag,
     SeedOpt,
+    device_from,
     emit,
     fmt,
     show_progress,
@@ -82,10 +84,11 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     if not rows:
         return f"the zoo is empty ({zoo_dir()})"
     lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"] if header else []
+    width = max(28, *(len(r["name"]) for r in rows))
     for r in rows:
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
-        lines.append(f"  {r['name']:<28} {str(r['kind']).upper():<4} {shape:<14} test {r['cell']}{paper}")
+        lines.append(f"  {r['name']:<{width}} {str(r['kind']).upper():<4} {shape:<14} test {r['cell']}{paper}")
     return "\n".join(lines)
 
 
@@ -213,13 +216,14 @@ def add_command(
     ] = None,
     notes: Annotated[str | None, typer.Option("--notes", help="Free text for the card.")] = None,
     data_dir: DataDirOpt = None,
+    device: DeviceOpt = "cpu",
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
     """Measure a trained model (log Z, train/test log-probabilities) and publish it to the zoo."""
     from boltzkit.experiments.zoo_cards import measure, publish
 
-    trained, metadata = load_model(model)
+    trained, metadata = load_model(model, device=device_from(device))
     train_x = load_dataset(data, split="train", data_dir=data_dir, n_visible=trained.n_visible).x
     test_x = load_dataset(test_data, split="test", data_dir=data_dir, n_visible=trained.n_visible).x
     measured = measure(

@@ -61,7 +61,11 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    cuda = f", CUDA {torch.version.cuda}" if torch.cuda.is_available() else ", CPU build"
+    cuda = (
+        f", CUDA {torch.version.cuda} ({torch.cuda.get_device_name()})"
+        if torch.cuda.is_available()
+        else ", CPU build"
+    )
     return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}{cuda}"
 
 

@@ -39,7 +39,7 @@ from boltzkit.learning.schedules import (
     parse_momentum,
 )
 from boltzkit.learning.trainer import Trainer, data_fingerprint
-from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.boltzmann import BoltzmannMachine, kind_coupling_keys
 from boltzkit.models.rbm import RBM
 from boltzkit.samplers.operators import make_operator
 
@@ -491,7 +491,9 @@ def train_model(
         couplings (default 0.01), unless the recipe says otherwise.
     init
         Start from (a copy of) this model instead of a fresh one, to train a finished model
-        further; it must be of ``kind`` with the given sizes.
+        further; it must have the given sizes and be of ``kind`` or a model ``kind`` extends (an
+        RBM starts an SRBM or BM, an SRBM a BM: the couplings it lacks start at zero, so training
+        starts from its distribution; :meth:`BoltzmannMachine.embedded`).
 
     Returns
     -------
@@ -524,13 +526,18 @@ def train_model(
     if init is not None:
         sizes = [int(x.shape[1]), *([int(hidden)] if isinstance(hidden, int) else [int(h) for h in hidden])]
         sizes = [s for s in sizes if s > 0]
-        if init.kind != str(kind).strip().lower() or list(init.layer_sizes) != sizes:
+        target = str(kind).strip().lower()
+        keys = kind_coupling_keys(target, len(sizes))
+        if list(init.layer_sizes) != sizes or not set(init.coupling_keys) <= keys:
             raise BoltzkitError(
                 "the starting model does not match the model to train",
                 got=f"a {init.kind} with layers {list(init.layer_sizes)}",
-                expected=f"a {kind} with layers {sizes}",
+                expected=f"a {kind} with layers {sizes}, or a model it extends (an RBM starts an SRBM or BM)",
             )
-        model = init.detached_copy(dtype=dtype, device=dev)
+        if init.kind == target:
+            model = init.detached_copy(dtype=dtype, device=dev)
+        else:  # an RBM starts an SRBM or BM, an SRBM a BM: the new couplings start at zero
+            model = init.embedded(keys).detached_copy(dtype=dtype, device=dev)
     else:
         model = init_model(
             kind, int(x.shape[1]), hidden, generator=gen, data=x_dev if init_vbias_from_data else None,

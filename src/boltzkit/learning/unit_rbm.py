@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Gaussian, UnitType, unit_type
@@ -164,8 +165,10 @@ class UnitTrainer:
         inputs = torch.cat([first, model.hidden_input(negative)])
         weights = torch.cat(
             [
-                torch.full((data.shape[0],), 1.0 / data.shape[0], dtype=inputs.dtype),
-                torch.full((negative.shape[0],), -1.0 / negative.shape[0], dtype=inputs.dtype),
+                torch.full((data.shape[0],), 1.0 / data.shape[0], dtype=inputs.dtype, device=inputs.device),
+                torch.full(
+                    (negative.shape[0],), -1.0 / negative.shape[0], dtype=inputs.dtype, device=inputs.device
+                ),
             ]
         )
         g_hidden = torch.sigmoid(inputs) * weights.unsqueeze(1)
@@ -187,7 +190,7 @@ class UnitTrainer:
         model = self.model
         t0 = time.perf_counter()
         n = data.shape[0]
-        order = torch.randperm(n, generator=self.generator)
+        order = torch.randperm(n, generator=self.generator, device=self.generator.device)
         gaps = [
             self._update(data[order[start : start + self.batch_size]])
             for start in range(0, n, self.batch_size)
@@ -225,6 +228,7 @@ def train_unit_rbm(
     init_scale: float = 0.01,
     seed: int = 0,
     init: UnitRBM | None = None,
+    device: str | torch.device = "cpu",
     progress: bool = False,
 ) -> tuple[UnitRBM, list[dict[str, Any]]]:
     """Train a Gaussian-Bernoulli or categorical RBM on ``x`` (real values or category indices).
@@ -246,6 +250,10 @@ def train_unit_rbm(
         One generator for the initial couplings, the minibatch order and every Gibbs draw.
     init
         A model to train further instead of a fresh one.
+    device
+        Where to train (``"cpu"``, ``"cuda"``, ``"auto"``). The initial couplings are drawn on the
+        CPU from ``seed``; on another device a generator there, seeded with ``seed``, drives the
+        rest.
 
     Returns
     -------
@@ -257,7 +265,11 @@ def train_unit_rbm(
     model = init or init_unit_rbm(x, units, n_hidden, init_scale=init_scale, generator=generator)
     if model.visible_units != units:
         raise BoltzkitError("the model's visible units differ from --visible", got=model.visible_units.name)
-    data = model.check_data(x)
+    dev = resolve_device(device)
+    if dev.type != "cpu":
+        model = model.to(dev)
+        generator = make_generator(int(seed), dev)
+    data = model.check_data(torch.as_tensor(x).to(dev))
     trainer = UnitTrainer(
         model, n_examples=data.shape[0], method=method, k=k, epochs=epochs, lr=lr, lr_decay=lr_decay,
         momentum=momentum, weight_decay=weight_decay, batch_size=batch_size, n_chains=n_chains,

@@ -95,6 +95,24 @@ def structure_kind(layer_sizes: Sequence[int], keys: Iterable[CouplingKey]) -> s
     return "bm"
 
 
+def kind_coupling_keys(kind: str, n_layers: int) -> frozenset[CouplingKey]:
+    """The coupling keys of a member of the family (the inverse of :func:`structure_kind`):
+    ``rbm`` ``{(0, 1)}``, ``srbm`` adds the visible laterals ``(0, 0)`` (S2 Eq. 45), ``bm`` the
+    hidden laterals ``(1, 1)`` too (S2 Eq. 48), ``dbm`` couples adjacent layers, ``fvbm`` is
+    ``{(0, 0)}``."""
+    kind = str(kind).strip().lower()
+    table = {
+        "rbm": {(0, 1)},
+        "srbm": {(0, 1), (0, 0)},
+        "bm": {(0, 1), (0, 0), (1, 1)},
+        "fvbm": {(0, 0)},
+        "dbm": {(l, l + 1) for l in range(n_layers - 1)},
+    }
+    if kind not in table:
+        raise BoltzkitError("unknown model kind", got=repr(kind), expected=", ".join(table))
+    return frozenset(table[kind])
+
+
 @dataclass(frozen=True)
 class PairwiseForm:
     """A model as a pairwise binary MRF over all its units, in {0, 1} and in Ising (+-1) form.
@@ -625,6 +643,34 @@ class BoltzmannMachine(EnergyModel):
         copy_ = copy.deepcopy(self)
         copy_.zero_grad(set_to_none=True)
         return copy_.to(dtype=dtype or self.dtype, device=device or self.device)
+
+    def embedded(self, keys: Iterable[CouplingKey]) -> BoltzmannMachine:
+        """This model as a member of a larger structure: the couplings ``keys`` (which must include
+        its own), those it lacks set to zero, so the distribution over all units is unchanged.
+
+        An RBM embedded in the SRBM or BM structure (``{(0, 1), (0, 0)}`` or ``{(0, 1), (0, 0),
+        (1, 1)}``) is the start of an SRBM or BM trained further from it: with ``L = J = 0`` the
+        energy of S2 Eq. 48 is the RBM's of Eq. 44.
+
+        Raises
+        ------
+        BoltzkitError
+            When ``keys`` drops a coupling of this model or names an invalid pair of layers.
+        """
+        keys = {(int(l), int(m)) for l, m in keys}
+        missing = set(self.coupling_keys) - keys
+        if missing:
+            names = ", ".join(self.coupling_name(l, m) for l, m in sorted(missing))
+            raise BoltzkitError(
+                "a model can only be embedded in a structure that keeps all its couplings",
+                got=f"a {self.kind} whose {names} the new structure lacks",
+            )
+        kw = {"dtype": self.dtype, "device": self.device}
+        couplings = {
+            key: self.coupling(*key).detach().clone() if self.has_coupling(*key) else None for key in keys
+        }
+        biases = [self.bias(l).detach().clone() for l in range(self.n_layers)]
+        return BoltzmannMachine(self.layer_sizes, couplings, biases, **kw)
 
     def as_float64(self) -> BoltzmannMachine:
         """This model in float64 (itself when it already is)."""
