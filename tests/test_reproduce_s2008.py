@@ -349,3 +349,33 @@ def test_table2_rerun_reuses_saved_results(table2: tuple[Path, dict[str, Any]]) 
     again = run_experiment("salakhutdinov-2008-table2", out_dir=out, **TABLE2_KW)
     assert _mtimes(out) == before
     assert again["models"] == summary["models"]
+
+
+@needs_mnist
+def test_full_table2_takes_its_models_from_the_zoo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full mode uses the zoo model that stands for a spec (trained once, elsewhere) instead of
+    training it: the report names it and its command, and AIS on it agrees with exact log Z."""
+    from boltzkit.data import load_dataset
+    from boltzkit.experiments.zoo_cards import measure, publish
+    from boltzkit.io import save_model
+    from boltzkit.learning import train_model
+
+    monkeypatch.setenv("BOLTZKIT_ZOO_DIR", str(tmp_path / "zoo"))
+    x = load_dataset("mnist", split="train").x[:300]
+    model, _ = train_model(x, kind="rbm", hidden=10, epochs=1, seed=0, progress=False)
+    save_model(model, tmp_path / "tiny.safetensors", metadata={"training": {"command": "tiny"}})
+    measured = measure(model, train_x=x, test_x=load_dataset("mnist", split="test").x[:200])
+    publish(tmp_path / "tiny.safetensors", "tiny-rbm", measured=measured, command="boltzkit train tiny",
+            data="mnist", test_data="mnist")  # fmt: skip
+    out = tmp_path / "run"
+    summary = run_experiment(
+        "salakhutdinov-2008-table2", out_dir=out, quick=False, seed=5, device="cpu", n_chains=20,
+        betas="s2:0.01", test_size=200, sample_chains=4, sample_sweeps=3, progress=False, trw_rho="uniform",
+        models=(ModelSpec("RBM", "rbm", "mnist", 10, zoo="tiny-rbm"),),
+    )  # fmt: skip
+    (rec,) = summary["models"]
+    assert rec["training"]["source"] == "zoo:tiny-rbm" and not (out / "models").exists()
+    report = (out / "table2.md").read_text()
+    assert "the zoo's `tiny-rbm`, trained by `boltzkit train tiny`" in report
+    truth = exact_log_z(load_model("zoo:tiny-rbm")[0]).log_z
+    assert abs(rec["ais"]["log_z"] - truth) <= N_STDERR * rec["ais"]["log_z_stderr"]

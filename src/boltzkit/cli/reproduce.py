@@ -70,8 +70,8 @@ def command(
         bool,
         typer.Option(
             "--zoo/--no-zoo",
-            help="salakhutdinov-murray-2008-table1/-table2, full mode: take the trained models from the zoo "
-            "where it holds them (--no-zoo: train every model in --out).",
+            help="salakhutdinov-murray-2008-table1/-table2 and salakhutdinov-2008-table2, full mode: take "
+            "the trained models from the zoo where it holds them (--no-zoo: train every model in --out).",
         ),
     ] = True,
 ) -> None:
@@ -80,10 +80,13 @@ def command(
 
     t0 = time.perf_counter()
     extra: dict[str, Any] = {}
-    if name.startswith("salakhutdinov-murray-2008"):
+    if name.startswith("salakhutdinov-murray-2008") or name == "salakhutdinov-2008-table2":
         extra["use_zoo"] = zoo
     elif not zoo:
-        raise BoltzkitError("--no-zoo applies to the salakhutdinov-murray-2008 tables only", got=name)
+        raise BoltzkitError(
+            "--no-zoo applies to the salakhutdinov-murray-2008 tables and salakhutdinov-2008-table2 only",
+            got=name,
+        )
     grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
     if grid_options:
         if name not in ("bruegge-fischer-igel-2013", "learning-recipes"):

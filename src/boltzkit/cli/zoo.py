@@ -88,7 +88,8 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     for r in rows:
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
-        lines.append(f"  {r['name']:<{width}} {str(r['kind']).upper():<4} {shape:<14} test {r['cell']}{paper}")
+        kind = str(r["kind"]).upper()
+        lines.append(f"  {r['name']:<{width}} {kind:<4} {shape:<14} test {r['cell']}{paper}")
     return "\n".join(lines)
 
 

@@ -28,7 +28,7 @@ from torch import Tensor
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.schedules import S2_SEGMENTS, s2_betas
-from boltzkit.experiments.engine import Context, model_stage, stage_seed, variational_stage
+from boltzkit.experiments.engine import Context, model_stage, stage_seed, variational_stage, zoo_model
 from boltzkit.experiments.report import VariationalSettings
 from boltzkit.jsonio import to_jsonable
 from boltzkit.learning import train_model
@@ -53,6 +53,13 @@ class ModelSpec:
     kind: str
     data: str
     n_hidden: int
+    #: The zoo model that stands for this one in full mode, when the zoo holds it.
+    zoo: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The spec in stage configs: what the model is (its zoo stand-in is named by the training
+        record instead, so configs of trained models do not change with it)."""
+        return {"name": self.name, "kind": self.kind, "data": self.data, "n_hidden": self.n_hidden}
 
     @property
     def slug(self) -> str:
@@ -190,19 +197,27 @@ def train_or_load(
     seed: int,
     device: torch.device,
     progress: bool,
+    use_zoo: bool = False,
 ) -> tuple[BoltzmannMachine, dict[str, Any]]:
     """Train ``spec`` by S2's SAP recipe, or load it from ``out_dir/models`` when done (the
     engine's :func:`~boltzkit.experiments.engine.model_stage`: checkpoints every epoch, resumes,
-    refuses a model of other settings).
+    refuses a model of other settings). With ``use_zoo``, zoo model ``spec.zoo`` stands for it when
+    the zoo holds it (trained once, at full size; its card says how), and ``training["config"]``
+    names it, so the later stages' records are its own.
 
     Returns
     -------
     (model, training)
         ``training`` holds the config, the recipe, the training time and the last epoch's record.
     """
+    if use_zoo and spec.zoo is not None:
+        found = zoo_model(spec.zoo, device=device)
+        if found is not None:
+            model, training = found
+            return model, {**training, "config": {"model": spec.record(), "zoo": spec.zoo}}
     recipe = settings.recipe()
     config = {
-        "model": asdict(spec),
+        "model": spec.record(),
         "training": asdict(settings),
         "seed": seed,
         "n_train": int(train_x.shape[0]),
@@ -240,7 +255,7 @@ def s2_variational(
 ) -> dict[str, dict[str, Any]]:
     """The engine's variational stage for one of S2's models (records in ``out_dir/variational``)."""
     ctx = Context(out_dir=out_dir, seed=seed)
-    config = {"model": asdict(spec), "training": training_config}
+    config = {"model": spec.record(), "training": training_config}
     return variational_stage(ctx, spec.slug, model, config, settings.options)
 
 

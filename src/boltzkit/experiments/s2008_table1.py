@@ -186,7 +186,7 @@ def _exact_and_ais(
     """Exact ``log Z`` and AIS; the record of ``out_dir/results/<model>.json``."""
     ais_seed = stage_seed(seed, "ais", spec)
     config = {
-        "model": asdict(spec),
+        "model": spec.record(),
         "training": training["config"],
         "ais": {"n_chains": n_chains, "schedule": schedule_label, "seed": ais_seed},
     }
