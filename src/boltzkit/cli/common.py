@@ -359,6 +359,14 @@ def device_from(spec: str) -> torch.device:
 # ------------------------------------------------------------------------------------ log Z
 
 
+def unit_visible(model: object) -> UnitRBM | None:
+    """The RBM that holds a model's Gaussian or categorical visible units: the model itself, or a
+    DBN's bottom; ``None`` for binary visible units."""
+    if isinstance(model, UnitRBM):
+        return model
+    return getattr(model, "unit_bottom", None)
+
+
 def unit_values(
     rbm: UnitRBM,
     spec: str,

@@ -42,6 +42,7 @@ from boltzkit.cli.common import (
     show_progress,
     unit_interval_option,
     unit_values,
+    unit_visible,
     warn,
     warn_if_unreliable,
 )
@@ -51,7 +52,6 @@ from boltzkit.data.dataset import Dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
 from boltzkit.io import load_model
-from boltzkit.models.unit_rbm import UnitRBM
 
 PER_EXAMPLE_FORMATS = (".npy", ".txt", ".csv")
 
@@ -138,8 +138,11 @@ def command(
     t0 = time.perf_counter()
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
-    if isinstance(rbm, UnitRBM):  # real values or category indices, checked by the unit type
-        name, values = unit_values(rbm, data, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
+    units_of = unit_visible(rbm)
+    if units_of is not None:  # real values or category indices, checked by the unit type
+        name, values = unit_values(
+            units_of, data, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet
+        )
         dataset = Dataset(name=name, x=values.cpu(), image_shape=None, split=split)
     else:
         dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)

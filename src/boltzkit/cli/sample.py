@@ -37,13 +37,13 @@ from boltzkit.cli.common import (
     fmt,
     image_shape_of,
     show_progress,
+    unit_visible,
 )
 from boltzkit.cli.stack import draw_visible, is_stack_model
 from boltzkit.data.fasta import alphabet_letters, is_fasta, write_fasta
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
 from boltzkit.models.ising import IsingModel
-from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.plots._backend import png_writer
 from boltzkit.plots.images import unit_grid
 from boltzkit.samplers import make_operator, run_chains
@@ -110,8 +110,9 @@ def command(
     write_png = png_writer("or save the samples to a .npy file.") if kind == ".png" else None
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
-    units = rbm.visible_units.name if isinstance(rbm, UnitRBM) else "binary"
-    letters = alphabet_letters(alphabet) if alphabet else getattr(rbm, "alphabet", None)
+    units_of = unit_visible(rbm)  # a UnitRBM, or the bottom of a DBN over real or categorical data
+    units = "binary" if units_of is None else units_of.visible_units.name
+    letters = alphabet_letters(alphabet) if alphabet else getattr(units_of, "alphabet", None)
     if is_fasta(out) and (not units.startswith("categorical") or letters is None):
         raise BoltzkitError(
             "sequences are written for categorical models with an alphabet",
@@ -119,11 +120,11 @@ def command(
             hint="train on FASTA with --alphabet (it is recorded in the model), give --alphabet here, "
             "or save to .npy.",
         )
-    if letters is not None and is_fasta(out) and len(letters) != rbm.visible_units.n_states:
+    if letters is not None and is_fasta(out) and len(letters) != units_of.visible_units.n_states:
         raise BoltzkitError(
             "the alphabet does not fit the model",
             got=f"{len(letters)} letters for {units} units",
-            expected=f"{rbm.visible_units.n_states} letters",
+            expected=f"{units_of.visible_units.n_states} letters",
         )
     shape = image_shape_of(metadata, rbm.n_visible) if kind == ".png" else None
     if kind == ".png" and shape is None and not units.startswith("categorical"):  # those draw as sequences
@@ -159,8 +160,8 @@ def command(
             rbm, operator, chains=chains, steps=steps, generator=generator, progress=show_progress(progress)
         )
     seconds = time.perf_counter() - t0
-    if isinstance(rbm, UnitRBM):  # real values (float32), or category indices (int16)
-        gaussian = rbm.visible_units.name == "gaussian"
+    if units_of is not None:  # real values (float32), or category indices (int16)
+        gaussian = units == "gaussian"
         states = visible.detach().cpu().numpy().astype(np.float32 if gaussian else np.int16)
     else:
         states = visible.detach().cpu().numpy().astype(np.uint8)
@@ -195,7 +196,7 @@ def command(
         )
 
     what = "spin (magnetisation per spin)" if isinstance(rbm, IsingModel) else "visible activation"
-    if isinstance(rbm, UnitRBM):
+    if units_of is not None:
         what = "visible value"
 
     def human() -> str:

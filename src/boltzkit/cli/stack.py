@@ -36,6 +36,7 @@ from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
 from boltzkit.models.mixture import MixtureOfBernoullis
 from boltzkit.models.rbm import RBM
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers import sample, sample_dbn
 from boltzkit.samplers.operators import TransitionOperator
 
@@ -98,6 +99,7 @@ def train_stack(
     command: str,
     bottom: Path | None,
     seed: int,
+    bottom_model: Any = None,
     device: torch.device,
     checkpoint: Path | None,
     resume: bool,
@@ -142,14 +144,16 @@ def train_stack(
                 )
         below = None
         if bottom is not None:
-            base, _ = load_model(bottom, device=device)
+            base = bottom_model if bottom_model is not None else load_model(bottom, device=device)[0]
             if isinstance(base, BoltzmannMachine) and base.kind == "rbm":
                 below = [RBM.from_model(base)]
             elif isinstance(base, DBN):
                 below = list(base.rbms)
+            elif isinstance(base, UnitRBM):  # Gaussian or categorical visible units below binary layers
+                below = [base]
             else:
                 raise BoltzkitError(
-                    "--bottom must be an RBM or a DBN model file",
+                    "--bottom must be an RBM (binary, Gaussian or categorical) or a DBN model file",
                     got=f"a {getattr(base, 'kind', type(base))}",
                 )
         ckpt_dir = None

@@ -37,6 +37,8 @@ from boltzkit.cli.common import (
     positive_float_option,
     show_progress,
     unit_interval_option,
+    unit_values,
+    unit_visible,
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.cli.train_units import train_units
@@ -469,8 +471,22 @@ def command(
                 hint="a DBN builds on --bottom.",
             )
         dev = device_from(device)
-        train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
-        test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
+        below = None if bottom is None else load_model(bottom, device=dev)[0]
+        units_of = unit_visible(below)
+        if units_of is not None:  # a Gaussian or categorical bottom: its data are values, not bits
+            name, values = unit_values(
+                units_of, data, split="train", data_dir=data_dir, seed=seed, alphabet=alphabet
+            )
+            train = Dataset(name=name, x=values.cpu(), image_shape=None, split="train")
+            test = None
+            if test_data not in ("none", "auto"):
+                name, values = unit_values(
+                    units_of, test_data, split="test", data_dir=data_dir, seed=seed, alphabet=alphabet
+                )
+                test = Dataset(name=name, x=values.cpu(), image_shape=None, split="test")
+        else:
+            train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
+            test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
         per_layer = {
             name: values
             for name, values in (
@@ -484,8 +500,8 @@ def command(
         train_stack(
             kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,
             recipe=chosen, recipe_name=recipe, per_layer=per_layer, init_transpose=init_transpose,
-            command=command, bottom=bottom, seed=seed, device=dev, checkpoint=checkpoint, resume=resume,
-            progress=show_progress(progress), as_json=as_json,
+            command=command, bottom=bottom, bottom_model=below, seed=seed, device=dev, checkpoint=checkpoint,
+            resume=resume, progress=show_progress(progress), as_json=as_json,
         )  # fmt: skip
         return
     for name, values in (("--k", k_list), ("--epochs", epoch_list), ("--lr", lr_list)):

@@ -244,13 +244,20 @@ def _batch_terms(
         zeros = torch.zeros(n_b, dtype=torch.float64, device=dev)
         return top.log_unnormalized_visible(v).unsqueeze(1), zeros
     bottom = rbms[0]
-    a1 = _affine(bottom.hbias, v, bottom.W, ws.get("a1", (n_b, bottom.n_hidden), dt, dev))  # hbias_0: q
+    unit_bottom = dbn.unit_bottom
+    if unit_bottom is not None:  # Gaussian or categorical v: q from phi(v) W_0, p(v | h_1) by the unit type
+        a1 = unit_bottom.hidden_input(v)
+    else:
+        a1 = _affine(bottom.hbias, v, bottom.W, ws.get("a1", (n_b, bottom.n_hidden), dt, dev))  # hbias_0: q
     q1 = torch.sigmoid(a1)
     entropy = _entropy_from_logits(a1, q1)
     h = _bernoulli_into(q1.unsqueeze(1), (n_b, m, bottom.n_hidden), generator, ws, "h1").view(n_b * m, -1)
-    # log p(v | h_1), v broadcast over its M samples (a view, not a copy)
-    u = _affine(bottom.vbias, h, bottom.W.t(), ws.get("u", (n_b * m, bottom.n_visible), dt, dev))
-    terms = _log_bernoulli_(v.unsqueeze(1), u.view(n_b, m, -1)).view(n_b * m)
+    if unit_bottom is not None:
+        v_rows = v.unsqueeze(1).expand(n_b, m, *v.shape[1:]).reshape(n_b * m, *v.shape[1:])
+        terms = dbn.log_prob_down(0, v_rows, h)
+    else:  # log p(v | h_1), v broadcast over its M samples (a view, not a copy)
+        u = _affine(bottom.vbias, h, bottom.W.t(), ws.get("u", (n_b * m, bottom.n_visible), dt, dev))
+        terms = _log_bernoulli_(v.unsqueeze(1), u.view(n_b, m, -1)).view(n_b * m)
     for l in range(1, len(rbms) - 1):
         rbm = rbms[l]
         a = rbm.hidden_logits(h)
@@ -327,7 +334,7 @@ def dbn_bound(
         raise BoltzkitError("n_samples must be a positive integer", got=n_samples)
     if isinstance(batch_size, bool) or int(batch_size) < 1:
         raise BoltzkitError("batch_size must be at least 1", got=batch_size)
-    data = check_binary(x, source="data", n_visible=dbn.n_visible)
+    data = _checked_data(dbn, x)
     log_z_result = _as_log_z(dbn, log_z, data, seed if not isinstance(seed, torch.Generator) else 0)
     one_layer = dbn.n_hidden_layers == 1
     if one_layer:
@@ -383,6 +390,13 @@ def dbn_bound(
     )
 
 
+def _checked_data(dbn: DBN, x: Tensor) -> Tensor:
+    """The data as the DBN's visible units take them: binary, or checked by its unit bottom."""
+    if dbn.unit_bottom is not None:
+        return dbn.unit_bottom.check_data(x)
+    return check_binary(x, source="data", n_visible=dbn.n_visible)
+
+
 # ------------------------------------------------------------------------------- enumeration
 def _layer_states(dbn: DBN, max_bits: int) -> list[Tensor]:
     """All states of the hidden layers ``1 .. L-1`` (those that do not sum out), float64."""
@@ -402,7 +416,7 @@ def dbn_exact_log_prob(dbn: DBN, x: Tensor, *, max_bits: int = 20) -> Tensor:
     ``log p(v) = logsumexp_(h_1) [log p(v | h_1) + log p(h_1)]``.
     """
     d = dbn.detached_copy(dtype=torch.float64)
-    v = check_binary(x, source="data", n_visible=d.n_visible).to(device=d.device, dtype=torch.float64)
+    v = _checked_data(d, x).to(device=d.device, dtype=torch.float64)
     log_z = float(exact_log_z(d.top, max_bits=max_bits).log_z)
     if d.n_hidden_layers == 1:
         return d.top.log_unnormalized_visible(v) - log_z
@@ -413,7 +427,7 @@ def dbn_exact_log_prob(dbn: DBN, x: Tensor, *, max_bits: int = 20) -> Tensor:
         # [i, j] = log p(lower_i | upper_j)
         cond = log_bernoulli(lower.unsqueeze(1), d.down_logits(l, upper).unsqueeze(0))
         log_p = torch.logsumexp(cond + log_p.unsqueeze(0), dim=1)
-    cond = log_bernoulli(v.unsqueeze(1), d.down_logits(0, states[0]).unsqueeze(0))  # [n, h1]
+    cond = d.log_prob_down_pairs(0, v, states[0])  # [n, h1]
     return torch.logsumexp(cond + log_p.unsqueeze(0), dim=1)
 
 
@@ -422,7 +436,7 @@ def dbn_exact_bound(dbn: DBN, x: Tensor, *, max_bits: int = 20) -> Tensor:
     """The exact bound ``B(v)`` of each row (the expectation over ``q`` done by enumeration),
     with the exact ``log Z`` of the top RBM: what :func:`dbn_bound` estimates (float64, ``(n,)``)."""
     d = dbn.detached_copy(dtype=torch.float64)
-    v = check_binary(x, source="data", n_visible=d.n_visible).to(device=d.device, dtype=torch.float64)
+    v = _checked_data(d, x).to(device=d.device, dtype=torch.float64)
     log_z = float(exact_log_z(d.top, max_bits=max_bits).log_z)
     if d.n_hidden_layers == 1:
         return d.top.log_unnormalized_visible(v) - log_z
@@ -439,7 +453,7 @@ def dbn_exact_bound(dbn: DBN, x: Tensor, *, max_bits: int = 20) -> Tensor:
         g = (torch.exp(log_q) * (cond + g.unsqueeze(0))).sum(1) + ent
     a1 = d.up_logits(0, v)
     log_q = log_bernoulli(states[0].unsqueeze(0), a1.unsqueeze(1))  # [n, h1]
-    cond = log_bernoulli(v.unsqueeze(1), d.down_logits(0, states[0]).unsqueeze(0))
+    cond = d.log_prob_down_pairs(0, v, states[0])
     ent = _entropy_from_logits(a1, torch.sigmoid(a1))
     return (torch.exp(log_q) * (cond + g.unsqueeze(0))).sum(1) + ent - log_z
 

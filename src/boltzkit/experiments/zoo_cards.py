@@ -264,7 +264,9 @@ def recompute_check(name: str, *, data_dir: PathLike | None = None) -> dict[str,
     test_x = load_dataset(card["test_data"], split="test", data_dir=data_dir, n_visible=model.n_visible).x
     x = test_x[card_check_images(test_x.shape[0])]
     log_z = LogZResult.exact(float(card["log_z"]["log_z"]), source=f"the card of {name}")
-    value = check_log_prob(model, x, log_z, seed=int(check["seed"]), n_samples=int(check.get("n_samples") or 1))
+    value = check_log_prob(
+        model, x, log_z, seed=int(check["seed"]), n_samples=int(check.get("n_samples") or 1)
+    )
     lower = check.get("mean_log_prob_minus_3sigma")
     upper = check.get("mean_log_prob_plus_3sigma")
     centre = float(check["mean_log_prob"])

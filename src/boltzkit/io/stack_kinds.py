@@ -6,7 +6,9 @@
             ``hbias_l`` ``(n_(l+1),)``, numbered without gaps, at least one RBM. Loaded as a
             :class:`~boltzkit.models.DBN`. ``vbias_l`` of a lower RBM is the bias of the directed
             conditional ``p(x_l | x_(l+1))``, ``hbias_l`` that of the recognition model
-            ``q(x_(l+1) | x_l)``.
+            ``q(x_(l+1) | x_l)``. A Gaussian bottom adds ``sigma_0`` ``(n_0,)`` (all > 0); a
+            categorical bottom has ``W_0`` ``n_0 x Q x n_1`` and ``vbias_0`` ``n_0 x Q``, as the
+            ``gaussian-rbm`` and ``categorical-rbm`` kinds (:mod:`boltzkit.io.unit_kinds`).
 ``mixture`` ``weights`` ``(K,)`` (positive, summing to 1) and ``means`` ``(K, n_visible)``
             (strictly between 0 and 1): a :class:`~boltzkit.models.MixtureOfBernoullis`.
 =========== =========================================================================================
@@ -30,6 +32,7 @@ from boltzkit.io.model_files import ArraySpec, ModelKind, natural_key, register_
 from boltzkit.models.dbn import DBN
 from boltzkit.models.mixture import WEIGHT_SUM_TOL, MixtureOfBernoullis
 from boltzkit.models.rbm import RBM
+from boltzkit.units import Gaussian
 
 __all__ = ["DBN_NAME", "is_dbn_name"]
 
@@ -59,6 +62,7 @@ def _dbn_arrays(found: Collection[str]) -> ArraySpec:
     n = _dbn_count(found)
     return ArraySpec(
         tuple(f"{p}_{l}" for l in range(n) for p in ("W", "vbias", "hbias")),
+        optional=("sigma_0",),
         expected=_DBN_EXPECTED,
         hint="a DBN file holds W_l, vbias_l and hbias_l for every RBM l = 0, 1, ...; a DBM's arrays "
         "are W_l and bias_l.",
@@ -69,12 +73,40 @@ def _recognize_dbn(names: Collection[str]) -> bool:
     return any(n.startswith(("vbias_", "hbias_")) and is_dbn_name(n) for n in names)
 
 
+def _bottom_arrays(tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """The bottom RBM's arrays under a unit RBM's names (``W, vbias, hbias[, sigma]``)."""
+    out = {"W": tensors["W_0"], "vbias": tensors["vbias_0"], "hbias": tensors["hbias_0"]}
+    if "sigma_0" in tensors:
+        out["sigma"] = tensors["sigma_0"]
+    return out
+
+
+def _unit_bottom(tensors: Mapping[str, Tensor]) -> str | None:
+    """``"gaussian"`` (``sigma_0`` present), ``"categorical"`` (``W_0`` with three dimensions) or
+    ``None`` (a binary bottom)."""
+    if "sigma_0" in tensors:
+        return "gaussian"
+    return "categorical" if tensors["W_0"].dim() == 3 else None
+
+
 def _check_dbn(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]:
     n = _dbn_count(tensors)
     order = sorted(tensors, key=natural_key)
     shapes = ", ".join(f"{k} {tuple(tensors[k].shape)}" for k in order)
     sizes: list[int] = []
-    for l in range(n):
+    bottom = _unit_bottom(tensors)
+    if bottom is not None:
+        if n < 2:
+            raise ModelFileError(
+                f"a DBN with a {bottom} bottom needs a binary RBM above it",
+                got=f"{shapes} (in {p})",
+                hint="a single Gaussian or categorical RBM is a gaussian-rbm or categorical-rbm file.",
+            )
+        from boltzkit.io.unit_kinds import check_categorical, check_gaussian  # registered after dbn
+
+        checked = check_gaussian if bottom == "gaussian" else check_categorical
+        sizes.extend(checked(_bottom_arrays(tensors), p))
+    for l in range(1 if bottom is not None else 0, n):
         w, vb, hb = tensors[f"W_{l}"], tensors[f"vbias_{l}"], tensors[f"hbias_{l}"]
         if w.dim() != 2 or vb.dim() != 1 or hb.dim() != 1:
             raise ModelFileError(
@@ -110,8 +142,14 @@ def _check_dbn(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]:
 
 def _build_dbn(tensors: Mapping[str, Tensor], md: Mapping[str, Any], dtype: torch.dtype, device) -> DBN:
     n = _dbn_count(tensors)
-    rbms = []
-    for l in range(n):
+    rbms: list[Any] = []
+    bottom = _unit_bottom(tensors)
+    if bottom is not None:
+        from boltzkit.io.unit_kinds import build_categorical, build_gaussian
+
+        build = build_gaussian if bottom == "gaussian" else build_categorical
+        rbms.append(build(_bottom_arrays(tensors), md, dtype, device))
+    for l in range(len(rbms), n):
         w = tensors[f"W_{l}"]
         rbms.append(
             RBM(
@@ -133,6 +171,9 @@ def _dbn_tensors(model: nn.Module) -> dict[str, Tensor]:
         out[f"W_{l}"] = rbm.W
         out[f"vbias_{l}"] = rbm.vbias
         out[f"hbias_{l}"] = rbm.hbias
+    bottom = model.unit_bottom  # type: ignore[union-attr]
+    if bottom is not None and isinstance(bottom.visible_units, Gaussian):
+        out["sigma_0"] = bottom.sigma.detach()
     return out
 
 
@@ -142,6 +183,11 @@ def _dbn_facts(model: nn.Module) -> dict[str, Any]:
     if len(sizes) == 2:
         facts["n_hidden"] = sizes[1]
     facts["layer_sizes"] = sizes
+    bottom = model.unit_bottom  # type: ignore[union-attr]
+    if bottom is not None:
+        facts["visible_units"] = bottom.visible_units.name
+        if bottom.alphabet:
+            facts["alphabet"] = bottom.alphabet
     return facts
 
 

@@ -44,7 +44,7 @@ def is_categorical_arrays(tensors: Mapping[str, Tensor]) -> bool:
     return set(tensors) == {"W", "vbias", "hbias"} and tensors["W"].dim() == 3
 
 
-def _check_gaussian(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]:
+def check_gaussian(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]:
     W, vb, hb, sigma = (tensors[n] for n in ("W", "vbias", "hbias", "sigma"))
     if W.dim() != 2 or vb.shape != (W.shape[0],) or hb.shape != (W.shape[1],) or sigma.shape != vb.shape:
         raise ModelFileError(
@@ -76,7 +76,7 @@ def check_categorical(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]
     return (int(W.shape[0]), int(W.shape[2]))
 
 
-def _build_gaussian(tensors, md, dtype, device) -> UnitRBM:  # noqa: ANN001
+def build_gaussian(tensors, md, dtype, device) -> UnitRBM:  # noqa: ANN001
     W = tensors["W"]
     return UnitRBM(
         Gaussian(), int(W.shape[0]), int(W.shape[1]), weights=W, vbias=tensors["vbias"],
@@ -121,8 +121,8 @@ register_kind(
         name="gaussian-rbm",
         label="Gaussian-Bernoulli RBM",
         arrays=_arrays(("W", "vbias", "hbias", "sigma"), _GAUSSIAN_EXPECTED),
-        check=_check_gaussian,
-        build=_build_gaussian,
+        check=check_gaussian,
+        build=build_gaussian,
         recognize=lambda names: set(names) == {"W", "vbias", "hbias", "sigma"},
         model_type=UnitRBM,
         tensors_of=_tensors,
@@ -142,4 +142,10 @@ register_kind(
     )
 )
 
-__all__ = ["build_categorical", "check_categorical", "is_categorical_arrays"]
+__all__ = [
+    "build_categorical",
+    "build_gaussian",
+    "check_categorical",
+    "check_gaussian",
+    "is_categorical_arrays",
+]

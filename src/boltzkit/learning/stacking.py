@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import make_generator, resolve_device
+from boltzkit._numerics import bernoulli, make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
 from boltzkit.learning.api import METHODS, init_rbm, train
@@ -47,6 +47,7 @@ from boltzkit.learning.history import History
 from boltzkit.learning.recipes import LAYER_DATA, Recipe, get_recipe
 from boltzkit.models.dbn import DBN
 from boltzkit.models.rbm import RBM
+from boltzkit.models.unit_rbm import UnitRBM
 
 #: Settings that may differ between layers (a value, or one value per hidden layer).
 PER_LAYER = (
@@ -82,10 +83,14 @@ def layer_data(
     """
     if mode not in LAYER_DATA:
         raise BoltzkitError("unknown layer data", got=repr(mode), expected=" or ".join(map(repr, LAYER_DATA)))
-    if not rbms:
-        return x
+    if mode == "samples" and generator is None:
+        raise BoltzkitError("sampling the recognition model needs a generator")
     with torch.no_grad():
-        return DBN(list(rbms)).propagate_up(x, len(rbms), mode=mode, generator=generator)
+        for rbm in rbms:  # q(x_(l+1) | x_l); a Gaussian or categorical bottom couples phi(v)
+            logits = rbm.hidden_input(x) if isinstance(rbm, UnitRBM) else rbm.hidden_logits(x.to(rbm.dtype))
+            q = torch.sigmoid(logits)
+            x = bernoulli(q, generator) if mode == "samples" else q
+    return x
 
 
 class ResampleLayerData(Callback):
@@ -222,7 +227,10 @@ def train_dbn(
         ``"probs"`` (posterior probabilities).
     bottom
         RBMs (or a DBN) already trained for the lowest layers (e.g. a Table 1 RBM): used as
-        they are, frozen; their sizes must agree with ``hidden``.
+        they are, frozen; their sizes must agree with ``hidden``. The lowest may be a
+        :class:`~boltzkit.models.unit_rbm.UnitRBM` (Gaussian or categorical visible units, trained
+        by :func:`~boltzkit.learning.unit_rbm.train_unit_rbm`): ``train_x`` then holds real values
+        or category indices, and the binary layers above train on its ``q(h | v)``.
     checkpoint_dir, resume
         Per-layer checkpoints ``layer_L.ckpt`` in this folder after every epoch; ``resume``
         continues from them (finished layers are reloaded, not retrained).
@@ -289,13 +297,17 @@ def train_dbn(
         if str(m).strip().lower() not in METHODS:
             raise BoltzkitError("unknown learning method", got=repr(m), expected=", ".join(METHODS))
     dev = resolve_device(device)
-    x = check_binary(train_x, source="training data").to(device=dev, dtype=dtype)
-    below: list[RBM] = []
+    below: list[RBM | UnitRBM] = []
     if bottom is not None:
         below = list(bottom.rbms) if isinstance(bottom, DBN) else list(bottom)
+    if below and isinstance(below[0], UnitRBM):  # Gaussian or categorical data, checked by its units
+        x = below[0].check_data(train_x, "training data").to(device=dev, dtype=dtype)
+    else:
+        x = check_binary(train_x, source="training data").to(device=dev, dtype=dtype)
+    if below:
         if len(below) > n:
             raise BoltzkitError("more bottom RBMs than hidden layers", got=len(below), expected=f"<= {n}")
-        bottom_sizes = DBN(below).layer_sizes
+        bottom_sizes = [below[0].n_visible, *(r.n_hidden for r in below)]
         if list(bottom_sizes[1:]) != sizes[: len(below)] or bottom_sizes[0] != x.shape[1]:
             raise BoltzkitError(
                 "the bottom RBMs do not fit the data and hidden layer sizes",
@@ -323,6 +335,12 @@ def train_dbn(
                 raise BoltzkitError(
                     "the first layer cannot start as a transposed layer below",
                     hint="init_transpose applies to layers 1 and up.",
+                )
+            if isinstance(below[-1], UnitRBM):
+                raise BoltzkitError(
+                    f"layer {l + 1} cannot start as the transposed RBM below: its "
+                    f"{below[-1].visible_units.name} visible units cannot be a binary layer's hidden units",
+                    hint="start it at random (no --init-transpose).",
                 )
             if sizes[l] < below[-1].n_visible:
                 raise BoltzkitError(

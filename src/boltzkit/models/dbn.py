@@ -20,6 +20,12 @@ visible) and RBM ``l`` between layers ``l`` and ``l + 1`` (parameters ``W_l``, `
   The top RBM's visible biases ``vbias_(L-1)`` are *not* part of ``q``: using them instead of
   ``hbias_(L-2)`` is the classic bug (ALGORITHMS.md, section 5).
 
+The bottom RBM may have Gaussian or categorical visible units (a
+:class:`~boltzkit.models.unit_rbm.UnitRBM`): then ``p(v | x_1)`` is that unit type's conditional
+given the field ``W_0 x_1`` (:meth:`~boltzkit.units.UnitType.log_prob`: a Gaussian density or a
+softmax per unit) and ``q(x_1 | v) = sigmoid(hbias_0 + phi(v) W_0)``; everything above the bottom
+is binary as before.
+
 A DBN is not an energy model: it holds its RBMs (each a
 :class:`~boltzkit.models.RBM`, so samplers and estimators use them as they are) and gives the
 directed conditionals, their log-probabilities (float64) and the recognition pass. Sampling
@@ -30,6 +36,7 @@ training in :mod:`boltzkit.learning.stacking`, the lower bound on ``log p(v)`` (
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
@@ -38,6 +45,8 @@ from torch import Tensor, nn
 from boltzkit._numerics import bernoulli, softplus
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.rbm import RBM
+from boltzkit.models.unit_rbm import UnitRBM
+from boltzkit.units import Bernoulli, UnitType
 
 
 class DBN(nn.Module):
@@ -59,12 +68,23 @@ class DBN(nn.Module):
 
     kind = "dbn"
 
-    def __init__(self, rbms: Sequence[RBM]) -> None:
+    def __init__(self, rbms: Sequence[RBM | UnitRBM]) -> None:
         super().__init__()
         rbms = list(rbms)
         if not rbms:
             raise BoltzkitError("a DBN needs at least one RBM", got="no RBMs")
         for l, rbm in enumerate(rbms):
+            if isinstance(rbm, UnitRBM) and l == 0 and len(rbms) > 1:
+                continue  # a Gaussian or categorical bottom
+            if isinstance(rbm, UnitRBM):
+                raise BoltzkitError(
+                    "only the bottom RBM of a DBN may have Gaussian or categorical units, below a binary one",
+                    got=f"layer {l}: {rbm.visible_units.name} units"
+                    + (" in a one-layer DBN" if len(rbms) == 1 else ""),
+                    hint="a one-layer DBN is its RBM: use the UnitRBM itself."
+                    if len(rbms) == 1
+                    else "the layers above the bottom hold binary units.",
+                )
             if not isinstance(rbm, RBM):
                 raise BoltzkitError("every layer of a DBN is an RBM", got=f"layer {l}: {type(rbm).__name__}")
         for l in range(len(rbms) - 1):
@@ -143,6 +163,26 @@ class DBN(nn.Module):
         return self.rbms[0].n_visible
 
     @property
+    def visible_units(self) -> UnitType:
+        """The unit type of the visible layer (binary unless the bottom is a UnitRBM)."""
+        bottom = self.rbms[0]
+        return bottom.visible_units if isinstance(bottom, UnitRBM) else _BINARY
+
+    @property
+    def unit_bottom(self) -> UnitRBM | None:
+        """The bottom RBM when its visible units are Gaussian or categorical, else ``None``."""
+        bottom = self.rbms[0]
+        return bottom if isinstance(bottom, UnitRBM) else None
+
+    def check_data(self, x: Tensor, what: str = "data") -> Tensor:
+        """``x`` checked against the visible units (binary, real or category indices), as the
+        DBN's dtype and device."""
+        bottom = self.unit_bottom
+        if bottom is not None:
+            return bottom.check_data(x, what)
+        return _BINARY.check_data(x, self.n_visible, what).to(dtype=self.dtype, device=self.device)
+
+    @property
     def top(self) -> RBM:
         """The undirected top RBM, between layers ``L - 1`` and ``L``."""
         return self.rbms[-1]
@@ -169,22 +209,51 @@ class DBN(nn.Module):
         return self.rbms[l]
 
     def down_logits(self, l: int, upper: Tensor) -> Tensor:
-        """``W_l x_(l+1) + vbias_l``: the logits of ``p(x_l | x_(l+1))``, ``l < L - 1``."""
-        return self._lower(l).visible_logits(upper)
+        """``W_l x_(l+1) + vbias_l``: the logits of ``p(x_l | x_(l+1))``, ``l < L - 1`` (binary
+        layers; a Gaussian or categorical bottom has a field instead, :meth:`log_prob_down`)."""
+        rbm = self._lower(l)
+        if isinstance(rbm, UnitRBM):
+            raise BoltzkitError(
+                f"the {rbm.visible_units.name} visible units of this DBN have a field, not logits",
+                hint="use log_prob_down or prob_down.",
+            )
+        return rbm.visible_logits(upper)
 
     def prob_down(self, l: int, upper: Tensor) -> Tensor:
-        """``p(x_l = 1 | x_(l+1))`` for a layer below the top RBM."""
+        """``p(x_l = 1 | x_(l+1))`` for a layer below the top RBM (for a Gaussian or categorical
+        bottom, the conditional mean ``E[v | x_1]``)."""
+        rbm = self._lower(l)
+        if isinstance(rbm, UnitRBM):
+            return rbm.visible_units.mean(rbm.visible_field(upper), rbm.visible_params())
         return torch.sigmoid(self.down_logits(l, upper))
 
     def log_prob_down(self, l: int, lower: Tensor, upper: Tensor) -> Tensor:
-        """``log p(x_l | x_(l+1)) = sum_i log sigmoid((2 x_i - 1) u_i)``, float64 sums, ``(n,)``."""
-        u = self.down_logits(l, upper)
-        return log_bernoulli(lower, u)
+        """``log p(x_l | x_(l+1))``, float64 sums, ``(n,)``: ``sum_i log sigmoid((2 x_i - 1)
+        u_i)`` for binary units, the unit type's log-probability (a log-density for Gaussian
+        units) for a Gaussian or categorical bottom."""
+        rbm = self._lower(l)
+        if isinstance(rbm, UnitRBM):
+            field = rbm.visible_field(upper.to(rbm.dtype))
+            return rbm.visible_units.log_prob(lower.to(rbm.dtype), field, rbm.visible_params())
+        return log_bernoulli(lower, self.down_logits(l, upper))
+
+    def log_prob_down_pairs(self, l: int, lower: Tensor, upper: Tensor) -> Tensor:
+        """``log p(lower_i | upper_j)`` for every pair of rows, ``(n_lower, n_upper)``, float64 (the
+        enumerations of tiny DBNs)."""
+        rbm = self._lower(l)
+        if not isinstance(rbm, UnitRBM):
+            return log_bernoulli(lower.unsqueeze(1), self.down_logits(l, upper).unsqueeze(0))
+        n, m = lower.shape[0], upper.shape[0]
+        rows = lower.unsqueeze(1).expand(n, m, *lower.shape[1:]).reshape(n * m, *lower.shape[1:])
+        cols = upper.unsqueeze(0).expand(n, m, upper.shape[1]).reshape(n * m, upper.shape[1])
+        return self.log_prob_down(l, rows, cols).view(n, m)
 
     # ------------------------------------------------------------------- recognition model
     def up_logits(self, l: int, lower: Tensor) -> Tensor:
-        """``W_l^T x_l + hbias_l``: the logits of ``q(x_(l+1) | x_l)`` (RBM ``l``'s hidden biases)."""
-        return self.rbms[l].hidden_logits(lower)
+        """``W_l^T x_l + hbias_l``: the logits of ``q(x_(l+1) | x_l)`` (RBM ``l``'s hidden biases;
+        ``hbias_0 + phi(v) W_0`` for a Gaussian or categorical bottom)."""
+        rbm = self.rbms[l]
+        return rbm.hidden_input(lower) if isinstance(rbm, UnitRBM) else rbm.hidden_logits(lower)
 
     def prob_up(self, l: int, lower: Tensor) -> Tensor:
         """``q(x_(l+1) = 1 | x_l)``, the approximate posterior of layer ``l + 1``."""
@@ -262,8 +331,12 @@ class DBN(nn.Module):
             return (self.top.prob_v_given_h(top_hidden.to(dtype=self.dtype, device=self.device)),)
         layers = [x_top]
         for l in range(self.n_hidden_layers - 2, -1, -1):
-            p = self.prob_down(l, layers[0])
-            x = p if (l == 0 and visible == "probs") else bernoulli(p, generator)
+            bottom = self.unit_bottom if l == 0 else None
+            if bottom is not None and visible == "sample":
+                x = bottom.sample_visible(layers[0], generator)
+            else:
+                p = self.prob_down(l, layers[0])
+                x = p if (l == 0 and visible == "probs") else bernoulli(p, generator)
             layers.insert(0, x)
         return tuple(layers)
 
@@ -272,7 +345,9 @@ class DBN(nn.Module):
     ) -> DBN:
         """A copy with the same values, optionally converted."""
         rbms = [
-            RBM(
+            _unit_copy(r, dtype or r.dtype, device or r.device)
+            if isinstance(r, UnitRBM)
+            else RBM(
                 r.n_visible,
                 r.n_hidden,
                 weights=r.W.detach(),
@@ -284,6 +359,16 @@ class DBN(nn.Module):
             for r in self.rbms
         ]
         return DBN(rbms)
+
+
+_BINARY = Bernoulli()
+
+
+def _unit_copy(rbm: UnitRBM, dtype: torch.dtype, device: torch.device | str) -> UnitRBM:
+    """A detached copy of a UnitRBM in ``dtype`` on ``device``."""
+    out = copy.deepcopy(rbm)
+    out.zero_grad(set_to_none=True)
+    return out.to(dtype=dtype, device=device)
 
 
 def log_bernoulli(x: Tensor, logits: Tensor) -> Tensor:
