@@ -46,6 +46,9 @@ STACK_KINDS = ("dbn", "mixture")
 #: DBNs whose hidden layers can be enumerated (at most this many units per pair of layers) get
 #: exact log-probabilities after training.
 EXACT_DBN_BITS = 16
+#: Most (row, state of h_1, visible term) triples the exact train/test metrics of a DBN may take
+#: (about ten seconds on one core).
+EXACT_DBN_WORK = 1 << 31
 
 
 def is_stack_model(model: object) -> bool:
@@ -77,6 +80,10 @@ def _exact_dbn_metrics(dbn: DBN, splits: dict[str, Tensor]) -> dict[str, Any]:
     ]
     top_bits = min(dbn.top.n_visible, dbn.top.n_hidden)
     if max(pairs, default=0) > EXACT_DBN_BITS or top_bits > EXACT_DBN_BITS:
+        return {}
+    # the visible layer's terms pair every row with every state of h_1: skip what would take minutes
+    rows = sum(int(x.shape[0]) for x in splits.values())
+    if rows * (1 << sizes[1]) * sizes[0] * max(2, dbn.visible_units.n_stats) > EXACT_DBN_WORK:
         return {}
     out: dict[str, Any] = {}
     for split, x in splits.items():

@@ -398,6 +398,19 @@ def _checked_data(dbn: DBN, x: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------- enumeration
+#: Elements of the largest ``(rows, states, units)`` array an enumeration builds at once (float64:
+#: 256 MB).
+_ENUMERATION_CHUNK = 1 << 25
+
+
+def _row_chunks(dbn: DBN, v: Tensor, states: Tensor) -> list[Tensor]:
+    """``v`` in pieces whose pairs with every row of ``states`` (a field of ``n_stats`` numbers per
+    visible unit, or the hidden layer's units) stay within :data:`_ENUMERATION_CHUNK` elements."""
+    width = max(int(v.shape[1]) * max(2, int(dbn.visible_units.n_stats)), int(states.shape[1]), 1)
+    rows = max(1, _ENUMERATION_CHUNK // max(1, int(states.shape[0]) * width))
+    return list(torch.split(v, rows)) if v.shape[0] else [v]
+
+
 def _layer_states(dbn: DBN, max_bits: int) -> list[Tensor]:
     """All states of the hidden layers ``1 .. L-1`` (those that do not sum out), float64."""
     sizes = dbn.layer_sizes
@@ -427,8 +440,11 @@ def dbn_exact_log_prob(dbn: DBN, x: Tensor, *, max_bits: int = 20) -> Tensor:
         # [i, j] = log p(lower_i | upper_j)
         cond = log_bernoulli(lower.unsqueeze(1), d.down_logits(l, upper).unsqueeze(0))
         log_p = torch.logsumexp(cond + log_p.unsqueeze(0), dim=1)
-    cond = d.log_prob_down_pairs(0, v, states[0])  # [n, h1]
-    return torch.logsumexp(cond + log_p.unsqueeze(0), dim=1)
+    parts = []
+    for rows in _row_chunks(d, v, states[0]):  # [n, h1] in pieces that fit in memory
+        cond = d.log_prob_down_pairs(0, rows, states[0])
+        parts.append(torch.logsumexp(cond + log_p.unsqueeze(0), dim=1))
+    return torch.cat(parts)
 
 
 @torch.no_grad()
@@ -451,11 +467,14 @@ def dbn_exact_bound(dbn: DBN, x: Tensor, *, max_bits: int = 20) -> Tensor:
         )  # log p(lower_i | upper_j)
         ent = _entropy_from_logits(a, torch.sigmoid(a))
         g = (torch.exp(log_q) * (cond + g.unsqueeze(0))).sum(1) + ent
-    a1 = d.up_logits(0, v)
-    log_q = log_bernoulli(states[0].unsqueeze(0), a1.unsqueeze(1))  # [n, h1]
-    cond = d.log_prob_down_pairs(0, v, states[0])
-    ent = _entropy_from_logits(a1, torch.sigmoid(a1))
-    return (torch.exp(log_q) * (cond + g.unsqueeze(0))).sum(1) + ent - log_z
+    parts = []
+    for rows in _row_chunks(d, v, states[0]):  # [n, h1] in pieces that fit in memory
+        a1 = d.up_logits(0, rows)
+        log_q = log_bernoulli(states[0].unsqueeze(0), a1.unsqueeze(1))
+        cond = d.log_prob_down_pairs(0, rows, states[0])
+        ent = _entropy_from_logits(a1, torch.sigmoid(a1))
+        parts.append((torch.exp(log_q) * (cond + g.unsqueeze(0))).sum(1) + ent - log_z)
+    return torch.cat(parts)
 
 
 __all__ = [
