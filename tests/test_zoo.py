@@ -144,3 +144,31 @@ def test_each_zoo_card_matches_its_file(name: str) -> None:
 def test_the_zoo_stays_small() -> None:
     total = sum(p.stat().st_size for p in zoo.zoo_dir().glob("*")) if zoo.zoo_dir().is_dir() else 0
     assert total <= 60 * 2**20
+
+
+@pytest.mark.mnist
+@pytest.mark.skipif(not mnist_available(), reason="needs the binarized MNIST files (BOLTZKIT_DATA_DIR)")
+@pytest.mark.parametrize(
+    "name", [n for n in ZOO_NAMES if zoo.read_card(n)["kind"] in ("rbm", "srbm")] or ["(none)"]
+)
+def test_an_independent_implementation_reads_the_zoo_files_as_the_cards_say(name: str) -> None:
+    """The arrays read by safetensors' numpy loader alone and log p*(v) = b'v + v'Lv / 2 +
+    sum_j softplus(c_j + (v W)_j) written here in numpy (S2 Eqs. 44-46, the hidden units summed
+    out): the check images' mean log-probability with the card's log Z is the card's."""
+    if name == "(none)":
+        pytest.skip("no RBM or SRBM in the zoo")
+    from safetensors.numpy import load_file
+
+    from boltzkit.data import load_dataset
+
+    card = zoo.read_card(name)
+    arrays = {k: v.astype(np.float64) for k, v in load_file(zoo.zoo_dir() / card["file"]).items()}
+    stride = int(card["check"]["images"].split("::")[1].rstrip("]"))
+    v = load_dataset(card["test_data"], split="test").x.numpy().astype(np.float64)[::stride]
+    log_p_star = v @ arrays["vbias"] + np.logaddexp(0.0, arrays["hbias"] + v @ arrays["W"]).sum(1)
+    if "L" in arrays:
+        log_p_star += 0.5 * np.einsum("ni,ij,nj->n", v, arrays["L"], v)
+    mean = float(log_p_star.mean()) - float(card["log_z"]["log_z"])
+    assert v.shape[0] == card["check"]["n"] and mean == pytest.approx(
+        card["check"]["mean_log_prob"], abs=1e-3
+    )
