@@ -105,7 +105,7 @@ def test_greedy_training_stacks_binary_layers_on_a_frozen_unit_bottom(units: str
     dbn, hists = train_dbn(x, [3, 4], epochs=10, lr=0.05, **kw)
     assert dbn.layer_sizes == (4, 3, 4) and dbn.visible_units == unit_type(units)
     assert hists[0] is None and len(hists[1]) == 10 and torch.equal(dbn.rbms[0].W, start)  # bottom frozen
-    assert float((dbn.top.W - untrained.top.W).abs().max()) > 0.01  # the top was trained
+    assert float((dbn.top.W - untrained.top.W).detach().abs().max()) > 0.01  # the top was trained
     bound = dbn_exact_bound(dbn, x)
     assert bool(torch.isfinite(bound).all()) and bool((bound <= dbn_exact_log_prob(dbn, x) + 1e-10).all())
     with pytest.raises(BoltzkitError, match="transposed"):
@@ -136,6 +136,10 @@ def test_the_cli_trains_a_dbn_on_a_unit_bottom_and_evaluates_it(units: str, tmp_
             "--out", str(tmp_path / "dbn.safetensors"), "--test-data", "none"]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
+    mixture = ["train", "--model", "mixture", "--data", str(tmp_path / "x.npy"), "--bottom",
+               str(tmp_path / "bottom.safetensors"), "--out", str(tmp_path / "m.safetensors")]  # fmt: skip
+    refused = runner.invoke(app, mixture)
+    assert refused.exit_code != 0 and "--bottom applies to DBNs" in refused.output
     dbn, md = load_model(tmp_path / "dbn.safetensors")
     assert isinstance(dbn, DBN) and dbn.visible_units == unit_type(units)
     result = runner.invoke(
@@ -157,3 +161,35 @@ def test_the_cli_trains_a_dbn_on_a_unit_bottom_and_evaluates_it(units: str, tmp_
         assert samples.dtype == np.float32 and len(np.unique(samples)) > 100
     else:
         assert samples.dtype == np.int16 and set(np.unique(samples)) <= {0, 1, 2}
+
+
+def test_a_dbn_file_must_hold_the_units_its_metadata_name_and_npz_files_need_none(tmp_path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from boltzkit.errors import ModelFileError
+    from boltzkit.io import export_npz
+
+    dbn = unit_dbn("gaussian")
+    save_model(dbn, tmp_path / "d.safetensors")
+    export_npz(dbn, tmp_path / "d.npz")
+    np.savez(
+        tmp_path / "bare.npz", **{k: v for k, v in np.load(tmp_path / "d.npz").items() if k != "boltzkit"}
+    )
+    again, _ = load_model(tmp_path / "bare.npz", dtype=F64)  # no metadata: sigma_0 says Gaussian
+    assert again.visible_units == unit_type("gaussian")
+    x = data_for("gaussian", 5, seed=0)
+    torch.testing.assert_close(dbn_exact_log_prob(again, x), dbn_exact_log_prob(dbn, x))
+    from safetensors import safe_open
+
+    with safe_open(tmp_path / "d.safetensors", "pt") as f:
+        metadata = f.metadata()
+    tensors = {k: v for k, v in load_file(tmp_path / "d.safetensors").items() if k != "sigma_0"}
+    record = json.loads(metadata["boltzkit"])  # a hand-edited file: sigma_0 gone, metadata still Gaussian
+    record["arrays"] = [a for a in record["arrays"] if a != "sigma_0"]
+    save_file(tensors, tmp_path / "broken.safetensors", metadata={"boltzkit": json.dumps(record)})
+    with pytest.raises(ModelFileError, match="do not hold the visible units its metadata name"):
+        load_model(tmp_path / "broken.safetensors")
+    with pytest.raises(BoltzkitError, match="not one probability"):
+        unit_dbn("categorical:3").generate_down(
+            torch.zeros(2, 3, dtype=F64), generator=torch.Generator().manual_seed(0), visible="probs"
+        )

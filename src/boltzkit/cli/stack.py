@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.cli.common import LogZOptions, emit, fmt
+from boltzkit.cli.common import LogZOptions, emit, fmt, unit_values
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
@@ -277,9 +277,14 @@ def top_log_z(
         spec = opts.base_rate_data or recorded_data
         if spec:
             try:
-                x = load_dataset(
-                    spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=dbn.n_visible
-                ).x
+                if dbn.unit_bottom is not None:  # real values or categories, passed up through q
+                    x = unit_values(dbn.unit_bottom, spec, split="train", data_dir=data_dir, seed=opts.seed)[
+                        1
+                    ]
+                else:
+                    x = load_dataset(
+                        spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=dbn.n_visible
+                    ).x
                 base, source = top_layer_data(dbn, x), f"{spec}, passed up to layer {dbn.n_hidden_layers - 1}"
             except BoltzkitError:
                 if opts.base_rate_data is not None:

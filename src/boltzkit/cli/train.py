@@ -470,6 +470,10 @@ def command(
                 f"--init applies to RBMs, SRBMs, BMs and DBMs, not a {model.value}",
                 hint="a DBN builds on --bottom.",
             )
+        if bottom is not None and model.value != "dbn":
+            raise BoltzkitError(
+                f"--bottom applies to DBNs, not a {model.value}", hint="drop --bottom, or use --model dbn."
+            )
         dev = device_from(device)
         below = None if bottom is None else load_model(bottom, device=dev)[0]
         units_of = unit_visible(below)

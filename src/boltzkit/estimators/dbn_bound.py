@@ -392,21 +392,25 @@ def dbn_bound(
 
 def _checked_data(dbn: DBN, x: Tensor) -> Tensor:
     """The data as the DBN's visible units take them: binary, or checked by its unit bottom."""
-    if dbn.unit_bottom is not None:
-        return dbn.unit_bottom.check_data(x)
+    bottom = dbn.unit_bottom
+    if bottom is not None:  # on the CPU: batches go to the device one at a time
+        return bottom.visible_units.check_data(torch.as_tensor(x), bottom.n_visible, "data")
     return check_binary(x, source="data", n_visible=dbn.n_visible)
 
 
 # ------------------------------------------------------------------------------- enumeration
-#: Elements of the largest ``(rows, states, units)`` array an enumeration builds at once (float64:
-#: 256 MB).
+#: Elements of the largest ``(rows, states, units)`` array the enumeration of a binary visible
+#: layer builds at once (float64: 256 MB; its temporaries add a few times that). A Gaussian or
+#: categorical bottom builds ``(rows, states)`` arrays only (:meth:`DBN.log_prob_down_pairs`).
 _ENUMERATION_CHUNK = 1 << 25
 
 
 def _row_chunks(dbn: DBN, v: Tensor, states: Tensor) -> list[Tensor]:
-    """``v`` in pieces whose pairs with every row of ``states`` (a field of ``n_stats`` numbers per
-    visible unit, or the hidden layer's units) stay within :data:`_ENUMERATION_CHUNK` elements."""
-    width = max(int(v.shape[1]) * max(2, int(dbn.visible_units.n_stats)), int(states.shape[1]), 1)
+    """``v`` in pieces whose pairs with every row of ``states`` (times the visible units of a
+    binary layer, or the hidden units of ``states``) stay within :data:`_ENUMERATION_CHUNK`
+    elements."""
+    width = int(v.shape[1]) if dbn.unit_bottom is None else 1
+    width = max(width, int(states.shape[1]), 1)
     rows = max(1, _ENUMERATION_CHUNK // max(1, int(states.shape[0]) * width))
     return list(torch.split(v, rows)) if v.shape[0] else [v]
 

@@ -41,7 +41,8 @@ DBN_NAME = re.compile(r"(W|vbias|hbias)_(\d+)")
 
 _DBN_EXPECTED = (
     "arrays W_0, vbias_0, hbias_0, W_1, vbias_1, hbias_1, ... (RBM l between layers l and l + 1, "
-    "layer 0 visible: W_l is n_l x n_(l+1), vbias_l (n_l,), hbias_l (n_(l+1),)), numbered without gaps"
+    "layer 0 visible: W_l is n_l x n_(l+1), vbias_l (n_l,), hbias_l (n_(l+1),)), numbered without gaps; "
+    "a Gaussian bottom adds sigma_0 (n_0,), a categorical one has W_0 n_0 x Q x n_1 and vbias_0 n_0 x Q"
 )
 _MIXTURE_EXPECTED = "arrays weights (K,), summing to 1, and means (K, n_visible), strictly between 0 and 1"
 
@@ -144,6 +145,16 @@ def _build_dbn(tensors: Mapping[str, Tensor], md: Mapping[str, Any], dtype: torc
     n = _dbn_count(tensors)
     rbms: list[Any] = []
     bottom = _unit_bottom(tensors)
+    found = {None: "binary", "gaussian": "gaussian"}.get(bottom) or f"categorical:{tensors['W_0'].shape[1]}"
+    recorded = (md or {}).get("visible_units")  # files of binary DBNs and bare .npz archives name none
+    if recorded is not None and recorded != found:
+        raise ModelFileError(
+            "the DBN file's arrays do not hold the visible units its metadata name",
+            got=f"metadata: {recorded} visible units; arrays: {found} (sigma_0 "
+            f"{'present' if 'sigma_0' in tensors else 'absent'}, W_0 {tuple(tensors['W_0'].shape)})",
+            expected="sigma_0 for Gaussian units, a three-dimensional W_0 for categorical units, neither "
+            "for binary units",
+        )
     if bottom is not None:
         from boltzkit.io.unit_kinds import build_categorical, build_gaussian
 

@@ -243,10 +243,18 @@ class DBN(nn.Module):
         rbm = self._lower(l)
         if not isinstance(rbm, UnitRBM):
             return log_bernoulli(lower.unsqueeze(1), self.down_logits(l, upper).unsqueeze(0))
-        n, m = lower.shape[0], upper.shape[0]
-        rows = lower.unsqueeze(1).expand(n, m, *lower.shape[1:]).reshape(n * m, *lower.shape[1:])
-        cols = upper.unsqueeze(0).expand(n, m, upper.shape[1]).reshape(n * m, upper.shape[1])
-        return self.log_prob_down(l, rows, cols).view(n, m)
+        # the exponential-family form of UnitType.log_prob, each field computed once:
+        # log p(x_i | f_j) = -self_energy(x_i) + phi(x_i) . f_j - A(f_j)
+        units, params = rbm.visible_units, rbm.visible_params()
+        x = lower.to(rbm.dtype)
+        field = rbm.visible_field(upper.to(rbm.dtype))  # (n_upper, n, F)
+        stats = units.stats(x, params).reshape(x.shape[0], -1).to(torch.float64)
+        coupling = stats @ field.reshape(field.shape[0], -1).to(torch.float64).t()
+        return (
+            coupling
+            - units.self_energy(x, params).unsqueeze(1)
+            - units.log_partition(field, params).unsqueeze(0)
+        )
 
     # ------------------------------------------------------------------- recognition model
     def up_logits(self, l: int, lower: Tensor) -> Tensor:
@@ -319,6 +327,12 @@ class DBN(nn.Module):
         """
         if visible not in ("sample", "probs"):
             raise BoltzkitError("unknown visible mode", got=repr(visible), expected="'sample' or 'probs'")
+        bottom = self.unit_bottom
+        if visible == "probs" and bottom is not None and bottom.visible_units.n_stats > 1:
+            raise BoltzkitError(
+                f"{bottom.visible_units.name} units have a distribution over states, not one probability",
+                hint="use visible='sample' (category indices).",
+            )
         x_top = top_visible.to(dtype=self.dtype, device=self.device)
         if self.n_hidden_layers == 1:
             if visible == "sample":
