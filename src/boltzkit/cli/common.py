@@ -33,7 +33,7 @@ import typer
 from typer.core import TyperCommand
 
 from boltzkit._numerics import resolve_device
-from boltzkit.data import load_dataset, load_values
+from boltzkit.data import Dataset, load_dataset, load_values
 from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
@@ -383,6 +383,20 @@ def unit_values(
         spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet or rbm.alphabet
     )
     return name, rbm.check_data(values)
+
+
+def unit_dataset(
+    rbm: UnitRBM,
+    spec: str,
+    *,
+    split: str,
+    data_dir: Path | None,
+    seed: int,
+    alphabet: str | None = None,
+) -> Dataset:
+    """:func:`unit_values` as a :class:`~boltzkit.data.Dataset` on the CPU (no image shape)."""
+    name, values = unit_values(rbm, spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
+    return Dataset(name=name, x=values.cpu(), image_shape=None, split=split)
 
 
 def base_rate_data(

@@ -40,15 +40,14 @@ from boltzkit.cli.common import (
     estimate,
     fmt,
     show_progress,
+    unit_dataset,
     unit_interval_option,
-    unit_values,
     unit_visible,
     warn,
     warn_if_unreliable,
 )
 from boltzkit.cli.stack import emit_evaluation, evaluate_stack, is_stack_model
 from boltzkit.data import load_dataset
-from boltzkit.data.dataset import Dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
 from boltzkit.io import load_model
@@ -140,10 +139,7 @@ def command(
     rbm, metadata = load_model(model, device=dev)
     units_of = unit_visible(rbm)
     if units_of is not None:  # real values or category indices, checked by the unit type
-        name, values = unit_values(
-            units_of, data, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet
-        )
-        dataset = Dataset(name=name, x=values.cpu(), image_shape=None, split=split)
+        dataset = unit_dataset(units_of, data, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
     else:
         dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)

@@ -278,9 +278,9 @@ def top_log_z(
         if spec:
             try:
                 if dbn.unit_bottom is not None:  # real values or categories, passed up through q
-                    x = unit_values(dbn.unit_bottom, spec, split="train", data_dir=data_dir, seed=opts.seed)[
-                        1
-                    ]
+                    _, x = unit_values(
+                        dbn.unit_bottom, spec, split="train", data_dir=data_dir, seed=opts.seed
+                    )
                 else:
                     x = load_dataset(
                         spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=dbn.n_visible

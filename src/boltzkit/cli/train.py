@@ -36,8 +36,8 @@ from boltzkit.cli.common import (
     non_negative_float_option,
     positive_float_option,
     show_progress,
+    unit_dataset,
     unit_interval_option,
-    unit_values,
     unit_visible,
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
@@ -478,16 +478,13 @@ def command(
         below = None if bottom is None else load_model(bottom, device=dev)[0]
         units_of = unit_visible(below)
         if units_of is not None:  # a Gaussian or categorical bottom: its data are values, not bits
-            name, values = unit_values(
-                units_of, data, split="train", data_dir=data_dir, seed=seed, alphabet=alphabet
+            kw = {"data_dir": data_dir, "seed": seed, "alphabet": alphabet}
+            train = unit_dataset(units_of, data, split="train", **kw)
+            test = (
+                None
+                if test_data in ("none", "auto")
+                else unit_dataset(units_of, test_data, split="test", **kw)
             )
-            train = Dataset(name=name, x=values.cpu(), image_shape=None, split="train")
-            test = None
-            if test_data not in ("none", "auto"):
-                name, values = unit_values(
-                    units_of, test_data, split="test", data_dir=data_dir, seed=seed, alphabet=alphabet
-                )
-                test = Dataset(name=name, x=values.cpu(), image_shape=None, split="test")
         else:
             train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
             test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)

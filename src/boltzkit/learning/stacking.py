@@ -38,14 +38,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import bernoulli, make_generator, resolve_device
+from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
 from boltzkit.learning.api import METHODS, init_rbm, train
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.history import History
 from boltzkit.learning.recipes import LAYER_DATA, Recipe, get_recipe
-from boltzkit.models.dbn import DBN
+from boltzkit.models.dbn import DBN, recognition_pass
 from boltzkit.models.rbm import RBM
 from boltzkit.models.unit_rbm import UnitRBM
 
@@ -83,14 +83,8 @@ def layer_data(
     """
     if mode not in LAYER_DATA:
         raise BoltzkitError("unknown layer data", got=repr(mode), expected=" or ".join(map(repr, LAYER_DATA)))
-    if mode == "samples" and generator is None:
-        raise BoltzkitError("sampling the recognition model needs a generator")
     with torch.no_grad():
-        for rbm in rbms:  # q(x_(l+1) | x_l); a Gaussian or categorical bottom couples phi(v)
-            logits = rbm.hidden_input(x) if isinstance(rbm, UnitRBM) else rbm.hidden_logits(x.to(rbm.dtype))
-            q = torch.sigmoid(logits)
-            x = bernoulli(q, generator) if mode == "samples" else q
-    return x
+        return recognition_pass(rbms, x, mode=mode, generator=generator)
 
 
 class ResampleLayerData(Callback):

@@ -260,8 +260,7 @@ class DBN(nn.Module):
     def up_logits(self, l: int, lower: Tensor) -> Tensor:
         """``W_l^T x_l + hbias_l``: the logits of ``q(x_(l+1) | x_l)`` (RBM ``l``'s hidden biases;
         ``hbias_0 + phi(v) W_0`` for a Gaussian or categorical bottom)."""
-        rbm = self.rbms[l]
-        return rbm.hidden_input(lower) if isinstance(rbm, UnitRBM) else rbm.hidden_logits(lower)
+        return _up_logits(self.rbms[l], lower)
 
     def prob_up(self, l: int, lower: Tensor) -> Tensor:
         """``q(x_(l+1) = 1 | x_l)``, the approximate posterior of layer ``l + 1``."""
@@ -280,19 +279,10 @@ class DBN(nn.Module):
         generator); ``mode="probs"`` passes the probabilities up (the mean-field pass:
         ``q(x_(l+1) = 1 | x_l)`` evaluated at the layer below's probabilities).
         """
-        if mode not in ("samples", "probs"):
-            raise BoltzkitError("unknown recognition mode", got=repr(mode), expected="'samples' or 'probs'")
         if not 0 <= int(n_layers) <= self.n_hidden_layers:
             raise BoltzkitError("no such layer", got=n_layers, expected=f"0 to {self.n_hidden_layers}")
         x = v.to(dtype=self.dtype, device=self.device)
-        for l in range(int(n_layers)):
-            if mode == "samples":
-                if generator is None:
-                    raise BoltzkitError("sampling the recognition model needs a generator")
-                x = self.sample_up(l, x, generator)
-            else:
-                x = self.prob_up(l, x)
-        return x
+        return recognition_pass(list(self.rbms)[: int(n_layers)], x, mode=mode, generator=generator)
 
     # ----------------------------------------------------------------------------- top RBM
     def log_unnormalized_top(self, x: Tensor) -> Tensor:
@@ -378,6 +368,32 @@ class DBN(nn.Module):
 _BINARY = Bernoulli()
 
 
+def _up_logits(rbm: RBM | UnitRBM, lower: Tensor) -> Tensor:
+    """The logits of ``q(upper | lower)`` through ``rbm``: ``W^T x + hbias``, or ``hbias + phi(v) W``
+    for Gaussian or categorical units."""
+    return rbm.hidden_input(lower) if isinstance(rbm, UnitRBM) else rbm.hidden_logits(lower.to(rbm.dtype))
+
+
+def recognition_pass(
+    rbms: Sequence[RBM | UnitRBM],
+    x: Tensor,
+    *,
+    mode: str = "samples",
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """``x`` passed up through the recognition models ``q(x_(l+1) | x_l)`` of ``rbms``, bottom first
+    (S1 Sec. 4.2): ``mode="samples"`` draws each layer in turn (needs a generator), ``"probs"``
+    passes the probabilities up. With no RBMs, ``x`` itself."""
+    if mode not in ("samples", "probs"):
+        raise BoltzkitError("unknown recognition mode", got=repr(mode), expected="'samples' or 'probs'")
+    if mode == "samples" and rbms and generator is None:
+        raise BoltzkitError("sampling the recognition model needs a generator")
+    for rbm in rbms:
+        q = torch.sigmoid(_up_logits(rbm, x))
+        x = bernoulli(q, generator) if mode == "samples" else q
+    return x
+
+
 def _unit_copy(rbm: UnitRBM, dtype: torch.dtype, device: torch.device | str) -> UnitRBM:
     """A detached copy of a UnitRBM in ``dtype`` on ``device``."""
     out = copy.deepcopy(rbm)
@@ -395,4 +411,4 @@ def log_bernoulli(x: Tensor, logits: Tensor) -> Tensor:
     return -torch.sum(softplus(logits * s), dim=-1, dtype=torch.float64)
 
 
-__all__ = ["DBN", "log_bernoulli"]
+__all__ = ["DBN", "log_bernoulli", "recognition_pass"]
