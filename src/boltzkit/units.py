@@ -110,10 +110,11 @@ class UnitType(ABC):
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         """``A(f)`` summed over the layer, shape ``(batch,)``, float64 (``field``: ``(batch, n, F)``)."""
 
-    def couple(self, x: Tensor, weights: Tensor, params: Params) -> Tensor:
+    def couple(self, x: Tensor, weights: Tensor, params: Params, *, stats: Tensor | None = None) -> Tensor:
         """``phi(x) W``: the input the layer's state ``x`` gives the next layer through ``weights``
-        (shape ``(n F, n_next)``), shape ``(batch, n_next)``."""
-        stats = self.stats(x, params)
+        (shape ``(n F, n_next)``), shape ``(batch, n_next)`` (``stats``: ``phi(x)`` when already
+        computed)."""
+        stats = self.stats(x, params) if stats is None else stats
         return stats.reshape(stats.shape[0], -1) @ weights
 
     def coupling_gradients(
@@ -121,11 +122,16 @@ class UnitType(ABC):
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` (``g``: ``(batch, n_next)``) with respect
         to the weights, ``G = phi(x)' g`` (one product, shape of ``weights``), and to the parameters
-        ``phi`` depends on (none here): what a learning rule whose next layer is summed out needs
-        (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`). ``stats``: ``phi(x)`` when already
-        computed."""
+        ``phi`` depends on (:meth:`through_stats_gradients`): what a learning rule whose next layer
+        is summed out needs. ``stats``: ``phi(x)`` when already computed."""
         stats = self.stats(x, params) if stats is None else stats
-        return torch.mm(stats.reshape(stats.shape[0], -1).t(), g), {}
+        grad_w = torch.mm(stats.reshape(stats.shape[0], -1).t(), g)
+        return grad_w, self.through_stats_gradients(weights, grad_w, params)
+
+    def through_stats_gradients(self, weights: Tensor, grad_w: Tensor, params: Params) -> Params:
+        """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` with respect to the parameters ``phi``
+        depends on, from the weights' gradient ``grad_w = phi(x)' g`` (none for most types)."""
+        return {}
 
     # ------------------------------------------------------------------ conditionals
     @abstractmethod
@@ -311,20 +317,15 @@ class Gaussian(UnitType):
         """``-sum_b w_b z_b / sigma`` for the bias and ``-sum_b w_b z_b^2 / sigma`` for sigma, with
         ``z = (x - b) / sigma``."""
         sigma = params["sigma"]
-        z = (x - params["bias"]) / sigma
-        w = weights.to(x.dtype)
+        z = (x - params["bias"]) / sigma if stats is None else stats[..., 0] - params["bias"] / sigma
+        w = weights.to(z.dtype)
         return {"bias": -(w @ z) / sigma, "sigma": -(w @ (z * z)) / sigma}
 
-    def coupling_gradients(
-        self, x: Tensor, weights: Tensor, params: Params, g: Tensor, *, stats: Tensor | None = None
-    ) -> tuple[Tensor, dict[str, Tensor]]:
-        """As :meth:`UnitType.coupling_gradients`; ``phi(x) = x / sigma`` depends on sigma, and
-        ``d/dsigma_i sum_bj g_bj (x_bi / sigma_i) W_ij = -sum_j W_ij G_ij / sigma_i`` comes from the
-        weights' gradient ``G`` by one row-wise dot product, not a second product."""
-        sigma = params["sigma"]
-        scaled = x / sigma if stats is None else stats[..., 0]
-        grad_w = torch.mm(scaled.t(), g)
-        return grad_w, {"sigma": -torch.linalg.vecdot(weights, grad_w) / sigma}
+    def through_stats_gradients(self, weights: Tensor, grad_w: Tensor, params: Params) -> Params:
+        """``phi(x) = x / sigma`` depends on sigma: ``d/dsigma_i sum_bj g_bj (x_bi / sigma_i) W_ij =
+        -sum_j W_ij G_ij / sigma_i``, from the weights' gradient ``G`` by one row-wise dot product,
+        not a second product."""
+        return {"sigma": -torch.linalg.vecdot(weights, grad_w) / params["sigma"]}
 
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         f = _f64(field[..., 0])
@@ -333,15 +334,18 @@ class Gaussian(UnitType):
 
     def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
         b, s = params["bias"], params["sigma"]
-        if base is None or beta == 1.0:
-            mean, std = b + s * field[..., 0], s.expand_as(field[..., 0])
-        else:  # precision and linear coefficient of the geometric mixture
-            b0, s0 = base["bias"], base["sigma"]
-            precision = (1.0 - beta) / s0**2 + beta / s**2
-            linear = (1.0 - beta) * b0 / s0**2 + beta * (b / s**2 + field[..., 0] / s)
-            mean, std = linear / precision, precision.rsqrt().expand_as(linear)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        return mean + std * noise
+        if base is None or beta == 1.0:  # b + s (f + noise): two passes besides the noise
+            noise = torch.randn(field.shape[:-1], generator=generator, device=field.device, dtype=field.dtype)
+            return torch.addcmul(b, s, noise.add_(field[..., 0]))
+        # the geometric mixture's precision and linear coefficient, per unit:
+        # precision = (1 - beta) / s0^2 + beta / s^2, linear = (1 - beta) b0 / s0^2 + beta (b / s^2 + f / s),
+        # so x = offset + slope f + std noise with per-unit vectors (two passes over the batch)
+        b0, s0 = base["bias"], base["sigma"]
+        precision = (1.0 - beta) / s0**2 + beta / s**2
+        offset = ((1.0 - beta) * b0 / s0**2 + beta * b / s**2) / precision
+        slope, std = beta / (s * precision), precision.rsqrt()
+        noise = torch.randn(field.shape[:-1], generator=generator, device=field.device, dtype=field.dtype)
+        return torch.addcmul(offset, slope, field[..., 0]).addcmul_(std, noise)
 
     def mean(self, field: Tensor, params: Params) -> Tensor:
         return params["bias"] + params["sigma"] * field[..., 0]
@@ -420,13 +424,22 @@ class Categorical(UnitType):
         out = torch.zeros((*x.shape, self.n_states), dtype=dtype, device=x.device)
         return out.scatter_(-1, self._index(x).unsqueeze(-1), 1.0)
 
+    def couple(self, x: Tensor, weights: Tensor, params: Params, *, stats: Tensor | None = None) -> Tensor:
+        """``onehot(x) W`` as a lookup: the sum of ``W``'s rows ``(i, x_i)`` (``torch``'s
+        ``embedding_bag``), without forming the one-hot vectors or their ``n Q``-wide product."""
+        idx = self._index(x)
+        rows = idx + torch.arange(idx.shape[1], device=idx.device) * self.n_states
+        return F.embedding_bag(rows, weights, mode="sum")
+
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         return torch.logsumexp(_f64(field) + _f64(params["bias"]), -1).sum(-1)
 
     def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
-        logits = beta * (field + params["bias"])
-        if base is not None and beta != 1.0:
-            logits = logits + (1.0 - beta) * base["bias"]
+        if base is None or beta == 1.0:
+            bias = params["bias"] if beta == 1.0 else beta * params["bias"]
+        else:
+            bias = beta * params["bias"] + (1.0 - beta) * base["bias"]
+        logits = torch.add(bias, field, alpha=beta)  # beta f + beta b (+ (1 - beta) b0): one pass
         return _draw(torch.softmax(logits, -1), generator).to(field.dtype)
 
     def mean(self, field: Tensor, params: Params) -> Tensor:

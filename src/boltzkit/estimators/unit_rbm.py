@@ -124,20 +124,23 @@ def exact_sample_units(
     return ChainState.of(model.sample_visible(h, generator), h)
 
 
-def _softplus_increment(a: Tensor, beta_from: float, beta_to: float) -> Tensor:
-    """``sum_j softplus(beta_to a_j) - softplus(beta_from a_j)`` per row, float64.
+def _softplus_increment(a: Tensor, beta_from: float, beta_to: float) -> tuple[Tensor, Tensor]:
+    """``sum_j softplus(beta_to a_j) - softplus(beta_from a_j)`` per row, float64, and
+    ``sigmoid(beta_to a)`` (``p(h = 1 | v)`` at ``beta_to``, which the step's draw of ``h`` takes).
 
     Where every ``|(beta_to - beta_from) a_j| <= 1`` (any schedule of more than a few steps) each
     term is ``-log1p(sigmoid(beta_to a_j) expm1(-(beta_to - beta_from) a_j))``: a well-conditioned
     function of the step itself (the argument of ``log1p`` stays above ``e^-1 - 1``), accurate to
     the input's relative precision without the cancellation of two large softplus values, and
     summed in float64. Otherwise both softplus values are taken in float64."""
-    dz = (beta_to - beta_from) * a
-    if bool((dz.abs() <= 1.0).all()):
-        terms = torch.log1p(torch.sigmoid(beta_to * a) * torch.expm1(-dz)).neg_()
-        return terms.sum(-1, dtype=torch.float64)
+    step = beta_to - beta_from
+    probs = torch.sigmoid(a if beta_to == 1.0 else beta_to * a)
+    low, high = torch.aminmax(a)
+    if abs(step) * max(-float(low), float(high)) <= 1.0:
+        terms = torch.expm1(a * -step).mul_(probs).log1p_()
+        return terms.sum(-1, dtype=torch.float64).neg_(), probs
     a = a.to(torch.float64)
-    return (F.softplus(beta_to * a) - F.softplus(beta_from * a)).sum(-1)
+    return (F.softplus(beta_to * a) - F.softplus(beta_from * a)).sum(-1), probs
 
 
 def _uniform_hidden(model: UnitRBM, n: int, generator: torch.Generator) -> Tensor:
@@ -184,10 +187,11 @@ class UnitBaseRatePath(AnnealingPath):
         beta_from, beta_to = float(beta_from), float(beta_to)
         v = state.visible
         gap, inp = self._energy_gap(v), self.model.hidden_input(v)
-        delta = -(beta_to - beta_from) * gap + _softplus_increment(inp, beta_from, beta_to)
+        increment, probs = _softplus_increment(inp, beta_from, beta_to)
+        delta = increment.sub_(gap, alpha=beta_to - beta_from)
         if not move:
             return delta, state
-        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, hidden_input=inp)
+        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, hidden_probs=probs)
 
     def _check_operator(self, operator: TransitionOperator) -> None:
         if operator.name != "gibbs":
@@ -205,16 +209,15 @@ class UnitBaseRatePath(AnnealingPath):
         generator: torch.Generator,
         *,
         sweeps: int = 1,
-        hidden_input: Tensor | None = None,
+        hidden_probs: Tensor | None = None,
     ) -> ChainState:
         """``sweeps`` block-Gibbs sweeps at ``beta`` (``h | v``, then ``v | h`` from the annealed
-        conditional); ``hidden_input``: the hidden input of the current ``v`` when already known."""
+        conditional); ``hidden_probs``: ``p(h = 1 | v)`` at ``beta`` of the current ``v`` when
+        already known."""
         self._check_operator(operator)
         v, h = state.visible, state.hidden
         for sweep in range(int(sweeps)):
-            h = self.model.sample_hidden(
-                v, generator, beta, hidden_input=hidden_input if sweep == 0 else None
-            )
+            h = self.model.sample_hidden(v, generator, beta, probs=hidden_probs if sweep == 0 else None)
             v = self.model.sample_visible(h, generator, base=self.base, beta=beta)
         return ChainState.of(v, h)
 

@@ -22,18 +22,34 @@ couplings at ``N(0, init_scale^2)``. Gaussian-Bernoulli RBMs need small learning
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.unit_rbm import UnitRBM
-from boltzkit.units import Gaussian, UnitType, unit_type
+from boltzkit.units import Gaussian, Params, UnitType, unit_type
 
 METHODS = ("cd", "pcd")
+#: The free-energy gap of every this many minibatches (the first of each run of them) goes into the
+#: epoch's record: a monitor, whose float64 softplus over the hidden inputs would otherwise cost
+#: about a tenth of a CD-1 step.
+MONITOR_EVERY = 10
+
+
+class _Side(NamedTuple):
+    """One side of a learning step: visible states, ``phi(v)``, hidden inputs and probabilities."""
+
+    v: Tensor
+    stats: Tensor
+    hidden_input: Tensor
+    probs: Tensor
+
+
 #: Gaussian units start at the data's standard deviations, at least this fraction of the largest.
 SIGMA_FLOOR = 0.05
 
@@ -126,75 +142,113 @@ class UnitTrainer:
         self.chains = chains if method == "pcd" else None
         self.epoch = 0
 
-    def _update(self, batch: Tensor) -> float:
+    def _side(self, v: Tensor, params: Params, w: Tensor) -> _Side:
+        """A visible state with its statistics ``phi(v)``, its hidden inputs ``a = c + phi(v) W``
+        (the unit type's own coupling, :meth:`~boltzkit.units.UnitType.couple`: a lookup of ``W``'s
+        rows for categorical units) and ``p(h = 1 | v) = sigmoid(a)``, each computed once."""
+        units = self.model.visible_units
+        stats = units.stats(v, params)
+        hidden_input = units.couple(v, w, params, stats=stats).add_(self.model.hbias)
+        return _Side(v, stats, hidden_input, torch.sigmoid(hidden_input))
+
+    def _sweep(self, side: _Side, params: Params, w: Tensor) -> _Side:
+        """One block-Gibbs sweep: ``h ~ p(h | v)``, then ``v' ~ p(v | h)``."""
+        model, g, p = self.model, self.generator, side.probs
+        h = (torch.rand(p.shape, generator=g, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+        field = torch.mm(h, w.t()).view(h.shape[0], model.n_visible, -1)
+        return self._side(model.visible_units.sample(field, params, g), params, w)
+
+    def _update(self, batch: Tensor, monitor: bool) -> Tensor | None:
         """One SGD update on a minibatch: the negative samples (CD-k from the data, or the
-        persistent chains), the gradients (:meth:`set_gradients`), the step. Returns the
-        minibatch's free-energy gap."""
-        model, g = self.model, self.generator
+        persistent chains), the gradients (:meth:`_set_gradients`), the step. Returns the
+        minibatch's free-energy gap when ``monitor`` (a 0-d float64 tensor, so that no step waits
+        for the device)."""
+        w = self.model._w_flat()
         with torch.no_grad():
-            positive = model.hidden_input(batch)
+            params = self.model.visible_params()
+            data = self._side(batch, params, w)
             if self.chains is None:  # CD-k: k sweeps from the data
-                negative = model.sample_visible(model.sample_hidden(batch, g, hidden_input=positive), g)
+                negative = self._sweep(data, params, w)
                 for _ in range(self.k - 1):
-                    negative = model.sample_visible(model.sample_hidden(negative, g), g)
+                    negative = self._sweep(negative, params, w)
             else:  # PCD: k sweeps of the persistent chains
-                negative = self.chains
+                negative = self._side(self.chains, params, w)
                 for _ in range(self.k):
-                    negative = model.sample_visible(model.sample_hidden(negative, g), g)
-                self.chains = negative
-        gap = self.set_gradients(batch, negative, data_input=positive)
+                    negative = self._sweep(negative, params, w)
+                self.chains = negative.v
+            gap = self._set_gradients(data, negative, params, w, gap=monitor)
         self.optimizer.step()
         self.scheduler.step()
         return gap
 
     @torch.no_grad()
-    def set_gradients(self, data: Tensor, negative: Tensor, *, data_input: Tensor | None = None) -> float:
+    def set_gradients(self, data: Tensor, negative: Tensor) -> float:
         """Set every parameter's ``.grad`` to the gradient of ``mean F(data) - mean F(negative)``
-        and return that gap (``data_input``: the data's hidden inputs when already computed).
+        and return that gap.
 
         The gradient is ``sum_b w_b [d self_energy(x_b) - sum_j sigmoid(a_bj) d a_bj]`` over the
-        data (``w = 1/n``) and the negative samples (``w = -1/m``) stacked, ``a`` being the hidden
-        inputs: the unit type gives the self-energy's part
-        (:meth:`~boltzkit.units.UnitType.self_energy_gradients`, elementwise) and the couplings'
-        part with ``g_bj = w_b sigmoid(a_bj)`` (:meth:`~boltzkit.units.UnitType.coupling_gradients`,
-        one product), so the products of a step are those of CD itself (the hidden inputs, the
-        visible field, the gradient) and no autograd graph is built."""
+        data (``w = 1/n``) and the negative samples (``w = -1/m``), ``a`` being the hidden inputs:
+        the unit type gives the self-energy's part
+        (:meth:`~boltzkit.units.UnitType.self_energy_gradients`, elementwise) and what its
+        statistics contribute through the couplings
+        (:meth:`~boltzkit.units.UnitType.through_stats_gradients`); the couplings' gradient is
+        ``phi(neg)' sigmoid(a_neg) / m - phi(data)' sigmoid(a_data) / n`` (two products into one
+        buffer), so the products of a step are those of CD itself (the hidden inputs, the visible
+        field, the gradient) and no autograd graph is built."""
         model = self.model
-        units, params = model.visible_units, model.visible_params()
-        first = model.hidden_input(data) if data_input is None else data_input
-        inputs = torch.cat([first, model.hidden_input(negative)])
-        weights = torch.cat(
-            [
-                torch.full((data.shape[0],), 1.0 / data.shape[0], dtype=inputs.dtype, device=inputs.device),
-                torch.full(
-                    (negative.shape[0],), -1.0 / negative.shape[0], dtype=inputs.dtype, device=inputs.device
-                ),
-            ]
+        w, params = model._w_flat(), model.visible_params()
+        sides = (self._side(x.to(model.dtype), params, w) for x in (data, negative))
+        return float(self._set_gradients(*sides, params, w, gap=True))
+
+    def _set_gradients(
+        self, data: _Side, negative: _Side, params: Params, w: Tensor, *, gap: bool
+    ) -> Tensor | None:
+        """:meth:`set_gradients` from both sides' statistics, inputs and probabilities; the gap
+        only when ``gap``."""
+        model, units = self.model, self.model.visible_units
+        n, m = data.v.shape[0], negative.v.shape[0]
+        grad_w = torch.mm(negative.stats.flatten(1).t(), negative.probs)
+        grad_w.addmm_(data.stats.flatten(1).t(), data.probs, beta=1.0 / m, alpha=-1.0 / n)
+        model.W.grad = grad_w.view(model.W.shape)
+        model.hbias.grad = negative.probs.mean(0) - data.probs.mean(0)
+        kw = {"dtype": data.v.dtype, "device": data.v.device}
+        own = units.self_energy_gradients(data.v, params, torch.full((n,), 1.0 / n, **kw), stats=data.stats)
+        own_neg = units.self_energy_gradients(
+            negative.v, params, torch.full((m,), -1.0 / m, **kw), stats=negative.stats
         )
-        g_hidden = torch.sigmoid(inputs) * weights.unsqueeze(1)
-        x = torch.cat([data, negative])
-        stats = units.stats(x, params)  # phi(x) once, for both parts
-        own = units.self_energy_gradients(x, params, weights, stats=stats)
-        grad_w, through_stats = units.coupling_gradients(x, model._w_flat(), params, g_hidden, stats=stats)
-        model.W.grad = grad_w.neg_().reshape(model.W.shape)
-        model.hbias.grad = -g_hidden.sum(0)
-        model.vbias.grad = own["bias"].to(model.vbias.dtype)
-        if "sigma" in own and self.learn_sigma:  # d/dlog sigma = sigma d/dsigma
-            model.log_sigma.grad = ((own["sigma"] - through_stats["sigma"]) * params["sigma"]).to(model.dtype)
-        softplus = torch.nn.functional.softplus(inputs).sum(1, dtype=torch.float64)
-        return float(((units.self_energy(x, params) - softplus) * weights.to(softplus)).sum())
+        model.vbias.grad = (own["bias"] + own_neg["bias"]).to(model.vbias.dtype)
+        if self.learn_sigma:  # d/dlog sigma = sigma d/dsigma
+            # grad_w is the couplings' descent direction, the negative of the G of
+            # through_stats_gradients, so their part enters with a plus
+            through = units.through_stats_gradients(w, grad_w, params)
+            model.log_sigma.grad = (
+                (own["sigma"] + own_neg["sigma"] + through["sigma"]) * params["sigma"]
+            ).to(model.dtype)
+        if not gap:
+            return None
+        free = [
+            units.self_energy(side.v, params).mean()
+            - F.softplus(side.hidden_input).sum(1, dtype=torch.float64).mean()
+            for side in (data, negative)
+        ]
+        return free[0] - free[1]
 
     def run_epoch(self, data: Tensor) -> dict[str, Any]:
         """One pass over ``data`` (checked by the model's unit type) in a random order; returns the
-        epoch's record (seconds, the mean free-energy gap of its minibatches, the learning rate)."""
+        epoch's record (seconds, the mean free-energy gap of every :data:`MONITOR_EVERY`-th minibatch,
+        the learning rate)."""
         model = self.model
         t0 = time.perf_counter()
         n = data.shape[0]
         order = torch.randperm(n, generator=self.generator, device=self.generator.device)
-        gaps = [
-            self._update(data[order[start : start + self.batch_size]])
-            for start in range(0, n, self.batch_size)
-        ]
+        gap_sum = torch.zeros((), dtype=torch.float64, device=data.device)
+        n_monitored = 0
+        for i, start in enumerate(range(0, n, self.batch_size)):
+            monitor = i % MONITOR_EVERY == 0
+            gap = self._update(data.index_select(0, order[start : start + self.batch_size]), monitor)
+            if monitor:
+                gap_sum += gap
+                n_monitored += 1
         self.epoch += 1
         if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
             raise BoltzkitError(
@@ -205,7 +259,7 @@ class UnitTrainer:
         return {
             "epoch": self.epoch,
             "seconds": time.perf_counter() - t0,
-            "free_energy_gap": sum(gaps) / len(gaps),
+            "free_energy_gap": float(gap_sum) / n_monitored,
             "lr": self.optimizer.param_groups[0]["lr"],
         }
 

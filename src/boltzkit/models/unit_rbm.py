@@ -183,12 +183,21 @@ class UnitRBM(EnergyModel):
         return (h.to(self.dtype) @ self._w_flat().t()).reshape(h.shape[0], self.n_visible, -1)
 
     def sample_hidden(
-        self, v: Tensor, generator: torch.Generator, beta: float = 1.0, *, hidden_input: Tensor | None = None
+        self,
+        v: Tensor,
+        generator: torch.Generator,
+        beta: float = 1.0,
+        *,
+        hidden_input: Tensor | None = None,
+        probs: Tensor | None = None,
     ) -> Tensor:
-        """A draw of ``h | v`` at ``beta``; ``hidden_input``: :meth:`hidden_input` of ``v`` when it
-        is already known (so that CD's positive phase and AIS share one product)."""
-        inp = self.hidden_input(v) if hidden_input is None else hidden_input.detach()
-        p = torch.sigmoid(inp if beta == 1.0 else beta * inp)
+        """A draw of ``h | v`` at ``beta``; ``hidden_input``: :meth:`hidden_input` of ``v``, or
+        ``probs``: ``p(h = 1 | v)`` at ``beta``, when already known (so that a learning step or an
+        AIS step computes each once)."""
+        if probs is None:
+            inp = self.hidden_input(v) if hidden_input is None else hidden_input.detach()
+            probs = torch.sigmoid(inp if beta == 1.0 else beta * inp)
+        p = probs
         return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
 
     def sample_visible(
