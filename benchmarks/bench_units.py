@@ -18,6 +18,10 @@ bare
     are ``(100, 2100) x (2100, 200)``-sized), ``100 x 500`` (``100 x 200``) uniforms for ``h``, and
     ``100 x 784`` normals (``100 x 100`` uniforms, one per categorical unit) for ``v``. An AIS step's
     bare cost is the hidden input and the visible field with the same random numbers.
+bare-lookup
+    categorical units only: the same with the hidden inputs as row lookups of ``W``
+    (``embedding_bag``), which is how the library computes them; cheaper than the one-hot product,
+    so the ratio against it is the stricter one.
 
 Run: python benchmarks/bench_units.py [--rows 10000] [--repeats 5] [--threads N] [--json FILE]
 """
@@ -87,33 +91,47 @@ def _bare_tensors(units, n_visible: int, n_hidden: int, n_rows: int):
     return g, W, v, h, vp, uh, uv
 
 
-def bare_epoch(units, n_visible: int, n_hidden: int, n_examples: int):
+def _hidden_input_fn(units, W: torch.Tensor, v: torch.Tensor, h: torch.Tensor, lookup: bool):
+    """The bare hidden input: the one-hot (or real) product ``v W``, or for categorical units with
+    ``lookup`` the sum of ``W``'s rows ``(i, x_i)`` (``embedding_bag``, the library's own way)."""
+    if not lookup:
+        return lambda: torch.mm(v, W, out=h)
+    g = torch.Generator().manual_seed(4)
+    n_visible = W.shape[0] // units.n_states
+    rows = torch.randint(0, units.n_states, (v.shape[0], n_visible), generator=g)
+    rows += torch.arange(n_visible) * units.n_states
+    return lambda: h.copy_(torch.nn.functional.embedding_bag(rows, W, mode="sum"))
+
+
+def bare_epoch(units, n_visible: int, n_hidden: int, n_examples: int, lookup: bool = False):
     g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, BATCH)
     gW = torch.empty_like(W)
     Wt = W.t()
     draw_v = torch.rand if isinstance(units, Categorical) else torch.randn
+    hidden_input = _hidden_input_fn(units, W, v, h, lookup)
     n_batches = -(-n_examples // BATCH)
 
     def epoch() -> None:
         for _ in range(n_batches):
-            torch.mm(v, W, out=h)  # positive hidden input
+            hidden_input()  # positive hidden input
             torch.rand(uh.shape, generator=g, out=uh)
             torch.mm(h, Wt, out=vp)  # visible field
             draw_v(uv.shape, generator=g, out=uv)
-            torch.mm(v, W, out=h)  # negative hidden input
+            hidden_input()  # negative hidden input
             torch.mm(v.t(), h, out=gW)  # the two gradient products
             torch.mm(v.t(), h, out=gW)
 
     return epoch
 
 
-def bare_ais_step(units, n_visible: int, n_hidden: int):
+def bare_ais_step(units, n_visible: int, n_hidden: int, lookup: bool = False):
     g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, N_CHAINS)
     Wt = W.t()
     draw_v = torch.rand if isinstance(units, Categorical) else torch.randn
+    hidden_input = _hidden_input_fn(units, W, v, h, lookup)
 
     def step() -> None:
-        torch.mm(v, W, out=h)
+        hidden_input()
         torch.rand(uh.shape, generator=g, out=uh)
         torch.mm(h, Wt, out=vp)
         draw_v(uv.shape, generator=g, out=uv)
@@ -133,6 +151,8 @@ def run(device: str = "cpu", rows: int = 10_000, repeats: int = 5) -> list[dict]
             "library": library_epoch(x, units, n_hidden),
             "bare": bare_epoch(units, n_visible, n_hidden, rows),
         }
+        if isinstance(units, Categorical):
+            fns["bare-lookup"] = bare_epoch(units, n_visible, n_hidden, rows, lookup=True)
         t = interleaved(fns, repeats=repeats, device=dev, warmup=1, samples=samples)
         out.append(
             row(
@@ -146,25 +166,45 @@ def run(device: str = "cpu", rows: int = 10_000, repeats: int = 5) -> list[dict]
                 samples=samples["library"],
             )
         )
-        lib_step, bare_step = library_ais_step(x, units, n_hidden), bare_ais_step(units, n_visible, n_hidden)
-        fns = {
-            "library": lambda f=lib_step: [f() for _ in range(STEPS)],
-            "bare": lambda f=bare_step: [f() for _ in range(STEPS)],
-        }
+        if "bare-lookup" in t:
+            out.append(
+                row(
+                    f"CD-1 epoch, {label}, batch 100, {rows:,} rows",
+                    "boltzkit epoch beside a bare cost with the hidden inputs as row lookups",
+                    t["library"],
+                    bare_s=t["bare-lookup"],
+                    vs_bare=paired_ratio(samples["library"], samples["bare-lookup"]),
+                    device=dev,
+                    note="the library's own way to the hidden inputs (embedding_bag), in the bare cost too",
+                    samples=samples["library"],
+                )
+            )
+        lib_step = library_ais_step(x, units, n_hidden)
+        fns = {"library": lambda f=lib_step: [f() for _ in range(STEPS)]}
+        bares = {"bare": False, "bare-lookup": True} if isinstance(units, Categorical) else {"bare": False}
+        for key, lookup in bares.items():
+            fns[key] = lambda f=bare_ais_step(units, n_visible, n_hidden, lookup): [f() for _ in range(STEPS)]
         samples = {}
         t = interleaved(fns, repeats=repeats, device=dev, warmup=1, samples=samples)
-        out.append(
-            row(
-                f"AIS step, {label}, {N_CHAINS} chains",
-                "boltzkit fused step (UnitBaseRatePath.step)",
-                t["library"] / STEPS,
-                bare_s=t["bare"] / STEPS,
-                vs_bare=paired_ratio(samples["library"], samples["bare"]),
-                device=dev,
-                note=f"float32 states, float64 log-weights; seconds per step (median of {STEPS}-step runs)",
-                samples=[s / STEPS for s in samples["library"]],
+        step_note = f"float32 states, float64 log-weights; seconds per step (median of {STEPS}-step runs)"
+        for key in bares:
+            out.append(
+                row(
+                    f"AIS step, {label}, {N_CHAINS} chains",
+                    "boltzkit fused step (UnitBaseRatePath.step)"
+                    + (
+                        " beside a bare cost with the hidden input as row lookups"
+                        if key == "bare-lookup"
+                        else ""
+                    ),
+                    t["library"] / STEPS,
+                    bare_s=t[key] / STEPS,
+                    vs_bare=paired_ratio(samples["library"], samples[key]),
+                    device=dev,
+                    note=step_note,
+                    samples=[s / STEPS for s in samples["library"]],
+                )
             )
-        )
     return out
 
 

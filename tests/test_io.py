@@ -882,7 +882,7 @@ def test_model_without_a_file_kind_is_refused(tmp_path: Path) -> None:
     factorial = BoltzmannMachine.independent([torch.zeros(3), torch.zeros(2)])
     refused = (
         "only RBMs, SRBMs, BMs, DBMs, fully visible BMs, Ising models, DBNs, mixtures, "
-        "Gaussian-Bernoulli RBMs and categorical RBMs can be saved"
+        "Gaussian-Bernoulli RBMs, categorical RBMs, Gaussian-Bernoulli DBMs and categorical DBMs can be saved"
     )
     with pytest.raises(ModelFileError, match=refused) as info:
         save_model(factorial, tmp_path / "x.safetensors")
@@ -913,7 +913,8 @@ def test_registering_a_kind_makes_it_readable_and_writable(tmp_path: Path) -> No
         return {"Wt": model.W.t(), "vbias": model.vbias, "hbias": model.hbias}
 
     assert registered_kinds() == (
-        "rbm", "srbm", "bm", "dbm", "fvbm", "ising", "dbn", "mixture", "gaussian-rbm", "categorical-rbm"
+        "rbm", "srbm", "bm", "dbm", "fvbm", "ising", "dbn", "mixture", "gaussian-rbm", "categorical-rbm",
+        "gaussian-dbm", "categorical-dbm",
     )  # fmt: skip
     register_kind(
         ModelKind("toy", "toy RBM", arrays_, check, build, model_type=TransposedRBM, tensors_of=tensors_of)

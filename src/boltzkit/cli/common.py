@@ -38,6 +38,7 @@ from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.plots.images import image_shape_of  # noqa: F401 (the CLI's name for it)
 from boltzkit.resources import describe_allocation_failure
@@ -359,10 +360,10 @@ def device_from(spec: str) -> torch.device:
 # ------------------------------------------------------------------------------------ log Z
 
 
-def unit_visible(model: object) -> UnitRBM | None:
-    """The RBM that holds a model's Gaussian or categorical visible units: the model itself, or a
-    DBN's bottom; ``None`` for binary visible units."""
-    if isinstance(model, UnitRBM):
+def unit_visible(model: object) -> UnitRBM | UnitDBM | None:
+    """The model that holds a model's Gaussian or categorical visible units: the model itself (an
+    RBM or DBM), or a DBN's bottom; ``None`` for binary visible units."""
+    if isinstance(model, (UnitRBM, UnitDBM)):
         return model
     return getattr(model, "unit_bottom", None)
 
@@ -411,7 +412,7 @@ def base_rate_data(
     ``(None, None)`` (the model's own visible biases)."""
 
     def load(spec: str) -> torch.Tensor:
-        if isinstance(rbm, UnitRBM):  # real values or category indices, checked by the unit type
+        if isinstance(rbm, (UnitRBM, UnitDBM)):  # real values or category indices, checked by the unit type
             return unit_values(rbm, spec, split="train", data_dir=data_dir, seed=opts.seed)[1]
         return load_dataset(spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible).x
 

@@ -449,17 +449,17 @@ def command(
                 expected=f"--visible categorical:{len(letters)}, or no --visible",
             )
     if unit_type(visible).name != "binary":
-        if model.value != "rbm" or init is not None or resume:
+        if model.value not in ("rbm", "dbm") or init is not None or resume:
             flags = f"--model {model.value}" + (" --init" if init is not None else "")
             raise BoltzkitError(
-                "--visible gaussian or categorical:Q trains a fresh RBM",
+                "--visible gaussian or categorical:Q trains a fresh RBM or DBM",
                 got=flags + (" --resume" if resume else ""),
-                hint="drop --model, --init and --resume.",
+                hint="use --model rbm or dbm, and drop --init and --resume.",
             )
         train_units(
             visible=visible, alphabet=None if alphabet is None else alphabet_letters(alphabet), data=data,
             test_data=None if test_data in ("none", "auto") else test_data,
-            out=out, hidden=hidden_sizes[0], recipe=chosen, lr_given=_given(ctx, "lr"),
+            out=out, hidden=hidden_sizes, model=model.value, recipe=chosen, lr_given=_given(ctx, "lr"),
             momentum_given=recipe is not None or _given(ctx, "momentum"), exact_max_bits=exact_max_bits,
             seed=seed, data_dir=data_dir, command=command, progress=show_progress(progress), as_json=as_json,
         )  # fmt: skip

@@ -39,8 +39,10 @@ from boltzkit.estimators.result import LogZResult, SpreadResult
 from boltzkit.estimators.reverse import reverse_ais, sandwich
 from boltzkit.estimators.schedules import parse_schedule
 from boltzkit.estimators.sis import sis
+from boltzkit.estimators.unit_dbm import unit_dbm_path
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers.operators import TransitionOperator
 
@@ -157,6 +159,13 @@ def estimate_log_z(
                 hint="use --method ais, reverse-ais, sandwich or sis.",
             )
         path, choice = unit_base_rate_path(model, data=base_rate_data, max_bits=bits), None
+    elif isinstance(model, UnitDBM):  # a DBM over real-valued or categorical data: its own path
+        if name == "bridge":
+            raise BoltzkitError(
+                f"bridge sampling does not take a {model.kind} yet",
+                hint="use --method ais, reverse-ais, sandwich or sis.",
+            )
+        path, choice = unit_dbm_path(model, data=base_rate_data, max_bits=bits), None
     elif base_rate_data is not None or name not in ("ais", "reverse-ais", "sandwich"):
         path = base_rate_path(model, data=base_rate_data, device=device, max_bits=bits)
         choice = None

@@ -296,12 +296,17 @@ def enumeration_bits(model: EnergyModel) -> float:
     """``log2`` of the number of states exact computations on ``model`` enumerate (any model with
     exact ``log Z``: the Boltzmann machine family, or an RBM with real-valued or categorical
     visible units)."""
+    from boltzkit.models.unit_dbm import UnitDBM
     from boltzkit.models.unit_rbm import UnitRBM
 
     if isinstance(model, UnitRBM):
         from boltzkit.estimators.unit_rbm import enumeration_side
 
         return math.log2(enumeration_side(model)[1])
+    if isinstance(model, UnitDBM):
+        from boltzkit.estimators.unit_dbm import odd_bits
+
+        return float(odd_bits(model))
     return float(enumeration_plan(model).n_bits)
 
 
@@ -342,12 +347,17 @@ def exact_log_z(
     LogZResult
         ``method="exact"``; ``settings`` name the enumerated layers and the number of states.
     """
+    from boltzkit.models.unit_dbm import UnitDBM
     from boltzkit.models.unit_rbm import UnitRBM
 
     if isinstance(model, UnitRBM):  # real-valued or categorical visible units
         from boltzkit.estimators.unit_rbm import exact_log_z_units
 
         return exact_log_z_units(model, max_bits=max_bits)
+    if isinstance(model, UnitDBM):
+        from boltzkit.estimators.unit_dbm import exact_log_z_unit_dbm
+
+        return exact_log_z_unit_dbm(model, max_bits=max_bits)
     t0 = time.perf_counter()
     model = _as_machine(model)
     plan = _checked_plan(model, max_bits, "summing over the enumerated units")

@@ -38,8 +38,10 @@ from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.exact import enumeration_plan, exact_log_unnormalized_visible, exact_log_z
 from boltzkit.estimators.result import LogProbResult, LogZResult
+from boltzkit.estimators.unit_dbm import unit_dbm_log_unnormalized
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field, mean_field_bound
+from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 
 #: ``log p*(v)`` methods of :func:`log_unnormalized_visible`.
@@ -148,7 +150,7 @@ def dataset_log_prob(
         )
     if isinstance(batch_size, bool) or int(batch_size) < 1:
         raise BoltzkitError("batch_size must be at least 1", got=batch_size)
-    units = isinstance(model, UnitRBM)  # real-valued or categorical visible units: exact log p*(v)
+    units = isinstance(model, (UnitRBM, UnitDBM))  # real-valued or categorical visible units
     if units:
         data = model.check_data(torch.as_tensor(x))
     else:
@@ -158,7 +160,11 @@ def dataset_log_prob(
     iterations, converged, residual = 0, True, 0.0
     for start in range(0, n, int(batch_size)):
         xb = data[start : start + int(batch_size)].to(device=model.device, dtype=model.dtype)
-        if units:
+        if isinstance(model, UnitDBM):  # exact (odd layers enumerated) or the mean-field bound
+            values, bound, details = unit_dbm_log_unnormalized(
+                model, xb, method=method, max_bits=max_bits, tol=tol, max_iter=max_iter
+            )
+        elif units:
             with torch.no_grad():
                 values = model.log_unnormalized(xb)
         else:

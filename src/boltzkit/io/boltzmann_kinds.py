@@ -196,7 +196,8 @@ def _recognize_bm(names: Collection[str]) -> bool:
 
 
 def _recognize_dbm(names: Collection[str]) -> bool:
-    return _looks_deep(names) and not _recognize_bm(names)
+    # with sigma the arrays are a Gaussian DBM's (boltzkit.io.unit_kinds)
+    return _looks_deep(names) and not _recognize_bm(names) and "sigma" not in names
 
 
 def _shapes(tensors: Mapping[str, Tensor], names: Sequence[str]) -> str:
@@ -395,6 +396,13 @@ def _refine_rbm(tensors: Mapping[str, Tensor]) -> str | None:
     return "categorical-rbm" if is_categorical_arrays(tensors) else None
 
 
+def _refine_dbm(tensors: Mapping[str, Tensor]) -> str | None:
+    """A DBM file whose ``W_0`` has three dimensions holds a categorical DBM."""
+    from boltzkit.io.unit_kinds import refine_dbm
+
+    return refine_dbm(tensors)
+
+
 register_kind(
     ModelKind(
         name="rbm",
@@ -437,6 +445,7 @@ register_kind(
         build=_build_machine,
         recognize=_recognize_dbm,
         model_type=BoltzmannMachine,
+        refine=_refine_dbm,
     )
 )
 

@@ -1,5 +1,11 @@
-"""The kinds ``gaussian-rbm`` and ``categorical-rbm`` in model files (real-valued and categorical
-visible units, :class:`~boltzkit.models.unit_rbm.UnitRBM`).
+"""The kinds ``gaussian-rbm``, ``categorical-rbm``, ``gaussian-dbm`` and ``categorical-dbm`` in
+model files (real-valued and categorical visible units: :class:`~boltzkit.models.unit_rbm.UnitRBM`
+and :class:`~boltzkit.models.unit_dbm.UnitDBM`).
+
+A DBM's file holds ``W_0, W_1, ...`` and ``bias_0, bias_1, ...`` as a binary DBM's does, with
+``W_0`` and ``bias_0`` shaped as the RBM's ``W`` and ``vbias`` of its visible unit type, and
+``sigma`` for Gaussian units; a file without metadata is told apart by ``sigma``, or by a
+three-dimensional ``W_0`` (:func:`refine_dbm`).
 
 ========================= ===================================================================================
 ``gaussian-rbm``          ``W`` (n_visible x n_hidden), ``vbias`` (n_visible,), ``hbias`` (n_hidden,),
@@ -26,6 +32,7 @@ from torch import Tensor
 
 from boltzkit.errors import ModelFileError
 from boltzkit.io.model_files import ArraySpec, ModelKind, register_kind
+from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Categorical, Gaussian
 
@@ -142,10 +149,121 @@ register_kind(
     )
 )
 
+# ------------------------------------------------------------------ DBMs over real or categorical data
+_DBM_EXPECTED = {
+    "gaussian-dbm": "arrays W_0 (n_visible x n_1), W_1 (n_1 x n_2), ..., bias_0 (n_visible,), bias_1, ..., "
+    "and sigma (n_visible,, all > 0)",
+    "categorical-dbm": "arrays W_0 (n_visible x Q x n_1), W_1 (n_1 x n_2), ..., bias_0 (n_visible x Q), "
+    "bias_1, ...",
+}
+
+
+def _n_dbm_layers(found: Collection[str]) -> int:
+    return sum(1 for n in found if n.startswith("bias_") and n[5:].isdigit())
+
+
+def _dbm_arrays(kind: str):  # noqa: ANN202
+    def spec(found: Collection[str]) -> ArraySpec:
+        n = max(3, _n_dbm_layers(found))
+        names = (*(f"W_{l}" for l in range(n - 1)), *(f"bias_{l}" for l in range(n)))
+        return ArraySpec((*names, "sigma") if kind == "gaussian-dbm" else names, expected=_DBM_EXPECTED[kind])
+
+    return spec
+
+
+def _check_dbm(kind: str):  # noqa: ANN202
+    def check(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]:
+        n = _n_dbm_layers(tensors)
+        W0, b0 = tensors["W_0"], tensors["bias_0"]
+        categorical = kind == "categorical-dbm"
+        sizes = [int(W0.shape[0]), int(W0.shape[-1])]
+        ok = W0.dim() == (3 if categorical else 2) and b0.shape == (
+            W0.shape[:2] if categorical else W0.shape[:1]
+        )
+        ok = ok and (not categorical or W0.shape[1] >= 2)
+        for l in range(1, n - 1):
+            W = tensors[f"W_{l}"]
+            ok = ok and W.dim() == 2 and W.shape[0] == sizes[-1]
+            sizes.append(int(W.shape[-1]) if W.dim() == 2 else -1)
+        ok = ok and all(tensors[f"bias_{l}"].shape == (sizes[l],) for l in range(1, n))
+        if "sigma" in tensors:
+            ok = ok and tensors["sigma"].shape == (sizes[0],)
+        if not ok:
+            raise ModelFileError(
+                f"the {kind}'s arrays have inconsistent shapes",
+                got=f"{_shapes(tensors)} (in {p})",
+                expected=_DBM_EXPECTED[kind],
+            )
+        if "sigma" in tensors and not bool((tensors["sigma"] > 0).all()):
+            raise ModelFileError(
+                f"the {kind}'s sigma holds a value that is not positive",
+                got=f"min(sigma) = {float(tensors['sigma'].min()):g} (in {p})",
+                expected="standard deviations > 0, one per visible unit",
+            )
+        return tuple(sizes)
+
+    return check
+
+
+def _build_dbm(tensors, md, dtype, device) -> UnitDBM:  # noqa: ANN001
+    n = _n_dbm_layers(tensors)
+    W0 = tensors["W_0"]
+    units = Categorical(int(W0.shape[1])) if W0.dim() == 3 else Gaussian()
+    sizes = [int(W0.shape[0]), int(W0.shape[-1])] + [int(tensors[f"W_{l}"].shape[1]) for l in range(1, n - 1)]
+    return UnitDBM(
+        units, sizes, weights=[tensors[f"W_{l}"] for l in range(n - 1)],
+        biases=[tensors[f"bias_{l}"] for l in range(n)], sigma=tensors.get("sigma"), dtype=dtype,
+        device=device, alphabet=(md or {}).get("alphabet"),
+    )  # fmt: skip
+
+
+def _dbm_tensors(model: UnitDBM) -> dict[str, Tensor]:
+    out = {f"W_{l}": w for l, w in enumerate(model.weights)}
+    out.update({f"bias_{l}": b for l, b in enumerate(model.biases)})
+    if isinstance(model.visible_units, Gaussian):
+        out["sigma"] = model.sigma.detach()
+    return out
+
+
+def _dbm_facts(model: UnitDBM) -> dict[str, Any]:
+    return {
+        "layer_sizes": list(model.layer_sizes),
+        "visible_units": model.visible_units.name,
+        **({"alphabet": model.alphabet} if model.alphabet else {}),
+    }
+
+
+def refine_dbm(tensors: Mapping[str, Tensor]) -> str | None:
+    """A DBM file without metadata whose ``W_0`` has three dimensions holds a categorical DBM."""
+    return "categorical-dbm" if "W_0" in tensors and tensors["W_0"].dim() == 3 else None
+
+
+def _recognize_gaussian_dbm(names: Collection[str]) -> bool:
+    """``W_0, W_1, ..., bias_0, bias_1, ...`` with ``sigma``: a Gaussian DBM's arrays."""
+    others = [n for n in names if n != "sigma"]
+    return "sigma" in names and "W_1" in others and all(n.startswith(("W_", "bias_")) for n in others)
+
+
+for _kind, _label in (("gaussian-dbm", "Gaussian-Bernoulli DBM"), ("categorical-dbm", "categorical DBM")):
+    register_kind(
+        ModelKind(
+            name=_kind,
+            label=_label,
+            arrays=_dbm_arrays(_kind),
+            check=_check_dbm(_kind),
+            build=_build_dbm,
+            recognize=_recognize_gaussian_dbm if _kind == "gaussian-dbm" else None,
+            model_type=UnitDBM,
+            tensors_of=_dbm_tensors,
+            facts=_dbm_facts,
+        )
+    )
+
 __all__ = [
     "build_categorical",
     "build_gaussian",
     "check_categorical",
     "check_gaussian",
     "is_categorical_arrays",
+    "refine_dbm",
 ]

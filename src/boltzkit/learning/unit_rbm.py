@@ -65,15 +65,62 @@ def init_unit_rbm(
 ) -> UnitRBM:
     """A :class:`UnitRBM` whose visible units start at the base-rate fit to ``x``."""
     units = unit_type(visible)
-    x = torch.as_tensor(x)
-    x = units.check_data(x, int(x.shape[-1]))
-    base = units.fit_base(x)
-    if "sigma" in base:  # a column that barely varies would start at a sigma near 0 and blow up W / sigma
-        base["sigma"] = base["sigma"].clamp_min(SIGMA_FLOOR * float(base["sigma"].max()))
+    x, base = visible_base(x, units)
     return UnitRBM(
         units, x.shape[1], int(n_hidden), vbias=base["bias"], sigma=base.get("sigma"), init_scale=init_scale,
         generator=generator, dtype=dtype,
     )  # fmt: skip
+
+
+def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
+    """``x`` checked by ``units`` and the visible layer's starting parameters: the unit type's
+    base-rate fit, Gaussian sigmas floored at :data:`SIGMA_FLOOR` of the largest (a column that
+    barely varies would start at a sigma near 0 and blow up ``W / sigma``)."""
+    x = torch.as_tensor(x)
+    x = units.check_data(x, int(x.shape[-1]))
+    base = units.fit_base(x)
+    if "sigma" in base:
+        base["sigma"] = base["sigma"].clamp_min(SIGMA_FLOOR * float(base["sigma"].max()))
+    return x, base
+
+
+def set_visible_gradients(
+    model: Any,
+    params: Params,
+    w: Tensor,
+    weight: Tensor,
+    data: tuple[Tensor, Tensor, Tensor],
+    negative: tuple[Tensor, Tensor, Tensor],
+    *,
+    learn_sigma: bool,
+) -> None:
+    """Set the ``.grad`` of a visible layer's couplings ``weight`` (flattened: ``w``), of its
+    ``vbias`` and, when ``learn_sigma``, of its ``log_sigma``: the descent direction of ``mean
+    F(data) - mean F(negative)`` through the visible layer, from each side's ``(v, phi(v), g)``
+    with ``g`` the expected (or sampled) states of the first hidden layer.
+
+    The couplings' gradient is ``phi(neg)' g_neg / m - phi(data)' g_data / n`` (two products into
+    one buffer); the unit type gives its self-energy's part
+    (:meth:`~boltzkit.units.UnitType.self_energy_gradients`) and what its statistics contribute
+    through the couplings (:meth:`~boltzkit.units.UnitType.through_stats_gradients`): the RBM's
+    CD/PCD rule (:class:`UnitTrainer`) and the DBM's (:mod:`boltzkit.learning.unit_dbm`) alike."""
+    units = model.visible_units
+    (x_pos, s_pos, g_pos), (x_neg, s_neg, g_neg) = data, negative
+    n, m = x_pos.shape[0], x_neg.shape[0]
+    grad_w = torch.mm(s_neg.flatten(1).t(), g_neg)
+    grad_w.addmm_(s_pos.flatten(1).t(), g_pos, beta=1.0 / m, alpha=-1.0 / n)
+    weight.grad = grad_w.view(weight.shape)
+    kw = {"dtype": x_pos.dtype, "device": x_pos.device}
+    own = units.self_energy_gradients(x_pos, params, torch.full((n,), 1.0 / n, **kw), stats=s_pos)
+    own_neg = units.self_energy_gradients(x_neg, params, torch.full((m,), -1.0 / m, **kw), stats=s_neg)
+    model.vbias.grad = (own["bias"] + own_neg["bias"]).to(model.vbias.dtype)
+    if learn_sigma:  # d/dlog sigma = sigma d/dsigma
+        # grad_w is the couplings' descent direction, the negative of the G of
+        # through_stats_gradients, so their part enters with a plus
+        through = units.through_stats_gradients(w, grad_w, params)
+        model.log_sigma.grad = ((own["sigma"] + own_neg["sigma"] + through["sigma"]) * params["sigma"]).to(
+            model.dtype
+        )
 
 
 class UnitTrainer:
@@ -206,24 +253,9 @@ class UnitTrainer:
         """:meth:`set_gradients` from both sides' statistics, inputs and probabilities; the gap
         only when ``gap``."""
         model, units = self.model, self.model.visible_units
-        n, m = data.v.shape[0], negative.v.shape[0]
-        grad_w = torch.mm(negative.stats.flatten(1).t(), negative.probs)
-        grad_w.addmm_(data.stats.flatten(1).t(), data.probs, beta=1.0 / m, alpha=-1.0 / n)
-        model.W.grad = grad_w.view(model.W.shape)
+        sides = [(side.v, side.stats, side.probs) for side in (data, negative)]
+        set_visible_gradients(model, params, w, model.W, *sides, learn_sigma=self.learn_sigma)
         model.hbias.grad = negative.probs.mean(0) - data.probs.mean(0)
-        kw = {"dtype": data.v.dtype, "device": data.v.device}
-        own = units.self_energy_gradients(data.v, params, torch.full((n,), 1.0 / n, **kw), stats=data.stats)
-        own_neg = units.self_energy_gradients(
-            negative.v, params, torch.full((m,), -1.0 / m, **kw), stats=negative.stats
-        )
-        model.vbias.grad = (own["bias"] + own_neg["bias"]).to(model.vbias.dtype)
-        if self.learn_sigma:  # d/dlog sigma = sigma d/dsigma
-            # grad_w is the couplings' descent direction, the negative of the G of
-            # through_stats_gradients, so their part enters with a plus
-            through = units.through_stats_gradients(w, grad_w, params)
-            model.log_sigma.grad = (
-                (own["sigma"] + own_neg["sigma"] + through["sigma"]) * params["sigma"]
-            ).to(model.dtype)
         if not gap:
             return None
         free = [
@@ -333,4 +365,4 @@ def train_unit_rbm(
     return model, history
 
 
-__all__ = ["UnitTrainer", "init_unit_rbm", "train_unit_rbm"]
+__all__ = ["UnitTrainer", "init_unit_rbm", "set_visible_gradients", "train_unit_rbm", "visible_base"]

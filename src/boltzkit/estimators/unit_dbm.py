@@ -1,0 +1,396 @@
+"""Exact ``log Z``, exact ``log p*(v)``, exact samples, the mean-field bound and the AIS path of DBMs
+with real-valued or categorical visible units (:class:`~boltzkit.models.unit_dbm.UnitDBM`).
+
+Exact computations enumerate the odd hidden layers (``h_1, h_3, ...``): given them, the visible
+units and the even hidden layers are independent, and sum out in closed form (the visible unit
+type's log-partition of the field ``W_0 h_1``, a Gaussian integral for Gaussian units; softplus for
+binary units)::
+
+    log p*(odd) = sum_{odd l} b_l'h_l + A_v(W_0 h_1)
+                  + sum_{even l >= 2} sum_j softplus(b_l + h_{l-1} W_{l-1} + W_l h_{l+1})
+
+``log Z`` is the log-sum over the odd states; ``log p*(v)`` fixes ``v`` and sums the odd states
+with the even hidden layers summed out; an exact sample draws the odd layers from their enumerated
+marginal, then the even ones given them.
+
+Where enumeration is out of reach, ``log p*(v)`` has the mean-field lower bound of S2 (Eq. 7; the
+DBM's as in Salakhutdinov & Hinton 2009): with ``q(h) = prod_l prod_j mu_lj^h (1 - mu_lj)^(1-h)``,
+``log p*(v) >= -self_energy(v) + phi(v) W_0 mu_1 + sum_l b_l'mu_l + sum_l mu_l'W_l mu_{l+1} + sum_l
+H(mu_l)``, maximised by updating the odd layers given the even ones and back (each layer's
+update is the exact maximiser given its neighbours, so the bound never falls).
+
+AIS anneals from a base of independent visible units (the unit type's base-rate fit to data, or
+the model's own visible parameters) with uniform hidden units, along S1's geometric path with the
+odd layers summed out (S1 Eqs. 16-17; the DBM's path of Salakhutdinov & Hinton 2009)::
+
+    log p*_beta(v, h_2, ...) = -(1 - beta) E_base(v) - beta self_energy(v) + beta sum_{even l >= 2} b_l'h_l
+                               + sum_{odd l} sum_j softplus(beta a_lj)
+
+with block-Gibbs transitions that leave ``p_beta`` invariant. ``log Z_0`` is the base's
+log-partition plus ``(n_1 + ... + n_L) log 2``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from boltzkit.errors import BoltzkitError, IntractableError
+from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.result import LogZResult
+from boltzkit.estimators.unit_rbm import _softplus_increment
+from boltzkit.models.boltzmann import binary_entropy
+from boltzkit.models.unit_dbm import UnitDBM
+from boltzkit.resources import Forecast
+from boltzkit.samplers.operators import TransitionOperator
+from boltzkit.state import ChainState
+from boltzkit.units import Params
+
+#: Odd-layer states per chunk of the enumeration.
+CHUNK = 1 << 12
+#: Most units ``method="exact"`` enumerates for ``log p*(v)``.
+EXACT_MAX_BITS = 24
+
+
+def odd_bits(model: UnitDBM) -> int:
+    """Units exact computations enumerate: all of the odd hidden layers."""
+    return sum(model.layer_sizes[l] for l in model.odd_layers)
+
+
+def _check_bits(model: UnitDBM, max_bits: int, what: str) -> int:
+    bits = odd_bits(model)
+    if bits > int(max_bits):
+        raise IntractableError(
+            f"{what} would enumerate 2^{bits} states of the odd hidden layers",
+            expected=f"at most 2^{int(max_bits)} states",
+            hint="estimate log Z instead (--method ais) and use the mean-field bound of log p(v).",
+        )
+    return bits
+
+
+def _odd_chunks(model: UnitDBM, bits: int) -> Iterator[list[Tensor]]:
+    """Every joint state of the odd layers, in chunks, as one tensor per odd layer."""
+    sizes = [model.layer_sizes[l] for l in model.odd_layers]
+    shifts = torch.arange(bits, device=model.device)
+    for start in range(0, 2**bits, CHUNK):
+        codes = torch.arange(start, min(start + CHUNK, 2**bits), device=model.device).unsqueeze(1)
+        states = ((codes >> shifts) & 1).to(model.dtype)
+        yield list(torch.split(states, sizes, dim=1))
+
+
+def _odd_state(model: UnitDBM, odd: list[Tensor]) -> ChainState:
+    """A state holding the odd layers (the even ones zero: they are summed out, never read)."""
+    n = odd[0].shape[0]
+    layers = []
+    for l, size in enumerate(model.layer_sizes):
+        if l % 2 == 1:
+            layers.append(odd[l // 2])
+        else:
+            layers.append(torch.zeros((n, size), dtype=model.dtype, device=model.device))
+    return ChainState(tuple(layers))
+
+
+def _even_hidden_log_sum(model: UnitDBM, state: ChainState) -> Tensor:
+    """``sum_{odd l} b_l'h_l + sum_{even l >= 2} sum_j softplus(a_l)`` of odd states, float64: every
+    part of ``log p*(odd)`` but the visible layer's."""
+    out = torch.zeros(state.n_chains, dtype=torch.float64, device=model.device)
+    for l in model.odd_layers:
+        out = out + (state.layers[l] @ model.biases[l]).to(torch.float64)
+    for l in model.even_hidden_layers:
+        out = out + F.softplus(model.hidden_input(state, l).to(torch.float64)).sum(-1)
+    return out
+
+
+def _log_marginal_odd(model: UnitDBM, state: ChainState) -> Tensor:
+    """``log p*(odd)`` (the module docstring), float64."""
+    field = model.visible_field(state.layers[1])
+    return _even_hidden_log_sum(model, state) + model.visible_units.log_partition(
+        field, model.visible_params()
+    )
+
+
+@torch.no_grad()
+def exact_log_z_unit_dbm(model: UnitDBM, *, max_bits: int = 24) -> LogZResult:
+    """Exact ``log Z`` of a Gaussian or categorical DBM (the module docstring)."""
+    t0 = time.perf_counter()
+    bits = _check_bits(model, max_bits, "exact log Z")
+    forecast = Forecast(2**bits, what=f"exact log Z over 2^{bits} odd-layer states", hint="use --method ais.")
+    acc = torch.full((), -math.inf, dtype=torch.float64, device=model.device)
+    done = 0
+    for odd in _odd_chunks(model, bits):
+        acc = torch.logaddexp(acc, torch.logsumexp(_log_marginal_odd(model, _odd_state(model, odd)), 0))
+        done += odd[0].shape[0]
+        forecast.update(done)
+    return LogZResult.exact(
+        float(acc),
+        seconds=time.perf_counter() - t0,
+        enumerated_layer="odd hidden layers " + ", ".join(str(l) for l in model.odd_layers),
+        n_states=2**bits,
+        device=str(model.device),
+    )
+
+
+@torch.no_grad()
+def exact_log_unnormalized(model: UnitDBM, v: Tensor, *, max_bits: int = 24) -> Tensor:
+    """Exact ``log p*(v)`` per row, float64: the odd layers enumerated, the even hidden layers
+    summed out (``-self_energy(v) + log sum_odd exp(phi(v) W_0 h_1 + rest(odd))``)."""
+    bits = _check_bits(model, max_bits, "exact log p*(v)")
+    v = v.to(model.dtype)
+    params = model.visible_params()
+    visible_input = model.visible_units.couple(v, model.w0_flat(), params).to(torch.float64)  # (batch, n_1)
+    acc = torch.full((v.shape[0],), -math.inf, dtype=torch.float64, device=model.device)
+    for odd in _odd_chunks(model, bits):
+        rest = _even_hidden_log_sum(model, _odd_state(model, odd))  # (states,)
+        acc = torch.logaddexp(acc, torch.logsumexp(visible_input @ odd[0].to(torch.float64).t() + rest, 1))
+    return acc - model.visible_units.self_energy(v, params)
+
+
+@torch.no_grad()
+def exact_sample_unit_dbm(
+    model: UnitDBM, n_samples: int, generator: torch.Generator, *, max_bits: int = 20
+) -> ChainState:
+    """Exact samples: the odd layers from their enumerated marginal, then the even layers given them."""
+    bits = _check_bits(model, max_bits, "exact samples")
+    log_w = torch.cat([_log_marginal_odd(model, _odd_state(model, odd)) for odd in _odd_chunks(model, bits)])
+    idx = torch.multinomial(torch.softmax(log_w, 0), int(n_samples), replacement=True, generator=generator)
+    codes = idx.to(model.device).unsqueeze(1)
+    states = ((codes >> torch.arange(bits, device=model.device)) & 1).to(model.dtype)
+    odd = list(torch.split(states, [model.layer_sizes[l] for l in model.odd_layers], dim=1))
+    state = _odd_state(model, odd)
+    return _draw_even(model, state, generator, 1.0, None)
+
+
+def _draw_even(
+    model: UnitDBM, state: ChainState, generator: torch.Generator, beta: float, base: Params | None
+) -> ChainState:
+    """The even layers given the odd ones at ``beta`` (``v`` from the unit type's annealed
+    conditional towards ``base``)."""
+    v = model.visible_units.sample_annealed(
+        model.visible_field(state.layers[1]), model.visible_params(), base, beta, generator
+    )
+    state = state.with_layer(0, v)
+    for l in model.even_hidden_layers:
+        a = model.hidden_input(state, l)
+        p = torch.sigmoid(a if beta == 1.0 else beta * a)
+        state = state.with_layer(
+            l, (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+        )
+    return state
+
+
+# ---------------------------------------------------------------------- the mean-field bound
+@torch.no_grad()
+def mean_field(
+    model: UnitDBM, v: Tensor, *, tol: float = 1e-6, max_iter: int = 100, mu: list[Tensor] | None = None
+) -> tuple[list[Tensor], dict[str, Any]]:
+    """The mean-field marginals ``mu_1, ..., mu_L`` of ``q(h | v)`` (the module docstring): the odd
+    layers given the even ones, then the even ones, until no marginal moves by more than ``tol``.
+    ``mu``: a start (default: a bottom-up pass with each layer's upper input doubled for the first
+    hidden layer, as Salakhutdinov & Hinton 2009 do, and the rest from it)."""
+    v = v.to(model.dtype)
+    visible_input = model.visible_units.couple(v, model.w0_flat(), model.visible_params())
+    if mu is None:
+        mu, below = [], visible_input
+        for l in range(1, model.n_layers):
+            mu.append(torch.sigmoid(below + model.biases[l]))
+            if l + 1 < model.n_layers:
+                below = mu[-1] @ model.weights[l]
+    mu = [m.clone() for m in mu]
+    residual, iterations = math.inf, 0
+    for iterations in range(1, int(max_iter) + 1):  # noqa: B007
+        residual = 0.0
+        for parity in (1, 0):
+            for l in range(1, model.n_layers):
+                if l % 2 != parity:
+                    continue
+                state = ChainState((v, *mu))
+                new = torch.sigmoid(
+                    model.hidden_input(state, l, visible_input=visible_input if l == 1 else None)
+                )
+                residual = max(residual, float((new - mu[l - 1]).abs().max()))
+                mu[l - 1] = new
+        if residual <= tol:
+            break
+    return mu, {
+        "mean_field_iterations": iterations,
+        "mean_field_residual": residual,
+        "mean_field_converged": residual <= tol,
+    }
+
+
+@torch.no_grad()
+def mean_field_log_unnormalized(model: UnitDBM, v: Tensor, **kwargs: Any) -> tuple[Tensor, dict[str, Any]]:
+    """The mean-field lower bound of ``log p*(v)`` per row, float64 (the module docstring), and the
+    fixed point's record (:func:`mean_field`)."""
+    v = v.to(model.dtype)
+    mu, details = mean_field(model, v, **kwargs)
+    state = ChainState((v, *mu))
+    # -E at the marginals is the bound's energy term (E is linear in each layer's units)
+    bound = -model.energy(state)
+    for m in mu:
+        bound = bound + binary_entropy(m).sum(-1)
+    return bound, details
+
+
+def unit_dbm_log_unnormalized(
+    model: UnitDBM, v: Tensor, *, method: str = "auto", max_bits: int = 16, **mean_field_options: Any
+) -> tuple[Tensor, str, dict[str, Any]]:
+    """``log p*(v)`` per row and whether it is ``"exact"`` (the odd layers enumerated; ``"auto"``
+    when at most ``max_bits`` units are) or a ``"lower"`` bound (mean-field), with the mean-field
+    record."""
+    if method not in ("auto", "exact", "mean-field"):
+        raise BoltzkitError("unknown log p*(v) method", got=method, expected="auto, exact or mean-field")
+    if method == "exact" or (method == "auto" and odd_bits(model) <= int(max_bits)):
+        limit = int(max_bits) if method == "auto" else max(int(max_bits), EXACT_MAX_BITS)
+        return exact_log_unnormalized(model, v, max_bits=limit), "exact", {}
+    values, details = mean_field_log_unnormalized(model, v, **mean_field_options)
+    return values, "lower", details
+
+
+# ---------------------------------------------------------------------- AIS
+class UnitDBMPath(AnnealingPath):
+    """The geometric path from a base of independent visible units (uniform hidden units) to a
+    :class:`~boltzkit.models.unit_dbm.UnitDBM`, with the odd layers summed out."""
+
+    is_ratio = False
+    exact_start = True
+    offset = 0.0
+    default_betas = "paper"
+
+    def __init__(self, model: UnitDBM, base: Params, base_name: str, *, max_bits: int = 20) -> None:
+        self.model = model
+        kw = {"dtype": model.dtype, "device": model.device}
+        self.base = {k: v.detach().to(**kw) for k, v in base.items()}
+        self.base_name = base_name
+        self.max_bits = int(max_bits)
+        self.device, self.dtype, self.n_visible = model.device, model.dtype, model.n_visible
+        units = model.visible_units
+        self._energy_gap = units.energy_difference(model.visible_params(), self.base)
+        zero_field = torch.zeros((1, model.n_visible, units.n_stats), **kw)
+        n_hidden = sum(model.layer_sizes[1:])
+        self.log_z_a = float(units.log_partition(zero_field, self.base)[0]) + n_hidden * math.log(2.0)
+
+    def _even_bias(self, state: ChainState) -> Tensor:
+        out = torch.zeros(state.n_chains, dtype=torch.float64, device=self.device)
+        for l in self.model.even_hidden_layers:
+            out = out + (state.layers[l].to(self.dtype) @ self.model.biases[l]).to(torch.float64)
+        return out
+
+    def log_f(self, state: ChainState, beta: float) -> Tensor:
+        model, units = self.model, self.model.visible_units
+        v = state.layers[0].to(self.dtype)
+        out = -beta * units.self_energy(v, model.visible_params()) + beta * self._even_bias(state)
+        if beta != 1.0:
+            out = out - (1.0 - beta) * units.self_energy(v, self.base)
+        for a in model.odd_inputs(state):
+            out = out + F.softplus(beta * a.to(torch.float64)).sum(-1)
+        return out
+
+    @torch.no_grad()
+    def step(self, state, beta_from, beta_to, operator, generator, *, sweeps=1, move=True):  # noqa: ANN001
+        """Fused AIS step: the odd layers' inputs serve both ends of the log-weight increment and
+        the first draw of the odd layers at ``beta_to``."""
+        beta_from, beta_to = float(beta_from), float(beta_to)
+        step = beta_to - beta_from
+        delta = (self._even_bias(state) - self._energy_gap(state.layers[0])) * step
+        probs = []
+        for a in self.model.odd_inputs(state):
+            increment, p = _softplus_increment(a, beta_from, beta_to)
+            delta = delta + increment
+            probs.append(p)
+        if not move:
+            return delta, state
+        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, odd_probs=probs)
+
+    def transition(
+        self,
+        state: ChainState,
+        beta: float,
+        operator: TransitionOperator,
+        generator: torch.Generator,
+        *,
+        sweeps: int = 1,
+        odd_probs: list[Tensor] | None = None,
+    ) -> ChainState:
+        """``sweeps`` block-Gibbs sweeps at ``beta``: the odd layers given the even ones, then the
+        even ones (``v`` from the annealed conditional); ``odd_probs``: the odd layers'
+        probabilities at ``beta`` for the first sweep when already known."""
+        if operator.name != "gibbs":
+            raise BoltzkitError(
+                f"{self.model.visible_units.name} visible units take Gibbs transitions only",
+                got=operator.name,
+                hint="use --sampler gibbs.",
+            )
+        model = self.model
+        for sweep in range(int(sweeps)):
+            for i, l in enumerate(model.odd_layers):
+                if sweep == 0 and odd_probs is not None:
+                    p = odd_probs[i]
+                else:
+                    a = model.hidden_input(state, l)
+                    p = torch.sigmoid(a if beta == 1.0 else beta * a)
+                h = (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+                state = state.with_layer(l, h)
+            state = _draw_even(model, state, generator, beta, self.base)
+        return state
+
+    def sample_start(self, n_chains: int, generator: torch.Generator) -> ChainState:
+        model = self.model
+        zero = torch.zeros(
+            (int(n_chains), model.n_visible, model.visible_units.n_stats),
+            dtype=self.dtype,
+            device=self.device,
+        )
+        v = model.visible_units.sample_annealed(zero, model.visible_params(), self.base, 0.0, generator)
+        return self._with_uniform_hidden(v, generator)
+
+    def _with_uniform_hidden(self, v: Tensor, generator: torch.Generator) -> ChainState:
+        hidden = [
+            (torch.rand((v.shape[0], n), generator=generator, device=generator.device) < 0.5)
+            .to(self.dtype)
+            .to(self.device)
+            for n in self.model.layer_sizes[1:]
+        ]
+        return ChainState((v, *hidden))
+
+    def sample_end(self, n_chains: int, generator: torch.Generator) -> ChainState | None:
+        if odd_bits(self.model) > self.max_bits:
+            return None
+        return exact_sample_unit_dbm(self.model, n_chains, generator, max_bits=self.max_bits)
+
+    @property
+    def end_is_exact(self) -> bool:
+        return odd_bits(self.model) <= self.max_bits
+
+    def from_visible(self, v: Tensor, generator: torch.Generator) -> ChainState:
+        return self._with_uniform_hidden(self.model.check_data(v, "start data"), generator)
+
+
+def unit_dbm_path(model: UnitDBM, *, data: Tensor | None = None, max_bits: int = 20) -> UnitDBMPath:
+    """The AIS path of ``model`` from the unit type's base-rate fit to ``data``, or, without data,
+    from the model's own visible parameters with no couplings."""
+    units = model.visible_units
+    if data is not None:
+        x = model.check_data(data, "base-rate data")
+        return UnitDBMPath(model, units.fit_base(x), "base rates of the data", max_bits=max_bits)
+    own = units.base_of(model.visible_params())
+    return UnitDBMPath(model, own, "model visible parameters (no couplings)", max_bits=max_bits)
+
+
+__all__ = [
+    "UnitDBMPath",
+    "exact_log_unnormalized",
+    "exact_log_z_unit_dbm",
+    "exact_sample_unit_dbm",
+    "mean_field",
+    "mean_field_log_unnormalized",
+    "odd_bits",
+    "unit_dbm_log_unnormalized",
+    "unit_dbm_path",
+]
