@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.result import LogZResult
@@ -178,9 +179,7 @@ def _draw_even(
     for l in model.even_hidden_layers:
         a = model.hidden_input(state, l)
         p = torch.sigmoid(a if beta == 1.0 else beta * a)
-        state = state.with_layer(
-            l, (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
-        )
+        state = state.with_layer(l, bernoulli(p, generator))
     return state
 
 
@@ -335,7 +334,7 @@ class UnitDBMPath(AnnealingPath):
                 else:
                     a = model.hidden_input(state, l)
                     p = torch.sigmoid(a if beta == 1.0 else beta * a)
-                h = (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+                h = bernoulli(p, generator)
                 state = state.with_layer(l, h)
             state = _draw_even(model, state, generator, beta, self.base)
         return state

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from boltzkit._numerics import make_generator, resolve_device
+from boltzkit._numerics import bernoulli, make_generator, resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Gaussian, Params, UnitType, unit_type
@@ -201,7 +201,7 @@ class UnitTrainer:
     def _sweep(self, side: _Side, params: Params, w: Tensor) -> _Side:
         """One block-Gibbs sweep: ``h ~ p(h | v)``, then ``v' ~ p(v | h)``."""
         model, g, p = self.model, self.generator, side.probs
-        h = (torch.rand(p.shape, generator=g, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+        h = bernoulli(p, g)
         field = torch.mm(h, w.t()).view(h.shape[0], model.n_visible, -1)
         return self._side(model.visible_units.sample(field, params, g), params, w)
 

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from boltzkit._numerics import resolve_device
+from boltzkit._numerics import bernoulli, resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.state import Block, ChainState
@@ -198,7 +198,7 @@ class UnitRBM(EnergyModel):
             inp = self.hidden_input(v) if hidden_input is None else hidden_input.detach()
             probs = torch.sigmoid(inp if beta == 1.0 else beta * inp)
         p = probs
-        return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+        return bernoulli(p, generator)
 
     def sample_visible(
         self, h: Tensor, generator: torch.Generator, *, base: Params | None = None, beta: float = 1.0
