@@ -43,9 +43,8 @@ from torch import Tensor
 
 from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError, IntractableError
-from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.result import LogZResult
-from boltzkit.estimators.unit_rbm import _softplus_increment
+from boltzkit.estimators.unit_rbm import UnitBaseRatePath, _softplus_increment, unit_base_rate_path
 from boltzkit.models.boltzmann import binary_entropy
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.resources import Forecast
@@ -253,27 +252,10 @@ def unit_dbm_log_unnormalized(
 
 
 # ---------------------------------------------------------------------- AIS
-class UnitDBMPath(AnnealingPath):
+class UnitDBMPath(UnitBaseRatePath):
     """The geometric path from a base of independent visible units (uniform hidden units) to a
-    :class:`~boltzkit.models.unit_dbm.UnitDBM`, with the odd layers summed out."""
-
-    is_ratio = False
-    exact_start = True
-    offset = 0.0
-    default_betas = "paper"
-
-    def __init__(self, model: UnitDBM, base: Params, base_name: str, *, max_bits: int = 20) -> None:
-        self.model = model
-        kw = {"dtype": model.dtype, "device": model.device}
-        self.base = {k: v.detach().to(**kw) for k, v in base.items()}
-        self.base_name = base_name
-        self.max_bits = int(max_bits)
-        self.device, self.dtype, self.n_visible = model.device, model.dtype, model.n_visible
-        units = model.visible_units
-        self._energy_gap = units.energy_difference(model.visible_params(), self.base)
-        zero_field = torch.zeros((1, model.n_visible, units.n_stats), **kw)
-        n_hidden = sum(model.layer_sizes[1:])
-        self.log_z_a = float(units.log_partition(zero_field, self.base)[0]) + n_hidden * math.log(2.0)
+    :class:`~boltzkit.models.unit_dbm.UnitDBM`, with the odd layers summed out (the base, its
+    ``log Z_0`` and the operator check are the unit RBM path's)."""
 
     def _even_bias(self, state: ChainState) -> Tensor:
         out = torch.zeros(state.n_chains, dtype=torch.float64, device=self.device)
@@ -320,12 +302,7 @@ class UnitDBMPath(AnnealingPath):
         """``sweeps`` block-Gibbs sweeps at ``beta``: the odd layers given the even ones, then the
         even ones (``v`` from the annealed conditional); ``odd_probs``: the odd layers'
         probabilities at ``beta`` for the first sweep when already known."""
-        if operator.name != "gibbs":
-            raise BoltzkitError(
-                f"{self.model.visible_units.name} visible units take Gibbs transitions only",
-                got=operator.name,
-                hint="use --sampler gibbs.",
-            )
+        self._check_operator(operator)
         model = self.model
         for sweep in range(int(sweeps)):
             for i, l in enumerate(model.odd_layers):
@@ -374,12 +351,7 @@ class UnitDBMPath(AnnealingPath):
 def unit_dbm_path(model: UnitDBM, *, data: Tensor | None = None, max_bits: int = 20) -> UnitDBMPath:
     """The AIS path of ``model`` from the unit type's base-rate fit to ``data``, or, without data,
     from the model's own visible parameters with no couplings."""
-    units = model.visible_units
-    if data is not None:
-        x = model.check_data(data, "base-rate data")
-        return UnitDBMPath(model, units.fit_base(x), "base rates of the data", max_bits=max_bits)
-    own = units.base_of(model.visible_params())
-    return UnitDBMPath(model, own, "model visible parameters (no couplings)", max_bits=max_bits)
+    return unit_base_rate_path(model, data=data, max_bits=max_bits, path_class=UnitDBMPath)
 
 
 __all__ = [

@@ -158,6 +158,8 @@ class UnitBaseRatePath(AnnealingPath):
     default_betas = "paper"
 
     def __init__(self, model: UnitRBM, base: Params, base_name: str, *, max_bits: int = 20) -> None:
+        # log Z_0: the base's log-partition and model.n_hidden uniform binary units (all hidden
+        # layers of a DBM)
         self.model = model
         kw = {"dtype": model.dtype, "device": model.device}
         self.base = {k: v.detach().to(**kw) for k, v in base.items()}
@@ -240,17 +242,22 @@ class UnitBaseRatePath(AnnealingPath):
 
 
 def unit_base_rate_path(
-    model: UnitRBM, *, data: Tensor | None = None, max_bits: int = 20
+    model: UnitRBM,
+    *,
+    data: Tensor | None = None,
+    max_bits: int = 20,
+    path_class: type[UnitBaseRatePath] = UnitBaseRatePath,
 ) -> UnitBaseRatePath:
     """The AIS path of ``model`` from the unit type's base-rate fit to ``data`` (the data's means
     and variances for Gaussian units, smoothed frequencies for categorical ones), or, without data,
-    from the model's own visible parameters with no couplings."""
+    from the model's own visible parameters with no couplings (``path_class``: the path of another
+    model with such visible units, e.g. a DBM's)."""
     units = model.visible_units
     if data is not None:
         x = model.check_data(data, "base-rate data")
-        return UnitBaseRatePath(model, units.fit_base(x), "base rates of the data", max_bits=max_bits)
+        return path_class(model, units.fit_base(x), "base rates of the data", max_bits=max_bits)
     own = units.base_of(model.visible_params())
-    return UnitBaseRatePath(model, own, "model visible parameters (no couplings)", max_bits=max_bits)
+    return path_class(model, own, "model visible parameters (no couplings)", max_bits=max_bits)
 
 
 @torch.no_grad()

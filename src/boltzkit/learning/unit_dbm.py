@@ -31,10 +31,15 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.unit_dbm import mean_field
-from boltzkit.learning.unit_rbm import set_visible_gradients, visible_base
+from boltzkit.learning.unit_rbm import (
+    check_finite,
+    prepared,
+    set_visible_gradients,
+    sgd_with_decay,
+    visible_base,
+)
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.samplers import make_operator
 from boltzkit.state import ChainState
@@ -109,18 +114,10 @@ class UnitDBMTrainer:
         self.mean_field_iterations = int(mean_field_iterations)
         self.learn_sigma = isinstance(model.visible_units, Gaussian) and learn_sigma
         others = list(model.biases) + ([model.log_sigma] if self.learn_sigma else [])
-        self.optimizer = torch.optim.SGD(
-            [
-                {"params": list(model.weights), "weight_decay": float(weight_decay)},
-                {"params": others, "weight_decay": 0.0},
-            ],
-            lr=float(lr),
-            momentum=float(momentum),
-        )
-        total = (int(n_examples) + self.batch_size - 1) // self.batch_size * int(epochs)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: max(0.0, 1.0 - step / total) if lr_decay else 1.0
-        )
+        self.optimizer, self.scheduler = sgd_with_decay(
+            list(model.weights), others, lr=lr, momentum=momentum, weight_decay=weight_decay,
+            n_examples=n_examples, batch_size=batch_size, epochs=epochs, lr_decay=lr_decay,
+        )  # fmt: skip
         self.operator = make_operator(sampler)
         with torch.no_grad():
             self.chains = model.random_state(int(n_chains), generator)
@@ -169,11 +166,7 @@ class UnitDBMTrainer:
             for start in range(0, n, self.batch_size)
         ]
         self.epoch += 1
-        if not all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
-            raise BoltzkitError(
-                f"training diverged in epoch {self.epoch}: a parameter is no longer finite",
-                hint="lower the learning rate (--lr), or keep sigma fixed for standardised data.",
-            )
+        check_finite(self.model, self.epoch)
         return {
             "epoch": self.epoch,
             "seconds": time.perf_counter() - t0,
@@ -235,16 +228,11 @@ def train_unit_dbm(
     (model, history)
         The trained model and one record per epoch (:meth:`UnitDBMTrainer.run_epoch`).
     """
-    generator = torch.Generator().manual_seed(int(seed))
-    units = unit_type(visible)
-    model = init or init_unit_dbm(x, units, hidden, init_scale=init_scale, generator=generator)
-    if model.visible_units != units:
-        raise BoltzkitError("the model's visible units differ from --visible", got=model.visible_units.name)
-    dev = resolve_device(device)
-    if dev.type != "cpu":
-        model = model.to(dev)
-        generator = make_generator(int(seed), dev)
-    data = model.check_data(torch.as_tensor(x).to(dev))
+
+    def fresh(x: Tensor, units: UnitType, *, generator: torch.Generator) -> UnitDBM:
+        return init_unit_dbm(x, units, hidden, init_scale=init_scale, generator=generator)
+
+    model, generator, data = prepared(x, visible, fresh, init=init, seed=seed, device=device)
     trainer = UnitDBMTrainer(
         model, n_examples=data.shape[0], k=k, epochs=epochs, lr=lr, lr_decay=lr_decay, momentum=momentum,
         weight_decay=weight_decay, batch_size=batch_size, n_chains=n_chains,

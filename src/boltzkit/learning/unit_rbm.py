@@ -22,7 +22,8 @@ couplings at ``N(0, init_scale^2)``. Gaussian-Bernoulli RBMs need small learning
 from __future__ import annotations
 
 import time
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,7 @@ from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Gaussian, Params, UnitType, unit_type
 
 METHODS = ("cd", "pcd")
+M = TypeVar("M", bound=torch.nn.Module)
 #: The free-energy gap of every this many minibatches (the first of each run of them) goes into the
 #: epoch's record: a monitor, whose float64 softplus over the hidden inputs would otherwise cost
 #: about a tenth of a CD-1 step.
@@ -82,6 +84,61 @@ def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
     if "sigma" in base:
         base["sigma"] = base["sigma"].clamp_min(SIGMA_FLOOR * float(base["sigma"].max()))
     return x, base
+
+
+def sgd_with_decay(
+    couplings: list[Tensor],
+    others: list[Tensor],
+    *,
+    lr: float,
+    momentum: float,
+    weight_decay: float,
+    n_examples: int,
+    batch_size: int,
+    epochs: int,
+    lr_decay: bool,
+) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.LambdaLR]:
+    """torch.optim's SGD with momentum, the weight decay on the couplings only, and the learning
+    rate decaying linearly to 0 over ``epochs`` epochs of updates when ``lr_decay`` (S2 Sec. 5):
+    the optimizer of every unit-type trainer."""
+    optimizer = torch.optim.SGD(
+        [{"params": couplings, "weight_decay": float(weight_decay)}, {"params": others, "weight_decay": 0.0}],
+        lr=float(lr),
+        momentum=float(momentum),
+    )
+    total = (int(n_examples) + int(batch_size) - 1) // int(batch_size) * int(epochs)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: max(0.0, 1.0 - step / total) if lr_decay else 1.0
+    )
+    return optimizer, scheduler
+
+
+def check_finite(model: torch.nn.Module, epoch: int) -> None:
+    """Stop a diverged run with a clear error (a parameter no longer finite)."""
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        raise BoltzkitError(
+            f"training diverged in epoch {epoch}: a parameter is no longer finite",
+            hint="lower the learning rate (--lr), or keep sigma fixed (learn_sigma=False) for "
+            "standardised data.",
+        )
+
+
+def prepared(
+    x: Tensor, visible: UnitType | str, fresh: Callable[..., M], *, init: M | None, seed: int, device: Any
+) -> tuple[M, torch.Generator, Tensor]:
+    """The model to train, its generator and its data: ``init``, or ``fresh(x, units,
+    generator=...)`` drawn on the CPU from ``seed``; moved to ``device``, where a generator seeded
+    with ``seed`` drives the rest; ``x`` checked by the model's visible units."""
+    generator = torch.Generator().manual_seed(int(seed))
+    units = unit_type(visible)
+    model = init or fresh(x, units, generator=generator)
+    if model.visible_units != units:
+        raise BoltzkitError("the model's visible units differ from --visible", got=model.visible_units.name)
+    dev = resolve_device(device)
+    if dev.type != "cpu":
+        model = model.to(dev)
+        generator = make_generator(int(seed), dev)
+    return model, generator, model.check_data(torch.as_tensor(x).to(dev))
 
 
 def set_visible_gradients(
@@ -172,18 +229,10 @@ class UnitTrainer:
         self.model, self.k, self.batch_size, self.generator = model, int(k), int(batch_size), generator
         self.learn_sigma = isinstance(model.visible_units, Gaussian) and learn_sigma
         others = [model.vbias, model.hbias] + ([model.log_sigma] if self.learn_sigma else [])
-        self.optimizer = torch.optim.SGD(
-            [
-                {"params": [model.W], "weight_decay": float(weight_decay)},
-                {"params": others, "weight_decay": 0.0},
-            ],
-            lr=float(lr),
-            momentum=float(momentum),
-        )
-        total = (int(n_examples) + self.batch_size - 1) // self.batch_size * int(epochs)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: max(0.0, 1.0 - step / total) if lr_decay else 1.0
-        )
+        self.optimizer, self.scheduler = sgd_with_decay(
+            [model.W], others, lr=lr, momentum=momentum, weight_decay=weight_decay, n_examples=n_examples,
+            batch_size=batch_size, epochs=epochs, lr_decay=lr_decay,
+        )  # fmt: skip
         if method == "pcd" and chains is None:
             chains = model.sample_independent(int(n_chains), generator)
         self.chains = chains if method == "pcd" else None
@@ -282,12 +331,7 @@ class UnitTrainer:
                 gap_sum += gap
                 n_monitored += 1
         self.epoch += 1
-        if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-            raise BoltzkitError(
-                f"training diverged in epoch {self.epoch}: a parameter is no longer finite",
-                hint="lower the learning rate (--lr), or keep sigma fixed (learn_sigma=False) for "
-                "standardised data.",
-            )
+        check_finite(model, self.epoch)
         return {
             "epoch": self.epoch,
             "seconds": time.perf_counter() - t0,
@@ -346,16 +390,11 @@ def train_unit_rbm(
     (model, history)
         The trained model and one record per epoch (:meth:`UnitTrainer.run_epoch`).
     """
-    generator = torch.Generator().manual_seed(int(seed))
-    units = unit_type(visible)
-    model = init or init_unit_rbm(x, units, n_hidden, init_scale=init_scale, generator=generator)
-    if model.visible_units != units:
-        raise BoltzkitError("the model's visible units differ from --visible", got=model.visible_units.name)
-    dev = resolve_device(device)
-    if dev.type != "cpu":
-        model = model.to(dev)
-        generator = make_generator(int(seed), dev)
-    data = model.check_data(torch.as_tensor(x).to(dev))
+
+    def fresh(x: Tensor, units: UnitType, *, generator: torch.Generator) -> UnitRBM:
+        return init_unit_rbm(x, units, n_hidden, init_scale=init_scale, generator=generator)
+
+    model, generator, data = prepared(x, visible, fresh, init=init, seed=seed, device=device)
     trainer = UnitTrainer(
         model, n_examples=data.shape[0], method=method, k=k, epochs=epochs, lr=lr, lr_decay=lr_decay,
         momentum=momentum, weight_decay=weight_decay, batch_size=batch_size, n_chains=n_chains,
@@ -365,4 +404,13 @@ def train_unit_rbm(
     return model, history
 
 
-__all__ = ["UnitTrainer", "init_unit_rbm", "set_visible_gradients", "train_unit_rbm", "visible_base"]
+__all__ = [
+    "UnitTrainer",
+    "check_finite",
+    "init_unit_rbm",
+    "prepared",
+    "set_visible_gradients",
+    "sgd_with_decay",
+    "train_unit_rbm",
+    "visible_base",
+]

@@ -33,6 +33,7 @@ from torch import Tensor, nn
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
+from boltzkit.models.unit_rbm import checked_alphabet, checked_array
 from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Categorical, Gaussian, Params, UnitType, unit_type
 
@@ -84,14 +85,7 @@ class UnitDBM(EnergyModel):
     ) -> None:
         super().__init__()
         self.visible_units = unit_type(visible)
-        if alphabet is not None and (
-            not isinstance(self.visible_units, Categorical) or len(alphabet) != self.visible_units.n_states
-        ):
-            raise BoltzkitError(
-                "an alphabet names the states of categorical units, one letter each",
-                got=f"{alphabet!r} for {self.visible_units.name} units",
-            )
-        self.alphabet = alphabet
+        self.alphabet = checked_alphabet(self.visible_units, alphabet)
         if isinstance(self.visible_units, Bernoulli):
             raise BoltzkitError(
                 "binary visible units make an ordinary DBM",
@@ -123,17 +117,17 @@ class UnitDBM(EnergyModel):
                 )
                 value = init_scale * noise
             else:
-                value = _checked(f"W_{l}", weights[l], shape)
+                value = checked_array(f"W_{l}", weights[l], shape)
             self.weights.append(nn.Parameter(value.to(**kw)))
         bias_shapes = [self.visible_units.bias_shape(sizes[0])] + [(n,) for n in sizes[1:]]
         if biases is not None and len(biases) != len(bias_shapes):
             raise BoltzkitError("one bias per layer", got=len(biases), expected=len(bias_shapes))
         self.biases = nn.ParameterList(
-            nn.Parameter(_checked(f"bias_{l}", None if biases is None else biases[l], shape).to(**kw))
+            nn.Parameter(checked_array(f"bias_{l}", None if biases is None else biases[l], shape).to(**kw))
             for l, shape in enumerate(bias_shapes)
         )
         if isinstance(self.visible_units, Gaussian):
-            sigma = _checked("sigma", sigma, (sizes[0],), 1.0)
+            sigma = checked_array("sigma", sigma, (sizes[0],), 1.0)
             if not bool((sigma > 0).all()):
                 raise BoltzkitError("sigma must be positive", got=float(sigma.min()))
             self.log_sigma = nn.Parameter(torch.log(sigma.to(**kw)))
@@ -153,6 +147,11 @@ class UnitDBM(EnergyModel):
     @property
     def layer_sizes(self) -> tuple[int, ...]:
         return self._sizes
+
+    @property
+    def n_hidden(self) -> int:
+        """Hidden units in all layers."""
+        return sum(self._sizes[1:])
 
     @property
     def n_layers(self) -> int:
@@ -303,15 +302,6 @@ class UnitDBM(EnergyModel):
 
     def extra_repr(self) -> str:
         return f"visible={self.visible_units.name}, layer_sizes={self._sizes}"
-
-
-def _checked(name: str, value: Tensor | None, shape: tuple[int, ...], fill: float = 0.0) -> Tensor:
-    if value is None:
-        return torch.full(shape, float(fill))
-    value = torch.as_tensor(value).detach()
-    if tuple(value.shape) != tuple(shape):
-        raise BoltzkitError(f"{name} has the wrong shape", got=tuple(value.shape), expected=tuple(shape))
-    return value.clone()
 
 
 __all__ = ["KIND_OF_UNITS", "UnitDBM"]

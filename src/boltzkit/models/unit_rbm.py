@@ -41,6 +41,27 @@ _BINARY = Bernoulli()
 KIND_OF_UNITS = {"gaussian": "gaussian-rbm", "categorical": "categorical-rbm"}
 
 
+def checked_alphabet(units: UnitType, alphabet: str | None) -> str | None:
+    """``alphabet`` when it names each state of categorical ``units`` with one letter, else a clear
+    error (``None`` passes)."""
+    if alphabet is not None and (not isinstance(units, Categorical) or len(alphabet) != units.n_states):
+        raise BoltzkitError(
+            "an alphabet names the states of categorical units, one letter each",
+            got=f"{alphabet!r} for {units.name} units",
+        )
+    return alphabet
+
+
+def checked_array(name: str, value: Tensor | None, shape: tuple[int, ...], fill: float = 0.0) -> Tensor:
+    """A copy of ``value`` of the given ``shape`` (``fill`` everywhere when ``None``), or a clear error."""
+    if value is None:
+        return torch.full(shape, float(fill))
+    value = torch.as_tensor(value).detach()
+    if tuple(value.shape) != tuple(shape):
+        raise BoltzkitError(f"{name} has the wrong shape", got=tuple(value.shape), expected=tuple(shape))
+    return value.clone()
+
+
 class UnitRBM(EnergyModel):
     """An RBM with visible units of a given type and binary hidden units.
 
@@ -84,14 +105,7 @@ class UnitRBM(EnergyModel):
     ) -> None:
         super().__init__()
         self.visible_units = unit_type(visible)
-        if alphabet is not None and (
-            not isinstance(self.visible_units, Categorical) or len(alphabet) != self.visible_units.n_states
-        ):
-            raise BoltzkitError(
-                "an alphabet names the states of categorical units, one letter each",
-                got=f"{alphabet!r} for {self.visible_units.name} units",
-            )
-        self.alphabet = alphabet
+        self.alphabet = checked_alphabet(self.visible_units, alphabet)
         if isinstance(self.visible_units, Bernoulli):
             raise BoltzkitError(
                 "binary visible units make an ordinary RBM", hint="use boltzkit.RBM (or --visible binary)."
@@ -112,12 +126,12 @@ class UnitRBM(EnergyModel):
                 device=device if generator is None else generator.device,
             )
             weights = init_scale * noise
-        self.W = nn.Parameter(self._checked("W", weights, w_shape).to(**kw))
+        self.W = nn.Parameter(checked_array("W", weights, w_shape).to(**kw))
         b_shape = self.visible_units.bias_shape(self.n_visible)
-        self.vbias = nn.Parameter(self._checked("vbias", vbias, b_shape, 0.0).to(**kw))
-        self.hbias = nn.Parameter(self._checked("hbias", hbias, (self.n_hidden,), 0.0).to(**kw))
+        self.vbias = nn.Parameter(checked_array("vbias", vbias, b_shape, 0.0).to(**kw))
+        self.hbias = nn.Parameter(checked_array("hbias", hbias, (self.n_hidden,), 0.0).to(**kw))
         if isinstance(self.visible_units, Gaussian):
-            sigma = self._checked("sigma", sigma, (self.n_visible,), 1.0)
+            sigma = checked_array("sigma", sigma, (self.n_visible,), 1.0)
             if not bool((sigma > 0).all()):
                 raise BoltzkitError("sigma must be positive", got=float(sigma.min()))
             self.log_sigma = nn.Parameter(torch.log(sigma.to(**kw)))
@@ -128,16 +142,6 @@ class UnitRBM(EnergyModel):
         if isinstance(self.visible_units, Categorical):
             return (self.n_visible, self.visible_units.n_states, self.n_hidden)
         return (self.n_visible, self.n_hidden)
-
-    def _checked(
-        self, name: str, value: Tensor | None, shape: tuple[int, ...], fill: float | None = None
-    ) -> Tensor:
-        if value is None:
-            return torch.full(shape, float(fill))
-        value = torch.as_tensor(value).detach()
-        if tuple(value.shape) != shape:
-            raise BoltzkitError(f"{name} has the wrong shape", got=tuple(value.shape), expected=shape)
-        return value.clone()
 
     # ------------------------------------------------------------------ facts
     @property
@@ -302,4 +306,4 @@ class UnitRBM(EnergyModel):
         return f"visible={self.visible_units.name}, n_visible={self.n_visible}, n_hidden={self.n_hidden}"
 
 
-__all__ = ["KIND_OF_UNITS", "UnitRBM"]
+__all__ = ["KIND_OF_UNITS", "UnitRBM", "checked_alphabet", "checked_array"]
