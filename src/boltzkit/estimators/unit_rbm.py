@@ -136,7 +136,7 @@ def _softplus_increment(a: Tensor, beta_from: float, beta_to: float) -> tuple[Te
     step = beta_to - beta_from
     probs = torch.sigmoid(a if beta_to == 1.0 else beta_to * a)
     low, high = torch.aminmax(a)
-    if abs(step) * max(-float(low), float(high)) <= 1.0:
+    if abs(step) * float(torch.maximum(-low, high)) <= 1.0:  # one read of the device
         terms = torch.expm1(a * -step).mul_(probs).log1p_()
         return terms.sum(-1, dtype=torch.float64).neg_(), probs
     a = a.to(torch.float64)
