@@ -148,3 +148,46 @@ def test_unit_rbm_training_on_cuda_learns_and_is_reproducible(units):
     start, _ = train_unit_rbm(train, teacher.visible_units, 4, **{**kw, "epochs": 1, "lr": 1e-12})
     before, after, best = test_log_prob(start), test_log_prob(a), test_log_prob(teacher)
     assert after - before > 0.7 * (best - before) and after < best + 0.1
+
+
+@pytest.mark.parametrize("units", ["gaussian", "categorical:3"])
+def test_unit_dbms_on_cuda_give_the_cpu_exact_values_and_ais_within_its_band(units):
+    from test_unit_dbm import unit_dbm
+
+    from boltzkit.estimators import estimate_log_z
+    from boltzkit.estimators.unit_dbm import exact_log_unnormalized, exact_sample_unit_dbm
+
+    model = unit_dbm(units, (6, 5, 4), seed=31, scale=0.5)
+    on_gpu = unit_dbm(units, (6, 5, 4), seed=31, scale=0.5).to(CUDA)
+    truth = exact_log_z(model).log_z
+    assert exact_log_z(on_gpu).log_z == pytest.approx(truth, abs=1e-9)
+    data = exact_sample_unit_dbm(model, 500, torch.Generator().manual_seed(32)).layers[0]
+    torch.testing.assert_close(
+        exact_log_unnormalized(on_gpu, data.to(CUDA)).cpu(), exact_log_unnormalized(model, data)
+    )
+    res = estimate_log_z(on_gpu, "sandwich", betas=2000, n_chains=100, base_rate_data=data.to(CUDA), seed=33)
+    assert res.band.minus_3sigma <= truth <= res.band.plus_3sigma and abs(res.log_z - truth) < 0.1
+
+
+@pytest.mark.parametrize("units", ["gaussian", "categorical:3"])
+def test_unit_dbm_training_on_cuda_learns_and_is_reproducible(units):
+    from test_unit_dbm import mixture_data
+
+    from boltzkit.estimators.unit_dbm import exact_log_unnormalized
+    from boltzkit.learning.unit_dbm import init_unit_dbm, train_unit_dbm
+
+    x, held_out = mixture_data(units, 2000, 34), mixture_data(units, 2000, 35)
+    # the settings of test_unit_dbm.py::test_training_learns_data_that_no_independent_model_fits
+    kw = dict(epochs=15, lr=0.01 if units == "gaussian" else 0.05, batch_size=50, seed=1, device="cuda")
+    a, history = train_unit_dbm(x, units, [4, 3], **kw)
+    b, _ = train_unit_dbm(x, units, [4, 3], **kw)
+    assert all(p.device.type == "cuda" for p in a.parameters()) and len(history) == 15
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+    def score(model) -> float:
+        model = model.to("cpu").double()
+        return float(exact_log_unnormalized(model, held_out.double()).mean()) - exact_log_z(model).log_z
+
+    start = init_unit_dbm(x, units, [4, 3], generator=torch.Generator().manual_seed(1))
+    assert score(a) > score(start) + 1.0
