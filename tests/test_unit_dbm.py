@@ -245,3 +245,14 @@ def test_a_dbm_npz_without_metadata_is_read_by_its_arrays(kind: str, tmp_path) -
     assert torch.allclose(
         exact_log_unnormalized(back.double(), v), exact_log_unnormalized(model, v), atol=1e-9
     )
+
+
+def test_categorical_states_of_the_wrong_width_are_refused_by_the_coupling() -> None:
+    """A lookup of W's rows would quietly use the first units of a narrower row: refused instead."""
+    from boltzkit.models.unit_rbm import UnitRBM
+
+    dbm = unit_dbm("categorical:3", (4, 3, 2), seed=23)
+    with pytest.raises(BoltzkitError, match="do not fit the couplings"):
+        exact_log_unnormalized(dbm, torch.tensor([[0.0, 1.0, 2.0]], dtype=F64))
+    with pytest.raises(BoltzkitError, match="do not fit the couplings"):
+        UnitRBM("categorical:3", 4, 3).log_unnormalized(torch.tensor([[0.0, 1.0, 2.0]]))

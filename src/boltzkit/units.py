@@ -428,6 +428,12 @@ class Categorical(UnitType):
         """``onehot(x) W`` as a lookup: the sum of ``W``'s rows ``(i, x_i)`` (``torch``'s
         ``embedding_bag``), without forming the one-hot vectors or their ``n Q``-wide product."""
         idx = self._index(x)
+        if idx.shape[-1] * self.n_states != weights.shape[0]:  # a lookup would not notice
+            raise BoltzkitError(
+                "the states do not fit the couplings",
+                got=f"{idx.shape[-1]} units of {self.n_states} states",
+                expected=f"{weights.shape[0] // self.n_states} units",
+            )
         rows = idx + torch.arange(idx.shape[1], device=idx.device) * self.n_states
         return F.embedding_bag(rows, weights, mode="sum")
 

@@ -189,8 +189,7 @@ def mean_field(
 ) -> tuple[list[Tensor], dict[str, Any]]:
     """The mean-field marginals ``mu_1, ..., mu_L`` of ``q(h | v)`` (the module docstring): the odd
     layers given the even ones, then the even ones, until no marginal moves by more than ``tol``.
-    ``mu``: a start (default: a bottom-up pass with each layer's upper input doubled for the first
-    hidden layer, as Salakhutdinov & Hinton 2009 do, and the rest from it)."""
+    ``mu``: a start (default: one bottom-up pass, each layer from the one below alone)."""
     v = v.to(model.dtype)
     visible_input = model.visible_units.couple(v, model.w0_flat(), model.visible_params())
     if mu is None:
@@ -263,6 +262,7 @@ class UnitDBMPath(UnitBaseRatePath):
             out = out + (state.layers[l].to(self.dtype) @ self.model.biases[l]).to(torch.float64)
         return out
 
+    @torch.no_grad()
     def log_f(self, state: ChainState, beta: float) -> Tensor:
         model, units = self.model, self.model.visible_units
         v = state.layers[0].to(self.dtype)
@@ -317,23 +317,12 @@ class UnitDBMPath(UnitBaseRatePath):
         return state
 
     def sample_start(self, n_chains: int, generator: torch.Generator) -> ChainState:
-        model = self.model
-        zero = torch.zeros(
-            (int(n_chains), model.n_visible, model.visible_units.n_stats),
-            dtype=self.dtype,
-            device=self.device,
+        return self._with_uniform_hidden(
+            self.model.sample_independent(n_chains, generator, base=self.base), generator
         )
-        v = model.visible_units.sample_annealed(zero, model.visible_params(), self.base, 0.0, generator)
-        return self._with_uniform_hidden(v, generator)
 
     def _with_uniform_hidden(self, v: Tensor, generator: torch.Generator) -> ChainState:
-        hidden = [
-            (torch.rand((v.shape[0], n), generator=generator, device=generator.device) < 0.5)
-            .to(self.dtype)
-            .to(self.device)
-            for n in self.model.layer_sizes[1:]
-        ]
-        return ChainState((v, *hidden))
+        return ChainState((v, *self.model.uniform_hidden(v.shape[0], generator)))
 
     def sample_end(self, n_chains: int, generator: torch.Generator) -> ChainState | None:
         if odd_bits(self.model) > self.max_bits:

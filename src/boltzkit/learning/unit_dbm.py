@@ -232,6 +232,12 @@ def train_unit_dbm(
     def fresh(x: Tensor, units: UnitType, *, generator: torch.Generator) -> UnitDBM:
         return init_unit_dbm(x, units, hidden, init_scale=init_scale, generator=generator)
 
+    if init is not None and list(init.layer_sizes[1:]) != [int(n) for n in hidden]:
+        raise BoltzkitError(
+            "the model to train further has other hidden layers",
+            got=list(init.layer_sizes[1:]),
+            expected=list(hidden),
+        )
     model, generator, data = prepared(x, visible, fresh, init=init, seed=seed, device=device)
     trainer = UnitDBMTrainer(
         model, n_examples=data.shape[0], k=k, epochs=epochs, lr=lr, lr_decay=lr_decay, momentum=momentum,

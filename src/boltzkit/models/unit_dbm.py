@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
@@ -271,30 +270,28 @@ class UnitDBM(EnergyModel):
         v = state.layers[0].to(self.dtype)
         return self.energy(state) - self.visible_units.self_energy(v, self.visible_params())
 
-    def random_state(self, n_chains: int, generator: torch.Generator) -> ChainState:
-        """Visible units from their own independent model, hidden units uniform."""
+    def sample_independent(self, n: int, generator: torch.Generator, base: Params | None = None) -> Tensor:
+        """``n`` draws of the visible units with no couplings: the model's own visible parameters,
+        or ``base`` (a base-rate model of the unit type)."""
         zero = torch.zeros(
-            (int(n_chains), self._sizes[0], self.visible_units.n_stats), dtype=self.dtype, device=self.device
+            (int(n), self._sizes[0], self.visible_units.n_stats), dtype=self.dtype, device=self.device
         )
         own = self.visible_params()
-        v = self.visible_units.sample_annealed(zero, own, own, 0.0, generator)
-        hidden = [
-            (torch.rand(n_chains, n, generator=generator, device=self.device) < 0.5).to(self.dtype)
-            for n in self._sizes[1:]
-        ]
-        return ChainState((v, *hidden))
+        return self.visible_units.sample_annealed(zero, own, own if base is None else base, 0.0, generator)
 
-    def log_f_even(self, state: ChainState, *, odd_inputs: Sequence[Tensor] | None = None) -> Tensor:
-        """``log sum_{odd layers} exp(-E)`` of the even layers of ``state`` (the module docstring),
-        float64, shape ``(batch,)``."""
-        inputs = self.odd_inputs(state) if odd_inputs is None else odd_inputs
-        v = state.layers[0].to(self.dtype)
-        out = -self.visible_units.self_energy(v, self.visible_params())
-        for l in self.even_hidden_layers:
-            out = out + (state.layers[l].to(self.dtype) @ self.biases[l]).to(torch.float64)
-        for a in inputs:
-            out = out + F.softplus(a.to(torch.float64)).sum(-1)
-        return out
+    def uniform_hidden(self, n: int, generator: torch.Generator) -> list[Tensor]:
+        """``n`` uniform draws of every hidden layer (on the generator's device, then the model's)."""
+        return [
+            (torch.rand((int(n), size), generator=generator, device=generator.device) < 0.5)
+            .to(self.dtype)
+            .to(self.device)
+            for size in self._sizes[1:]
+        ]
+
+    def random_state(self, n_chains: int, generator: torch.Generator) -> ChainState:
+        """Visible units from their own independent model, hidden units uniform."""
+        v = self.sample_independent(n_chains, generator)
+        return ChainState((v, *self.uniform_hidden(n_chains, generator)))
 
     def check_data(self, x: Tensor, what: str = "data") -> Tensor:
         """``x`` checked against the visible unit type, as this model's dtype and device."""
