@@ -126,7 +126,7 @@ def test_exact_samples_have_the_exact_visible_marginal() -> None:
 
 
 @pytest.mark.parametrize("kind", ["gaussian", "categorical:3"])
-@pytest.mark.parametrize("method", ["ais", "reverse-ais", "sandwich"])
+@pytest.mark.parametrize("method", ["reverse-ais", "sandwich"])  # the sandwich's forward run is AIS
 def test_ais_lands_in_its_band_around_exact_log_z(kind: str, method: str) -> None:
     model = unit_dbm(kind, (6, 5, 4), seed=9, scale=0.5)
     exact = exact_log_z_unit_dbm(model).log_z
