@@ -276,8 +276,8 @@ def test_command_line_trains_estimates_evaluates_and_samples(tmp_path) -> None:
 
 @pytest.mark.parametrize("kind", ["gaussian", "categorical"])
 def test_coupling_gradients_are_those_of_the_coupling(kind: str) -> None:
-    """``coupling_gradients`` (one product) equals autograd's gradient of ``sum g * phi(x) W`` with
-    respect to the weights and to sigma (Gaussian units)."""
+    """``phi(x)' g`` (one product) and ``through_stats_gradients`` equal autograd's gradient of
+    ``sum g * phi(x) W`` with respect to the weights and to sigma (Gaussian units)."""
     model = gaussian_rbm(4, 3, seed=21) if kind == "gaussian" else categorical_rbm(4, 3, 3, seed=21)
     g = torch.Generator().manual_seed(22)
     x = model.sample_independent(6, g).detach()
@@ -288,7 +288,8 @@ def test_coupling_gradients_are_those_of_the_coupling(kind: str) -> None:
     wanted = [flat, *([params["sigma"]] if kind == "gaussian" else [])]
     direct = torch.autograd.grad(coupling, wanted)
     with torch.no_grad():
-        grad_w, others = units.coupling_gradients(x, flat, params, weights)
+        grad_w = units.stats(x, params).flatten(1).t() @ weights
+        others = units.through_stats_gradients(flat, grad_w, params)
     assert torch.allclose(grad_w, direct[0], atol=1e-12)
     assert set(others) == ({"sigma"} if kind == "gaussian" else set())
     if kind == "gaussian":

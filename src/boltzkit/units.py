@@ -117,20 +117,12 @@ class UnitType(ABC):
         stats = self.stats(x, params) if stats is None else stats
         return stats.reshape(stats.shape[0], -1) @ weights
 
-    def coupling_gradients(
-        self, x: Tensor, weights: Tensor, params: Params, g: Tensor, *, stats: Tensor | None = None
-    ) -> tuple[Tensor, dict[str, Tensor]]:
-        """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` (``g``: ``(batch, n_next)``) with respect
-        to the weights, ``G = phi(x)' g`` (one product, shape of ``weights``), and to the parameters
-        ``phi`` depends on (:meth:`through_stats_gradients`): what a learning rule whose next layer
-        is summed out needs. ``stats``: ``phi(x)`` when already computed."""
-        stats = self.stats(x, params) if stats is None else stats
-        grad_w = torch.mm(stats.reshape(stats.shape[0], -1).t(), g)
-        return grad_w, self.through_stats_gradients(weights, grad_w, params)
-
     def through_stats_gradients(self, weights: Tensor, grad_w: Tensor, params: Params) -> Params:
-        """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` with respect to the parameters ``phi``
-        depends on, from the weights' gradient ``grad_w = phi(x)' g`` (none for most types)."""
+        """The gradient of ``sum_bj g_bj [phi(x_b) W]_j`` (``g``: ``(batch, n_next)``) with respect
+        to the parameters ``phi`` depends on, from the weights' gradient ``grad_w = phi(x)' g`` (one
+        product, shape of ``weights``): what a learning rule whose next layer is summed out needs
+        besides ``grad_w`` (:func:`~boltzkit.learning.unit_rbm.set_visible_gradients`); none for
+        most types."""
         return {}
 
     # ------------------------------------------------------------------ conditionals

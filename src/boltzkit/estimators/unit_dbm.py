@@ -76,12 +76,17 @@ def _check_bits(model: UnitDBM, max_bits: int, what: str) -> int:
 
 def _odd_chunks(model: UnitDBM, bits: int) -> Iterator[list[Tensor]]:
     """Every joint state of the odd layers, in chunks, as one tensor per odd layer."""
-    sizes = [model.layer_sizes[l] for l in model.odd_layers]
-    shifts = torch.arange(bits, device=model.device)
     for start in range(0, 2**bits, CHUNK):
-        codes = torch.arange(start, min(start + CHUNK, 2**bits), device=model.device).unsqueeze(1)
-        states = ((codes >> shifts) & 1).to(model.dtype)
-        yield list(torch.split(states, sizes, dim=1))
+        yield _odd_layers_of(
+            model, torch.arange(start, min(start + CHUNK, 2**bits), device=model.device), bits
+        )
+
+
+def _odd_layers_of(model: UnitDBM, codes: Tensor, bits: int) -> list[Tensor]:
+    """The joint odd-layer states numbered ``codes`` (bit ``i``: unit ``i`` of the odd layers in
+    order), one tensor per odd layer."""
+    states = ((codes.unsqueeze(1) >> torch.arange(bits, device=codes.device)) & 1).to(model.dtype)
+    return list(torch.split(states, [model.layer_sizes[l] for l in model.odd_layers], dim=1))
 
 
 def _odd_state(model: UnitDBM, odd: list[Tensor]) -> ChainState:
@@ -99,9 +104,7 @@ def _odd_state(model: UnitDBM, odd: list[Tensor]) -> ChainState:
 def _even_hidden_log_sum(model: UnitDBM, state: ChainState) -> Tensor:
     """``sum_{odd l} b_l'h_l + sum_{even l >= 2} sum_j softplus(a_l)`` of odd states, float64: every
     part of ``log p*(odd)`` but the visible layer's."""
-    out = torch.zeros(state.n_chains, dtype=torch.float64, device=model.device)
-    for l in model.odd_layers:
-        out = out + (state.layers[l] @ model.biases[l]).to(torch.float64)
+    out = model.bias_term(state, model.odd_layers)
     for l in model.even_hidden_layers:
         out = out + F.softplus(model.hidden_input(state, l).to(torch.float64)).sum(-1)
     return out
@@ -159,10 +162,7 @@ def exact_sample_unit_dbm(
     bits = _check_bits(model, max_bits, "exact samples")
     log_w = torch.cat([_log_marginal_odd(model, _odd_state(model, odd)) for odd in _odd_chunks(model, bits)])
     idx = torch.multinomial(torch.softmax(log_w, 0), int(n_samples), replacement=True, generator=generator)
-    codes = idx.to(model.device).unsqueeze(1)
-    states = ((codes >> torch.arange(bits, device=model.device)) & 1).to(model.dtype)
-    odd = list(torch.split(states, [model.layer_sizes[l] for l in model.odd_layers], dim=1))
-    state = _odd_state(model, odd)
+    state = _odd_state(model, _odd_layers_of(model, idx.to(model.device), bits))
     return _draw_even(model, state, generator, 1.0, None)
 
 
@@ -176,10 +176,24 @@ def _draw_even(
     )
     state = state.with_layer(0, v)
     for l in model.even_hidden_layers:
-        a = model.hidden_input(state, l)
-        p = torch.sigmoid(a if beta == 1.0 else beta * a)
-        state = state.with_layer(l, bernoulli(p, generator))
+        state = _draw_hidden(model, state, l, generator, beta)
     return state
+
+
+def _draw_hidden(
+    model: UnitDBM,
+    state: ChainState,
+    layer: int,
+    generator: torch.Generator,
+    beta: float,
+    probs: Tensor | None = None,
+) -> ChainState:
+    """Hidden ``layer`` drawn given its neighbours at ``beta`` (``probs``: its probabilities when
+    already known)."""
+    if probs is None:
+        a = model.hidden_input(state, layer)
+        probs = torch.sigmoid(a if beta == 1.0 else beta * a)
+    return state.with_layer(layer, bernoulli(probs, generator))
 
 
 # ---------------------------------------------------------------------- the mean-field bound
@@ -256,17 +270,13 @@ class UnitDBMPath(UnitBaseRatePath):
     :class:`~boltzkit.models.unit_dbm.UnitDBM`, with the odd layers summed out (the base, its
     ``log Z_0`` and the operator check are the unit RBM path's)."""
 
-    def _even_bias(self, state: ChainState) -> Tensor:
-        out = torch.zeros(state.n_chains, dtype=torch.float64, device=self.device)
-        for l in self.model.even_hidden_layers:
-            out = out + (state.layers[l].to(self.dtype) @ self.model.biases[l]).to(torch.float64)
-        return out
-
     @torch.no_grad()
     def log_f(self, state: ChainState, beta: float) -> Tensor:
         model, units = self.model, self.model.visible_units
         v = state.layers[0].to(self.dtype)
-        out = -beta * units.self_energy(v, model.visible_params()) + beta * self._even_bias(state)
+        out = beta * (
+            model.bias_term(state, model.even_hidden_layers) - units.self_energy(v, model.visible_params())
+        )
         if beta != 1.0:
             out = out - (1.0 - beta) * units.self_energy(v, self.base)
         for a in model.odd_inputs(state):
@@ -278,10 +288,10 @@ class UnitDBMPath(UnitBaseRatePath):
         """Fused AIS step: the odd layers' inputs serve both ends of the log-weight increment and
         the first draw of the odd layers at ``beta_to``."""
         beta_from, beta_to = float(beta_from), float(beta_to)
-        step = beta_to - beta_from
-        delta = (self._even_bias(state) - self._energy_gap(state.layers[0])) * step
+        step, model = beta_to - beta_from, self.model
+        delta = (model.bias_term(state, model.even_hidden_layers) - self._energy_gap(state.layers[0])) * step
         probs = []
-        for a in self.model.odd_inputs(state):
+        for a in model.odd_inputs(state):
             increment, p = _softplus_increment(a, beta_from, beta_to)
             delta = delta + increment
             probs.append(p)
@@ -306,13 +316,8 @@ class UnitDBMPath(UnitBaseRatePath):
         model = self.model
         for sweep in range(int(sweeps)):
             for i, l in enumerate(model.odd_layers):
-                if sweep == 0 and odd_probs is not None:
-                    p = odd_probs[i]
-                else:
-                    a = model.hidden_input(state, l)
-                    p = torch.sigmoid(a if beta == 1.0 else beta * a)
-                h = bernoulli(p, generator)
-                state = state.with_layer(l, h)
+                known = odd_probs[i] if sweep == 0 and odd_probs is not None else None
+                state = _draw_hidden(model, state, l, generator, beta, known)
             state = _draw_even(model, state, generator, beta, self.base)
         return state
 

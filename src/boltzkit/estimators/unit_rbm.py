@@ -158,8 +158,6 @@ class UnitBaseRatePath(AnnealingPath):
     default_betas = "paper"
 
     def __init__(self, model: UnitRBM, base: Params, base_name: str, *, max_bits: int = 20) -> None:
-        # log Z_0: the base's log-partition and model.n_hidden uniform binary units (all hidden
-        # layers of a DBM)
         self.model = model
         kw = {"dtype": model.dtype, "device": model.device}
         self.base = {k: v.detach().to(**kw) for k, v in base.items()}
@@ -170,6 +168,7 @@ class UnitBaseRatePath(AnnealingPath):
         # E_model(v) - E_base(v) of the visible layer, the kept part of every AIS increment
         self._energy_gap = units.energy_difference(model.visible_params(), self.base)
         zero_field = torch.zeros((1, model.n_visible, units.n_stats), **kw)
+        # the base's log-partition and n_hidden uniform binary units (all hidden layers of a DBM)
         self.log_z_a = float(units.log_partition(zero_field, self.base)[0]) + model.n_hidden * math.log(2.0)
 
     def log_f(self, state: ChainState, beta: float) -> Tensor:

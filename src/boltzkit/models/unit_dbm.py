@@ -249,6 +249,13 @@ class UnitDBM(EnergyModel):
             raise BoltzkitError("the field of a unit DBM is that of its whole visible layer", got=block)
         return self._scaled(self.visible_field(state.layers[1]), beta, 2), self.visible_params()
 
+    def bias_term(self, state: ChainState, layers: Sequence[int]) -> Tensor:
+        """``sum_{l in layers} b_l'h_l`` of hidden layers, float64, shape ``(batch,)``."""
+        out = torch.zeros(state.n_chains, dtype=torch.float64, device=self.device)
+        for l in layers:
+            out = out + (state.layers[l].to(self.dtype) @ self.biases[l]).to(torch.float64)
+        return out
+
     def energy(self, state: ChainState) -> Tensor:
         """``E(v, h_1, ..., h_L)``, float64, shape ``(batch,)``."""
         layers = [x.to(self.dtype) for x in state.layers]
@@ -256,9 +263,8 @@ class UnitDBM(EnergyModel):
         coupling = (self.visible_units.couple(layers[0], self.w0_flat(), params) * layers[1]).sum(-1)
         for l in range(1, self.n_layers - 1):
             coupling = coupling + ((layers[l] @ self.weights[l]) * layers[l + 1]).sum(-1)
-        for l in range(1, self.n_layers):
-            coupling = coupling + layers[l] @ self.biases[l]
-        return self.visible_units.self_energy(layers[0], params) - coupling.to(torch.float64)
+        biases = self.bias_term(state, range(1, self.n_layers))
+        return self.visible_units.self_energy(layers[0], params) - coupling.to(torch.float64) - biases
 
     def joint_energy(self, state: ChainState) -> Tensor:
         return self.energy(state)
