@@ -173,6 +173,35 @@ def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, monkeypatch)
     assert saved_epochs == [1, 2, 3]
 
 
+@pytest.mark.parametrize(("seconds", "expected"), [(1e9, [4]), (0.0, [1, 2, 3, 4])])
+def test_the_implicit_checkpoint_is_written_at_most_every_few_seconds(
+    tmp_path, monkeypatch, seconds, expected
+):
+    """Without --checkpoint the run still checkpoints (OUT.ckpt), but a periodic save waits until
+    DEFAULT_CHECKPOINT_SECONDS have passed since the last one: many short epochs then cost a few
+    writes, not one each; the last epoch is always saved. --checkpoint-every N saves every N."""
+    import boltzkit.cli.train as train_cli
+    from boltzkit.learning.trainer import Trainer
+
+    saved_epochs = []
+    original = Trainer.save_checkpoint
+
+    def spy(self, path):
+        saved_epochs.append(self.history[-1]["epoch"])
+        original(self, path)
+
+    monkeypatch.setattr(Trainer, "save_checkpoint", spy)
+    monkeypatch.setattr(train_cli, "DEFAULT_CHECKPOINT_SECONDS", seconds)
+    args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 4, "--batch-size", 8)
+    result = run(*args, "--out", tmp_path / "m.safetensors")
+    assert result.exit_code == 0, result.output
+    assert saved_epochs == expected
+    saved_epochs.clear()
+    result = run(*args, "--checkpoint-every", 2, "--out", tmp_path / "m.safetensors", "--force")
+    assert result.exit_code == 0, result.output
+    assert saved_epochs == [2, 4]
+
+
 def test_a_resumed_run_counts_the_seconds_of_its_earlier_epochs(tmp_path, monkeypatch):
     """The model's training_seconds (and so a zoo card's) cover every epoch, not only those of the
     run that finished the training."""

@@ -82,7 +82,7 @@ def test_a_small_reproduction_end_to_end_resumes_after_a_kill(tmp_path: Path, mo
         t1.ModelSpec("CD1(20)", 3, "sm2008-cd1", "sm2008-not-in-the-zoo"),
     )
     kw = {"out_dir": tmp_path, "quick": True, "device": "cpu", "n_chains": 20, "betas": 101, "epochs": 1,
-          "progress": False, "models": models}  # fmt: skip
+          "progress": False, "models": models, "ratio_betas": 1001}  # fmt: skip
     real = t1.log_prob_stage
     seen = []
 

@@ -54,6 +54,9 @@ from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.units import Categorical, unit_type
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
+#: The implicit checkpoint (OUT.ckpt) is written after an epoch only when this many seconds have
+#: passed since the last write: many short epochs cost a few writes, an interruption loses <= this.
+DEFAULT_CHECKPOINT_SECONDS = 30.0
 LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
 TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap", "pt")}, type=str)
 Ladder = Enum("Ladder", {k: k for k in ("uniform", "geometric", "adaptive")}, type=str)
@@ -361,7 +364,8 @@ def command(
         Path | None,
         typer.Option(
             "--checkpoint",
-            help="Checkpoint file [default: OUT.ckpt; written every epoch, removed when the run finishes].",
+            help="Checkpoint file, written every epoch [default: OUT.ckpt, written after an epoch when "
+            f"{DEFAULT_CHECKPOINT_SECONDS:g} s have passed since the last]; removed when the run finishes.",
         ),
     ] = None,
     checkpoint_every: Annotated[
@@ -521,11 +525,15 @@ def command(
             valid_data, split="valid", data_dir=data_dir, seed=seed, n_visible=train.n_visible
         )
     test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
-    if checkpoint is None:  # every run checkpoints, so that an interrupted one can resume
+    # every run checkpoints, so that an interrupted one can resume; the implicit checkpoint is
+    # written at most every DEFAULT_CHECKPOINT_SECONDS (many short epochs then cost a few writes)
+    checkpoint_seconds = 0.0
+    if checkpoint is None:
         checkpoint = out.with_name(out.name + ".ckpt")
+        checkpoint_seconds = 0.0 if checkpoint_every else DEFAULT_CHECKPOINT_SECONDS
     checkpoint_every = checkpoint_every or 1  # an explicit --checkpoint, too, is written every epoch
     ctx.meta["on_interrupt"] = (
-        f"the last finished epoch is in {checkpoint}: run the same command with --resume to continue"
+        f"the last checkpointed epoch is in {checkpoint}: run the same command with --resume to continue"
     )
 
     t0 = time.perf_counter()
@@ -547,6 +555,7 @@ def command(
         valid_x=None if valid is None else valid.x,
         checkpoint_path=checkpoint,
         checkpoint_every=checkpoint_every,
+        checkpoint_seconds=checkpoint_seconds,
         resume=resume,
         history_path=history,
         progress=show_progress(progress),

@@ -94,6 +94,8 @@ PAPER: dict[str, PaperRow] = {
     "CD25(500)": PaperRow(None, 451.28, (451.19, 451.37), (450.97, 451.52), 10.4, None, -86.34, None, -83.10),
 }  # fmt: skip
 #: S1 Sec. 5.1: ln Z_CD1(20) / Z_CD1(25) with 100 runs and 10,000 uniform betas.
+RATIO_BETAS = 10_001
+#: S1 Table 1's ratio: true, estimate and 3-sigma band.
 PAPER_RATIO = {"true": -24.18, "estimate": -24.49, "three_sigma_band": (-24.93, -24.19)}
 
 MODELS = (
@@ -153,24 +155,25 @@ def _model_record(
     return rec, model
 
 
-def _ratio(ctx: Context, n_chains: int, models: dict[str, Any]) -> dict[str, Any] | None:
-    """ln Z_CD1(20) / Z_CD1(25) by AIS along the model-to-model path (S1 Sec. 3.2), 10,000 steps."""
+def _ratio(ctx: Context, n_chains: int, betas: int, models: dict[str, Any]) -> dict[str, Any] | None:
+    """ln Z_CD1(20) / Z_CD1(25) by AIS along the model-to-model path (S1 Sec. 3.2), ``betas``
+    uniform betas (S1: 10,000)."""
     if "CD1(20)" not in models or not models["CD1(20)"][0].get("exact") or "CD1(25)" not in models:
         return None
     (a, model_a), (b, model_b) = models["CD1(25)"], models["CD1(20)"]
 
     def compute() -> dict[str, Any]:
         result = estimate_log_ratio(
-            model_b, model_a, "ais", n_chains=n_chains, betas=10_001, seed=ctx.seed_for("ratio"),
+            model_b, model_a, "ais", n_chains=n_chains, betas=betas, seed=ctx.seed_for("ratio"),
             device=ctx.device, progress=ctx.progress, max_bits=EXACT_MAX_BITS,
         )  # fmt: skip
         d = result.to_dict()
         return {**{k: d.get(k) for k in ("log_ratio", "log_ratio_minus_3sigma", "log_ratio_plus_3sigma", "reliable", "reliability_reason")},
                 "start": result.settings.get("start"), "n_chains": n_chains}  # fmt: skip
 
-    config = {"a": a["config"], "b": b["config"], "n_chains": n_chains, "betas": 10_001}
+    config = {"a": a["config"], "b": b["config"], "n_chains": n_chains, "betas": betas}
     rec = stage(ctx.path("results", "ratio_cd1_20_cd1_25.json"), config, compute)
-    return {**rec, "true_log_ratio": b["exact"]["log_z"] - a["exact"]["log_z"]}
+    return {**rec, "true_log_ratio": b["exact"]["log_z"] - a["exact"]["log_z"], "betas": betas}
 
 
 def _rows(records: list[dict[str, Any]], n_chains: int, verdicts: Verdicts) -> list[str]:
@@ -231,7 +234,7 @@ def _markdown(records, ratio, settings, seconds, note) -> str:
     if ratio is not None:
         lines += [
             "",
-            "## Ratio of partition functions, ln Z_CD1(20) / Z_CD1(25) (10,000 uniform betas)",
+            f"## Ratio of partition functions, ln Z_CD1(20) / Z_CD1(25) ({ratio['betas'] - 1:,} uniform betas)",
             "",
             "| | true | estimate | ln (r̂ ± 3σ̂) |",
             "|---|---|---|---|",
@@ -298,6 +301,7 @@ def run_table1(
     use_zoo: bool = True,
     reverse: bool = True,
     models: tuple[ModelSpec, ...] | None = None,
+    ratio_betas: int = RATIO_BETAS,
 ) -> dict[str, Any]:
     """Run S1 Table 1 and write ``table1.md``, ``table1.csv``, ``table1.json`` and
     ``fig3_ais_runs.png`` (when matplotlib is installed) into ``out_dir``.
@@ -315,6 +319,8 @@ def run_table1(
         Confirm the AIS estimates of the 500-unit models by reverse AIS (the sandwich).
     models
         Replace the paper's models (tests).
+    ratio_betas
+        Points of the uniform schedule of the ratio's AIS (S1 Sec. 5.1: 10,000 steps).
     """
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
@@ -345,7 +351,7 @@ def run_table1(
         rec, model = _model_record(ctx, spec, data, settings)
         records.append(rec)
         loaded[spec.name] = (rec, model)
-    ratio = _ratio(ctx, n_chains, loaded)
+    ratio = _ratio(ctx, n_chains, int(ratio_betas), loaded)
     seconds = time.perf_counter() - t0
     atomic_write_text(
         out_dir / "table1.md", _markdown(records, ratio, settings, seconds, machine_note(ctx.device))

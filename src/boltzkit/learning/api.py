@@ -214,6 +214,7 @@ def train(
     valid_x: Tensor | None = None,
     checkpoint_path: str | os.PathLike | None = None,
     checkpoint_every: int = 0,
+    checkpoint_seconds: float = 0.0,
     resume: bool = False,
     history_path: str | os.PathLike | None = None,
     progress: bool = True,
@@ -267,8 +268,9 @@ def train(
         L2 penalty of ``torch.optim.SGD`` on the couplings, not on the biases.
     valid_x
         Optional held-out data (for the monitor).
-    checkpoint_path, checkpoint_every, resume
-        Atomic checkpoints after the last epoch and every ``checkpoint_every`` epochs; ``resume``
+    checkpoint_path, checkpoint_every, checkpoint_seconds, resume
+        Atomic checkpoints after the last epoch and every ``checkpoint_every`` epochs, skipping a
+        periodic one when fewer than ``checkpoint_seconds`` have passed since the last; ``resume``
         continues from ``checkpoint_path`` when it exists (with the same settings), reaching the
         parameters of an uninterrupted run.
     history_path
@@ -407,7 +409,7 @@ def train(
     if progress:
         cbs.append(ProgressBar())
     if checkpoint_path is not None:
-        cbs.append(Checkpointer(checkpoint_path, checkpoint_every))
+        cbs.append(Checkpointer(checkpoint_path, checkpoint_every, min_seconds=checkpoint_seconds))
     trainer = Trainer(
         model,
         learner,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -165,18 +166,31 @@ class Checkpointer(Callback):
         Checkpoint file (written atomically, see :mod:`boltzkit.learning.checkpoint`).
     every
         Interval in epochs; ``0`` saves only after the last epoch.
+    min_seconds
+        Skip a periodic save when fewer seconds than this have passed since the last one (the last
+        epoch is always saved): many short epochs then cost a few writes, not one each, and an
+        interrupted run loses at most this much work. ``0`` saves on every interval.
     """
 
     order = 100
 
-    def __init__(self, path: str | os.PathLike, every: int = 1) -> None:
+    def __init__(self, path: str | os.PathLike, every: int = 1, *, min_seconds: float = 0.0) -> None:
         self.path = path
         self.every = int(every)
+        self.min_seconds = float(min_seconds)
+        self._last_save = time.perf_counter()
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        self._last_save = time.perf_counter()
 
     def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
         epoch = record["epoch"]
-        if epoch == trainer.epochs or (self.every > 0 and epoch % self.every == 0):
+        due = self.every > 0 and epoch % self.every == 0
+        if due and self.min_seconds > 0 and time.perf_counter() - self._last_save < self.min_seconds:
+            due = False
+        if epoch == trainer.epochs or due:
             trainer.save_checkpoint(self.path)
+            self._last_save = time.perf_counter()
 
 
 class LambdaCallback(Callback):
