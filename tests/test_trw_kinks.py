@@ -32,11 +32,11 @@ def test_dual_certificate_never_drops_below_the_best_objective_value(kind, sizes
     model = random_machine(kind, sizes, seed, scale=60.0)
     graph = BlockGraph.from_model(model)
     rho = uniform_rho(graph)
-    best_value = solve(graph, rho).value
+    solution = solve(graph, rho)
+    best_value, start = solution.value, solution.logits
     exact = exact_log_z_value(model)
     g = torch.Generator().manual_seed(seed)
     shifted = 0
-    start = solve(graph, rho).logits
     for eps in (1e-9, 1e-6, 1e-3, 1e-1, 3.0):
         for _ in range(4):
             z = tuple(x + eps * torch.randn(x.shape, generator=g, dtype=F64) for x in start)
