@@ -153,19 +153,25 @@ def test_train_user_npy_pcd_with_history_and_checkpoint(tmp_path):
     assert torch.equal(rbm.W, again.W)
 
 
-def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, monkeypatch):
-    """--checkpoint FILE without --checkpoint-every saves after each epoch (its documented default),
-    so that a run stopped mid-way resumes from its last epoch, not from the start."""
+@pytest.fixture
+def saved_epochs(monkeypatch) -> list[int]:
+    """The epochs at which the trainer writes a checkpoint, in order (the writes still happen)."""
     from boltzkit.learning.trainer import Trainer
 
-    saved_epochs = []
+    epochs: list[int] = []
     original = Trainer.save_checkpoint
 
     def spy(self, path):
-        saved_epochs.append(self.history[-1]["epoch"])
+        epochs.append(self.history[-1]["epoch"])
         original(self, path)
 
     monkeypatch.setattr(Trainer, "save_checkpoint", spy)
+    return epochs
+
+
+def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, saved_epochs):
+    """--checkpoint FILE without --checkpoint-every saves after each epoch (its documented default),
+    so that a run stopped mid-way resumes from its last epoch, not from the start."""
     args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 3, "--batch-size", 8)
     ckpt = tmp_path / "run.ckpt"
     result = run(*args, "--checkpoint", ckpt, "--out", tmp_path / "m.safetensors")
@@ -175,22 +181,13 @@ def test_train_explicit_checkpoint_is_written_every_epoch(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize(("seconds", "expected"), [(1e9, [4]), (0.0, [1, 2, 3, 4])])
 def test_the_implicit_checkpoint_is_written_at_most_every_few_seconds(
-    tmp_path, monkeypatch, seconds, expected
+    tmp_path, monkeypatch, saved_epochs, seconds, expected
 ):
     """Without --checkpoint the run still checkpoints (OUT.ckpt), but a periodic save waits until
     DEFAULT_CHECKPOINT_SECONDS have passed since the last one: many short epochs then cost a few
     writes, not one each; the last epoch is always saved. --checkpoint-every N saves every N."""
     import boltzkit.cli.train as train_cli
-    from boltzkit.learning.trainer import Trainer
 
-    saved_epochs = []
-    original = Trainer.save_checkpoint
-
-    def spy(self, path):
-        saved_epochs.append(self.history[-1]["epoch"])
-        original(self, path)
-
-    monkeypatch.setattr(Trainer, "save_checkpoint", spy)
     monkeypatch.setattr(train_cli, "DEFAULT_CHECKPOINT_SECONDS", seconds)
     args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 4, "--batch-size", 8)
     result = run(*args, "--out", tmp_path / "m.safetensors")
