@@ -214,10 +214,12 @@ def test_the_command_line_trains_measures_and_samples_a_gaussian_dbm(tmp_path) -
     x = mixture_data("gaussian", 600, 20).numpy()
     np.save(tmp_path / "x.npy", x)
     out = tmp_path / "dbm.safetensors"
-    record = last_json(
-        run("train", "--data", tmp_path / "x.npy", "--visible", "gaussian", "--model", "dbm",
-            "--hidden", "4,3", "--epochs", 5, "--lr", 0.01, "--batch-size", 50, "--out", out, "--json")
+    trained = run(
+        "train", "--data", tmp_path / "x.npy", "--visible", "gaussian", "--model", "dbm",
+        "--hidden", "4,3", "--epochs", 5, "--lr", 0.01, "--batch-size", 50, "--out", out, "--json",
     )  # fmt: skip
+    assert "warning: a DBM learns by persistent chains" in trained.stderr  # the default --method cd
+    record = last_json(trained)
     assert record["kind"] == "gaussian-dbm" and record["layer_sizes"] == [6, 4, 3]
     model = load_model(out)[0].double()
     exact = exact_log_z_unit_dbm(model).log_z

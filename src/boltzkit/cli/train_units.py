@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import typer
-
-from boltzkit.cli.common import emit
+from boltzkit.cli.common import emit, warn
 from boltzkit.data import load_values
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import dataset_log_prob, exact_log_z
@@ -61,11 +59,8 @@ def train_units(
                 "a DBM needs at least two hidden layers", got=f"--hidden {','.join(map(str, hidden))}",
                 hint="e.g. --hidden 50,25; one hidden layer is an RBM (--model rbm).",
             )  # fmt: skip
-        if method != "pcd":  # a DBM learns from persistent chains (S2 Sec. 4.1)
-            emit_note = (
-                f"a DBM learns by persistent chains (S2 Sec. 4.1): --method {recipe.method} taken as pcd"
-            )
-            typer.echo(f"note: {emit_note}", err=True)
+        if method != "pcd":
+            warn(f"a DBM learns by persistent chains (S2 Sec. 4.1): --method {recipe.method} taken as pcd")
         method = "pcd"
     elif len(hidden) != 1:
         raise BoltzkitError("an RBM has one hidden layer", got=f"--hidden {','.join(map(str, hidden))}")

@@ -178,17 +178,15 @@ class Checkpointer(Callback):
         self.path = path
         self.every = int(every)
         self.min_seconds = float(min_seconds)
-        self._last_save = time.perf_counter()
+        self._last_save = 0.0  # set when training begins
 
     def on_train_begin(self, trainer: Trainer) -> None:
         self._last_save = time.perf_counter()
 
     def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
         epoch = record["epoch"]
-        due = self.every > 0 and epoch % self.every == 0
-        if due and self.min_seconds > 0 and time.perf_counter() - self._last_save < self.min_seconds:
-            due = False
-        if epoch == trainer.epochs or due:
+        waited = time.perf_counter() - self._last_save >= self.min_seconds
+        if epoch == trainer.epochs or (self.every > 0 and epoch % self.every == 0 and waited):
             trainer.save_checkpoint(self.path)
             self._last_save = time.perf_counter()
 
