@@ -47,6 +47,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.learning import train_model
+from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
@@ -185,6 +186,14 @@ def _check_lr_schedule(text: str | None) -> str | None:
     return text
 
 
+def _check_average(text: str) -> str:
+    try:
+        parse_average(text)
+    except BoltzkitError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    return text
+
+
 def _check_centering(text: str) -> str:
     try:
         parse_centering(text)
@@ -312,6 +321,15 @@ def command(
             callback=_check_centering,
         ),
     ] = "none",
+    average: Annotated[
+        str,
+        typer.Option(
+            "--average",
+            help="Iterate averaging: none, ema:DECAY[@E] (moving average per update from epoch E) "
+            "or polyak:E (mean of the iterates from epoch E); the saved model holds the average.",
+            callback=_check_average,
+        ),
+    ] = "none",
     init_scale: Annotated[
         float, positive_float_option("--init-scale", help="Standard deviation of the initial couplings.")
     ] = 0.01,
@@ -435,7 +453,7 @@ def command(
         "lr": lr_list[0], "layer_data": layer_data.value,
         "lr_schedule": lr_schedule, "batch_size": batch_size, "sampler": sampler, "n_chains": chains,
         "momentum": momentum, "weight_decay": weight_decay, "reconstruction": reconstruction.value,
-        "centering": centering, "temperatures": temperatures, "init_scale": init_scale,
+        "centering": centering, "average": average, "temperatures": temperatures, "init_scale": init_scale,
     }  # fmt: skip
     if recipe is not None:  # the recipe's settings, with the options given explicitly on top
         overrides = {key: value for key, value in given.items() if _given(ctx, key)}

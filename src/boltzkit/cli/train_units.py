@@ -52,6 +52,13 @@ def train_units(
     method = {"cd": "cd", "pcd": "pcd", "sap": "pcd"}.get(recipe.method)
     if method is None:
         raise BoltzkitError(f"{units.name} visible units train by cd or pcd", got=f"--method {recipe.method}")
+    for option, value in (("--centering", recipe.centering), ("--average", recipe.average)):
+        if value is not None and str(value).strip().lower() != "none":
+            raise BoltzkitError(
+                f"{option} applies to binary units only",
+                got=f"{option} {value} with --visible {units.name}",
+                hint=f"drop {option} (or use --visible binary).",
+            )
     hidden = [int(n) for n in hidden]
     if model == "dbm":
         if len(hidden) < 2:

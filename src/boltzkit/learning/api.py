@@ -18,6 +18,7 @@ from torch import Tensor
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
+from boltzkit.learning.averaging import ParameterAverage, parse_average
 from boltzkit.learning.callbacks import (
     Callback,
     Checkpointer,
@@ -226,6 +227,7 @@ def train(
     probabilities: bool = False,
     reconstruction: str = "sample",
     centering: str | Centering | None = None,
+    average: str | ParameterAverage | None = None,
 ) -> History:
     """Train any member of the Boltzmann machine family in place with SGD.
 
@@ -299,6 +301,11 @@ def train(
         ``None`` or a :class:`~boltzkit.learning.centering.Centering` (spec ``"average"``,
         ``"data"``, ``"model"``, optionally ``":RATE"``): centered gradients (Melchior, Fischer &
         Wiskott 2016); the model stays an ordinary one.
+    average
+        ``None``, ``"ema:DECAY[@E]"`` or ``"polyak:E"`` (a
+        :class:`~boltzkit.learning.averaging.ParameterAverage`): iterate averaging (Polyak &
+        Juditsky 1992; Swersky et al. 2010 for RBMs). The model ends with the averaged parameters;
+        the chains and the optimizer follow the raw iterates while training.
 
     Returns
     -------
@@ -318,6 +325,7 @@ def train(
     lr = _non_negative_float(lr, "the learning rate lr", strictly=True)
     momentum_schedule = parse_momentum(momentum)
     centering = parse_centering(centering)
+    average = parse_average(average)
     weight_decay = _non_negative_float(weight_decay, "weight_decay")
     checkpoint_every = int(checkpoint_every)
     if checkpoint_every < 0:
@@ -388,6 +396,7 @@ def train(
         "weight_decay": weight_decay,
         "reconstruction": reconstruction if method_name == "cd" else None,
         "centering": None if centering is None else centering.spec,
+        "average": None if average is None else average.spec,
         "device": model.device.type,
         "dtype": str(model.dtype).replace("torch.", ""),
         "train_data": data_fingerprint(x),
@@ -426,6 +435,7 @@ def train(
         callbacks=cbs,
         settings=run_settings,
         check_data=False,
+        average=average,
     )
     if resume:
         path = Path(checkpoint_path)  # type: ignore[arg-type]
@@ -434,6 +444,12 @@ def train(
         else:
             warnings.warn(f"no checkpoint at {path}; training from the start", stacklevel=2)
     history = trainer.fit()
+    if average is not None and not average.apply(model):
+        warnings.warn(
+            f"iterate averaging {average.spec!r} started after the last epoch ({epochs}): the model "
+            "keeps its last iterate",
+            stacklevel=2,
+        )
     model.zero_grad(set_to_none=True)
     return history
 

@@ -15,6 +15,7 @@ weight decay and learning-rate decay of the recipe ``sm2008-cd1`` gives -121.3 a
   transition operator and the number of persistent chains;
 * what CD's negative phase uses for the last visible update (a sample, or its mean);
 * optional centering (Melchior, Fischer & Wiskott 2016);
+* optional iterate averaging of the parameters (Polyak & Juditsky 1992; [SCMF10]);
 * for a DBN, what the next layer is trained on (samples or probabilities of q).
 
 Every field says where its value comes from (:attr:`Recipe.sources`). Recipes are frozen;
@@ -35,6 +36,9 @@ References
 - [T08] T. Tieleman, "Training restricted Boltzmann machines using approximations to the
   likelihood gradient", ICML 2008.
 - [M16] J. Melchior, A. Fischer and L. Wiskott, "How to center deep Boltzmann machines", JMLR 2016.
+- [SCMF10] K. Swersky, B. Chen, B. Marlin and N. de Freitas, "A tutorial on stochastic
+  approximation algorithms for training restricted Boltzmann machines and deep belief nets",
+  ITA 2010.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boltzkit.errors import BoltzkitError
+from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.phases import RECONSTRUCTIONS
 from boltzkit.learning.schedules import parse_k_schedule, parse_lr_schedule, parse_momentum
@@ -88,6 +93,9 @@ class Recipe:
     centering
         ``None``, or a centering spec ``"average"``, ``"data"`` or ``"model"`` with an optional
         ``":RATE"`` ([M16]).
+    average
+        ``None``, or an iterate average ``"ema:DECAY[@E]"`` or ``"polyak:E"``
+        (:mod:`boltzkit.learning.averaging`; [SCMF10]): the trained model holds the average.
     layer_data
         What a DBN's upper layers are trained on: ``"samples"`` (S1 Sec. 4.1) or ``"probs"``.
     sources
@@ -112,6 +120,7 @@ class Recipe:
     n_chains: int = 100
     temperatures: int = 10
     centering: str | None = None
+    average: str | None = None
     layer_data: str = "samples"
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -120,6 +129,7 @@ class Recipe:
         parse_lr_schedule(self.lr_schedule)
         parse_momentum(self.momentum)
         parse_centering(self.centering)
+        parse_average(self.average)
         checks = (
             (self.init_vbias in VBIAS_INITS, "init_vbias", VBIAS_INITS),
             (self.reconstruction in RECONSTRUCTIONS, "reconstruction", RECONSTRUCTIONS),
@@ -175,6 +185,7 @@ class Recipe:
             "n_chains": self.n_chains,
             "temperatures": self.temperatures,
             "centering": self.centering,
+            "average": self.average,
         }
 
     def init_kwargs(self) -> dict[str, Any]:

@@ -284,7 +284,7 @@ def train_dbn(
         per["init_transpose"] = [False] + [bool(init_transpose)] * (n - 1)
     extra = {
         key: defaults[key]
-        for key in ("lr_schedule", "reconstruction", "centering", "temperatures")
+        for key in ("lr_schedule", "reconstruction", "centering", "average", "temperatures")
         if key in defaults
     }
     for m in per["method"]:

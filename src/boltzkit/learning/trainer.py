@@ -26,6 +26,7 @@ from torch import Tensor
 
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
+from boltzkit.learning.averaging import ParameterAverage
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.checkpoint import (
     generator_state,
@@ -119,6 +120,11 @@ class Trainer:
     settings
         JSON-able description of the run, stored in checkpoints; a checkpoint whose settings
         differ is refused on resume.
+    average
+        Optional :class:`~boltzkit.learning.averaging.ParameterAverage` of the iterates, updated
+        after every optimizer step of its epochs; the trainer keeps it (and checkpoints it) but
+        never copies it into the model: :func:`boltzkit.learning.api.train` does, after
+        :meth:`fit`.
 
     Attributes
     ----------
@@ -146,6 +152,7 @@ class Trainer:
         callbacks: Sequence[Callback] = (),
         settings: dict[str, Any] | None = None,
         check_data: bool = True,
+        average: ParameterAverage | None = None,
     ) -> None:
         self.model = model
         self.learner = learner
@@ -179,6 +186,7 @@ class Trainer:
             )
         self.callbacks = sorted(callbacks, key=lambda cb: getattr(cb, "order", 0))
         self.settings = dict(settings or {})
+        self.average = average
         self.epoch = 0
         self.elapsed = 0.0
         self.history = History()
@@ -194,6 +202,8 @@ class Trainer:
         """Train from :attr:`epoch` up to :attr:`epochs`; returns the history."""
         self._stop = False
         self.learner.setup(self.model, self.train_x, self.generator)
+        if self.average is not None:
+            self.average.setup(self.model)
         for cb in self.callbacks:
             cb.on_train_begin(self)
         try:
@@ -297,6 +307,9 @@ class Trainer:
         sched_step = (
             self.scheduler.step if self.scheduler is not None and self.scheduler_interval == "batch" else None
         )
+        average_step = (
+            self.average.update if self.average is not None and self.average.active(self.epoch) else None
+        )
         recon_sum = torch.zeros((), dtype=x.dtype, device=x.device)
         tracked = False
         for start in range(0, n, bs):
@@ -306,6 +319,8 @@ class Trainer:
             opt_step()
             if sched_step is not None:
                 sched_step()
+            if average_step is not None:
+                average_step(model)
             if r is not None:
                 recon_sum += r
                 tracked = True
@@ -325,6 +340,7 @@ class Trainer:
             "generator": generator_state(self.generator),
             "learner": self.learner.state_dict(),
             "learner_method": self.learner.method,
+            "average": None if self.average is None else self.average.state_dict(),
             "history": [dict(r) for r in self.history.records],
             "settings": self.settings,
         }
@@ -370,6 +386,9 @@ class Trainer:
             self.scheduler.load_state_dict(state["scheduler"])
         self.learner.load_state_dict(_to_model(state["learner"], device, self.model.dtype))
         restore_generator(self.generator, state["generator"])
+        if self.average is not None:
+            saved_average = state.get("average") or {}
+            self.average.load_state_dict({k: v.to(device) for k, v in saved_average.items()}, self.model)
         self.epoch = int(state["epoch"])
         self.elapsed = float(state.get("elapsed", 0.0))
         self.history = History.from_list(state["history"])

@@ -1,0 +1,137 @@
+"""Iterate averaging (boltzkit.learning.averaging): the saved model is the average of the iterates
+the same run visits, exactly; a resumed run reaches the same average; specs and errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import bars_and_stripes
+from typer.testing import CliRunner
+
+from boltzkit.cli.main import app
+from boltzkit.errors import BoltzkitError
+from boltzkit.io import load_model
+from boltzkit.learning import train_model
+from boltzkit.learning.averaging import ParameterAverage, parse_average
+from boltzkit.learning.callbacks import Callback
+from boltzkit.learning.checkpoint import load_checkpoint
+from boltzkit.learning.recipes import get_recipe
+
+
+class _Iterates(Callback):
+    """The parameters at the end of every epoch (one update per epoch in these tests)."""
+
+    def __init__(self) -> None:
+        self.params: list[dict[str, torch.Tensor]] = []
+
+    def on_epoch_end(self, trainer, record):
+        self.params.append({n: p.detach().clone() for n, p in trainer.model.named_parameters()})
+
+
+class _Killed(RuntimeError):
+    pass
+
+
+class _KillAfter(Callback):
+    order = 1000  # after the checkpointer
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_epoch_end(self, trainer, record):
+        if record["epoch"] == self.epoch:
+            raise _Killed
+
+
+def _run(x, **kw):
+    """PCD on Bars and Stripes with one minibatch per epoch: each epoch is one update."""
+    common = dict(
+        kind="rbm", hidden=5, method="pcd", n_chains=9, epochs=6, lr=0.2, batch_size=x.shape[0],
+        momentum=0.5, seed=3, progress=False,
+    )  # fmt: skip
+    common.update(kw)
+    return train_model(x, **common)
+
+
+@pytest.mark.parametrize("spec", ["polyak:3", "ema:0.6", "ema:0.8@2"])
+def test_the_trained_model_is_the_average_of_the_runs_own_iterates(spec):
+    x = bars_and_stripes()
+    seen = _Iterates()
+    raw, _ = _run(x, callbacks=[seen])
+    averaged, _ = _run(x, average=spec)
+    avg = parse_average(spec)
+    names = [n for n, _ in raw.named_parameters()]
+    for name in names:
+        # the average does not steer the run: the raw iterates are the same with and without it
+        iterates = [p[name].double() for p in seen.params][avg.start - 1 :]
+        if avg.kind == "polyak":  # Polyak & Juditsky (1992) Eq. 3: the uniform mean
+            expected = torch.stack(iterates).mean(0)
+        else:  # EMA, the first averaged iterate copied
+            expected = iterates[0]
+            for theta in iterates[1:]:
+                expected = avg.decay * expected + (1 - avg.decay) * theta
+        got = dict(averaged.named_parameters())[name].double()
+        assert torch.allclose(got, expected, atol=1e-6, rtol=0), name
+        assert not torch.allclose(got, iterates[-1], atol=1e-4), name  # the average is not the last iterate
+
+
+def test_a_resumed_run_reaches_the_uninterrupted_average(tmp_path):
+    x = bars_and_stripes()
+    full, _ = _run(x, average="polyak:2")
+    ckpt = tmp_path / "ckpt.safetensors"
+    with pytest.raises(_Killed):
+        _run(x, average="polyak:2", checkpoint_path=ckpt, checkpoint_every=1, callbacks=[_KillAfter(4)])
+    state = load_checkpoint(ckpt)
+    assert state["epoch"] == 4 and int(state["average"]["n_averaged"]) == 3
+    resumed, _ = _run(x, average="polyak:2", checkpoint_path=ckpt, resume=True)
+    for (name, a), (_, b) in zip(full.named_parameters(), resumed.named_parameters(), strict=True):
+        assert torch.equal(a, b), name
+    with pytest.raises(BoltzkitError, match="different settings"):  # another average, another run
+        _run(x, average="polyak:3", checkpoint_path=ckpt, resume=True)
+
+
+def test_an_average_that_never_starts_keeps_the_last_iterate_and_says_so():
+    x = bars_and_stripes()
+    plain, _ = _run(x, epochs=2)
+    with pytest.warns(UserWarning, match="started after the last epoch"):
+        late, _ = _run(x, epochs=2, average="polyak:5")
+    assert torch.equal(plain.W, late.W)
+
+
+def test_specs_round_trip_and_bad_ones_say_what_is_expected():
+    for spec in ("ema:0.999", "ema:0.99@3", "polyak:5"):
+        assert parse_average(spec).spec == spec
+    assert parse_average("none") is None and parse_average(None) is None
+    for bad, match in (
+        ("ema", "unknown iterate average"),
+        ("ema:1.5", r"decay must lie in \(0, 1\)"),
+        ("polyak", "needs its first epoch"),
+        ("polyak:0", "integer >= 1"),
+        ("mean:3", "unknown iterate average"),
+    ):
+        with pytest.raises(BoltzkitError, match=match):
+            parse_average(bad)
+    with pytest.raises(BoltzkitError, match="unknown iterate average"):
+        ParameterAverage("median")
+    recipe = get_recipe("sm2008-cd1").replace(average="ema:0.99")
+    assert recipe.train_kwargs()["average"] == "ema:0.99" and recipe.to_dict()["average"] == "ema:0.99"
+    with pytest.raises(BoltzkitError, match="unknown iterate average"):
+        get_recipe("sm2008-cd1").replace(average="ema")
+
+
+def test_cli_trains_an_averaged_model_and_records_the_average(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "m.safetensors"
+    args = ["train", "--data", "bars-and-stripes", "--hidden", "4", "--epochs", "3", "--method", "pcd"]
+    args += ["--chains", "8", "--no-progress"]
+    result = runner.invoke(app, [*args, "--average", "polyak:2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    _, metadata = load_model(out)
+    assert metadata["training"]["average"] == "polyak:2"
+    bad = runner.invoke(app, [*args, "--average", "ema:2", "--out", str(tmp_path / "b.safetensors")])
+    assert bad.exit_code == 2 and "decay must lie in (0, 1)" in bad.output
+    gauss = runner.invoke(
+        app, [*args, "--visible", "gaussian", "--average", "ema:0.9", "--out", str(tmp_path / "g.npz")]
+    )
+    assert gauss.exit_code == 1 and "--average applies to binary units only" in gauss.output
+    assert "Traceback" not in gauss.output
