@@ -10,7 +10,9 @@ model whose chains collapse to near-blank images has a spurious mode that CD nev
 The variants: boltzkit's plain defaults; the S1 CD-1 recipe (Hinton & Salakhutdinov's
 reconstruction, momentum, weight decay, initialisation, learning-rate decay) and that recipe
 without the decay, with centered gradients (Melchior, Fischer & Wiskott 2016), or with sampled
-reconstructions; persistent chains (PCD-1 with 100 and with 1,000 chains, Tieleman 2008), PCD with
+reconstructions; persistent chains (PCD-1 with 100 and with 1,000 chains, Tieleman 2008, the latter
+also with an exponential moving average of the iterates as the trained model, with the learning
+rate decayed or held constant: Polyak & Juditsky 1992, Swersky et al. 2010), PCD with
 flip-the-state (Brügge, Fischer & Igel 2013) and parallel tempering (10 replicas) in the negative
 phase.
 """
@@ -47,6 +49,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "  with centered gradients": ("sm2008-cd1", {"centering": "average"}),
     "PCD-1, 100 chains": ("sm2008-cd1", {"method": "pcd", "reconstruction": "sample", "lr": 0.01}),
     "PCD-1, 1,000 chains": ("sm2008-cd1", {"method": "pcd", "reconstruction": "sample", "lr": 0.01, "n_chains": 1000}),
+    "  with an EMA of the iterates": ("sm2008-cd1", {"method": "pcd", "reconstruction": "sample", "lr": 0.01, "n_chains": 1000, "average": "ema:0.999"}),
+    "  constant lr, EMA of the iterates": ("sm2008-cd1", {"method": "pcd", "reconstruction": "sample", "lr": 0.01, "n_chains": 1000, "lr_schedule": "constant", "average": "ema:0.999"}),
     "PCD-1, flip-the-state": ("sm2008-cd1", {"method": "pcd", "reconstruction": "sample", "lr": 0.01, "sampler": "flip"}),
     "PT (10 replicas, 1 sweep)": ("sm2008-cd1", {"method": "pt", "reconstruction": "sample", "lr": 0.01, "temperatures": 10}),
 }  # fmt: skip
