@@ -305,7 +305,9 @@ def train(
         ``None``, ``"ema:DECAY[@E]"`` or ``"polyak:E"`` (a
         :class:`~boltzkit.learning.averaging.ParameterAverage`): iterate averaging (Polyak &
         Juditsky 1992; Swersky et al. 2010 for RBMs). The model ends with the averaged parameters;
-        the chains and the optimizer follow the raw iterates while training.
+        the chains and the optimizer follow the raw iterates while training, and so do the
+        monitored values of every epoch but the last, which are re-measured on the average (the
+        record gets ``"averaged": True``).
 
     Returns
     -------
@@ -325,7 +327,15 @@ def train(
     lr = _non_negative_float(lr, "the learning rate lr", strictly=True)
     momentum_schedule = parse_momentum(momentum)
     centering = parse_centering(centering)
-    average = parse_average(average)
+    # a fresh average for every run: an instance handed in (or reused) never carries another run's
+    average = parse_average(average.spec if isinstance(average, ParameterAverage) else average)
+    if average is not None and average.start > epochs:
+        raise BoltzkitError(
+            "iterate averaging starts after the last epoch",
+            got=f"{average.spec} with {epochs} epochs",
+            expected=f"a first averaged epoch <= {epochs}",
+            hint="lower E in ema:DECAY@E or polyak:E, or train for more epochs.",
+        )
     weight_decay = _non_negative_float(weight_decay, "weight_decay")
     checkpoint_every = int(checkpoint_every)
     if checkpoint_every < 0:
@@ -444,12 +454,13 @@ def train(
         else:
             warnings.warn(f"no checkpoint at {path}; training from the start", stacklevel=2)
     history = trainer.fit()
-    if average is not None and not average.apply(model):
-        warnings.warn(
-            f"iterate averaging {average.spec!r} started after the last epoch ({epochs}): the model "
-            "keeps its last iterate",
-            stacklevel=2,
-        )
+    if average is not None and average.apply(model) and monitor is not None and len(history):
+        # the last record describes the model returned: re-measure it with the averaged parameters
+        datasets = {"train": x} if valid_x is None else {"train": x, "valid": valid_x.to(x)}
+        history.records[-1].update(monitor(model, datasets))
+        history.records[-1]["averaged"] = True
+        if history_path is not None:
+            HistoryWriter(history_path).on_epoch_end(trainer, history.records[-1])
     model.zero_grad(set_to_none=True)
     return history
 

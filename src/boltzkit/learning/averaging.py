@@ -63,7 +63,7 @@ class ParameterAverage:
         """The spec string :func:`parse_average` reads back."""
         if self.kind == "polyak":
             return f"polyak:{self.start}"
-        return f"ema:{self.decay:g}" + (f"@{self.start}" if self.start > 1 else "")
+        return f"ema:{self.decay!r}" + (f"@{self.start}" if self.start > 1 else "")
 
     def active(self, epoch_index: int) -> bool:
         """Whether the updates of epoch ``epoch_index`` (0-based) are averaged."""

@@ -129,6 +129,12 @@ class Recipe:
         parse_lr_schedule(self.lr_schedule)
         parse_momentum(self.momentum)
         parse_centering(self.centering)
+        if self.average is not None and not isinstance(self.average, str):
+            raise BoltzkitError(
+                f"recipe {self.name!r}: average must be a spec string",
+                got=repr(self.average),
+                expected="None, 'none', 'ema:DECAY[@E]' or 'polyak:E'",
+            )
         parse_average(self.average)
         checks = (
             (self.init_vbias in VBIAS_INITS, "init_vbias", VBIAS_INITS),

@@ -42,6 +42,7 @@ from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
 from boltzkit.learning.api import METHODS, init_rbm, train
+from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.history import History
 from boltzkit.learning.recipes import LAYER_DATA, Recipe, get_recipe
@@ -290,6 +291,13 @@ def train_dbn(
     for m in per["method"]:
         if str(m).strip().lower() not in METHODS:
             raise BoltzkitError("unknown learning method", got=repr(m), expected=", ".join(METHODS))
+    average = parse_average(extra.get("average"))
+    if average is not None and average.start > min(int(e) for e in per["epochs"]):
+        raise BoltzkitError(
+            "iterate averaging starts after the last epoch of a layer",
+            got=f"{average.spec} with epochs {[int(e) for e in per['epochs']]}",
+            hint="lower E in ema:DECAY@E or polyak:E, or train every layer for more epochs.",
+        )
     dev = resolve_device(device)
     below: list[RBM | UnitRBM] = []
     if bottom is not None:
