@@ -1,11 +1,14 @@
 """One CD-1 epoch of a 784-500 RBM on binarized MNIST (batch 100): library, bare cost, scikit-learn.
 
-* library: the epoch of ``boltzkit.learning.train_rbm`` (CD-1, Gibbs, SGD, progress off); the
-  trainer is taken from a first ``train_rbm`` call (which is the warm-up and gives the one-time setup:
+* library: the epoch of ``boltzkit.learning.train_model`` (CD-1, Gibbs, SGD, progress off); the
+  trainer is taken from a first ``train_model`` call (which is the warm-up and gives the one-time setup:
   data checks, copies, initialisation) and its ``run_epoch`` is timed.
 * bare: per minibatch the five products of CD-1 in the same dtype, ``(100,784)x(784,500)``,
   ``(100,500)x(500,784)``, ``(100,784)x(784,500)`` and two ``(784,100)x(100,500)``, and the
   ``100 x 500 + 100 x 784`` uniforms, into preallocated outputs; nothing else.
+* library with iterate averaging: the same epoch with ``average="ema:0.999"``: after every update
+  the moving average of the 393,284 parameters (torch's ``AveragedModel``) is folded in; its cost
+  over the plain epoch is what ``--average`` costs at the cheapest update there is.
 * scikit-learn: ``BernoulliRBM(n_components=500, batch_size=100, n_iter=1)`` with the same learning
   rate, ``fit`` on float64 data (what it converts uint8, bool or float64 input to) and on float32
   data (kept in float32). Its ``fit`` includes its own small setup (input check, initialisation).
@@ -58,15 +61,18 @@ class _Capture(Callback):
         self.trainer = trainer
 
 
-def library_trainer(x: torch.Tensor, device: torch.device, dtype: torch.dtype):
-    """Run ``train_rbm`` for one epoch; return (trainer, total seconds, epoch seconds)."""
-    from boltzkit.learning import train_rbm
+def library_trainer(x: torch.Tensor, device: torch.device, dtype: torch.dtype, average: str | None = None):
+    """Run ``train_model`` (the RBM of ``train_rbm``) for one epoch; return (trainer, total seconds,
+    epoch seconds)."""
+    from boltzkit.learning import train_model
 
     cap = _Capture()
     t0 = time.perf_counter()
-    _, history = train_rbm(
+    _, history = train_model(
         x,
-        n_hidden=N_HIDDEN,
+        kind="rbm",
+        hidden=N_HIDDEN,
+        average=average,
         method="cd",
         k=1,
         epochs=1,
@@ -138,7 +144,12 @@ def run(
 
     trainer, first_total, first_epoch = library_trainer(x, dev, dtype)
     setup_s = first_total - first_epoch
-    fns = {"library": trainer.run_epoch, "bare": bare_epoch_fn(x.shape[0], dev, dtype)}
+    averaging, _, _ = library_trainer(x, dev, dtype, average="ema:0.999")
+    fns = {
+        "library": trainer.run_epoch,
+        "library_ema": averaging.run_epoch,
+        "bare": bare_epoch_fn(x.shape[0], dev, dtype),
+    }
     if sklearn:
         import numpy as np
 
@@ -155,13 +166,23 @@ def run(
     rows = [
         row(
             bench,
-            "boltzkit epoch (train_rbm's Trainer.run_epoch)",
+            "boltzkit epoch (train_model's Trainer.run_epoch)",
             t["library"],
             bare_s=bare,
             vs_bare=paired_ratio(samples["library"], samples["bare"]),
             device=dev,
             note=f"float32; data: {data_desc}",
             samples=samples["library"],
+        ),
+        row(
+            bench,
+            "boltzkit epoch with an EMA of the iterates (average='ema:0.999')",
+            t["library_ema"],
+            bare_s=bare,
+            vs_bare=paired_ratio(samples["library_ema"], samples["bare"]),
+            device=dev,
+            note=f"{paired_ratio(samples['library_ema'], samples['library']):.3f}x the plain epoch",
+            samples=samples["library_ema"],
         ),
         row(
             bench,
