@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from boltzkit.estimators.exact import exact_log_z
+from boltzkit.learning.callbacks import Callback
 from boltzkit.models import RBM, BoltzmannMachine
 
 F64 = torch.float64
@@ -163,3 +164,20 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+class Killed(RuntimeError):
+    """Raised by :class:`KillAfter`: a training run killed in the middle."""
+
+
+class KillAfter(Callback):
+    """Kill a training run at the end of epoch ``epoch``, after the checkpointer has run."""
+
+    order = 1000  # after the checkpointer
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_epoch_end(self, trainer, record):
+        if record["epoch"] == self.epoch:
+            raise Killed

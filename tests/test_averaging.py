@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import bars_and_stripes
+from conftest import KillAfter, Killed, bars_and_stripes
 from typer.testing import CliRunner
 
 from boltzkit.cli.main import app
@@ -28,21 +28,6 @@ class _Iterates(Callback):
 
     def on_epoch_end(self, trainer, record):
         self.params.append({n: p.detach().clone() for n, p in trainer.model.named_parameters()})
-
-
-class _Killed(RuntimeError):
-    pass
-
-
-class _KillAfter(Callback):
-    order = 1000  # after the checkpointer
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def on_epoch_end(self, trainer, record):
-        if record["epoch"] == self.epoch:
-            raise _Killed
 
 
 def _run(x, **kw):
@@ -97,9 +82,9 @@ def test_a_resumed_run_reaches_the_uninterrupted_average(tmp_path, spec):
     x = bars_and_stripes()
     full, _ = _run(x, average=spec, batch_size=8)
     ckpt = tmp_path / "ckpt.safetensors"
-    with pytest.raises(_Killed):
+    with pytest.raises(Killed):
         _run(
-            x, average=spec, batch_size=8, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[_KillAfter(4)]
+            x, average=spec, batch_size=8, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(4)]
         )
     state = load_checkpoint(ckpt)
     start = parse_average(spec).start

@@ -8,7 +8,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import bars_and_stripes, random_rbm
+from conftest import KillAfter, Killed, bars_and_stripes, random_rbm
 
 from boltzkit.errors import BoltzkitError, DataError, ModelFileError
 from boltzkit.estimators.exact import exact_log_prob, exact_log_z, layer_log_probs
@@ -363,21 +363,6 @@ def test_history_is_written_as_csv_and_json(tmp_path):
     assert history_paths(tmp_path / "h.csv") == (tmp_path / "h.csv", tmp_path / "h.json")
 
 
-class _Killed(RuntimeError):
-    pass
-
-
-class _KillAfter(Callback):
-    order = 1000  # after the checkpointer
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def on_epoch_end(self, trainer, record):
-        if record["epoch"] == self.epoch:
-            raise _Killed
-
-
 @pytest.mark.parametrize(
     "kw",
     [
@@ -390,8 +375,8 @@ def test_resume_reaches_the_parameters_of_an_uninterrupted_run(tmp_path, kw):
     common = dict(n_hidden=7, epochs=4, lr=0.1, batch_size=7, seed=5, progress=False, monitor=EXACT, **kw)
     full, full_hist = train_rbm(x, **common)
     ckpt = tmp_path / "ckpt.safetensors"
-    with pytest.raises(_Killed):
-        train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[_KillAfter(2)], **common)
+    with pytest.raises(Killed):
+        train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(2)], **common)
     assert load_checkpoint(ckpt)["epoch"] == 2
     resumed, hist = train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
     for name in ("W", "vbias", "hbias"):

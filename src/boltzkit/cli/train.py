@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from enum import Enum
 from functools import partial
 from pathlib import Path
@@ -170,36 +171,24 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
 
 
-def _check_momentum(text: str) -> str:
-    try:
-        parse_momentum(text)
-    except BoltzkitError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    return text
+def _spec_check(parse: Callable[[Any], object]) -> Callable[[str | None], str | None]:
+    """A typer callback that validates a spec option with ``parse`` (a usage error if it fails)
+    and passes the text on unchanged."""
+
+    def check(text: str | None) -> str | None:
+        try:
+            parse(text)
+        except BoltzkitError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return text
+
+    return check
 
 
-def _check_lr_schedule(text: str | None) -> str | None:
-    try:
-        parse_lr_schedule(text)
-    except BoltzkitError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    return text
-
-
-def _check_average(text: str) -> str:
-    try:
-        parse_average(text)
-    except BoltzkitError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    return text
-
-
-def _check_centering(text: str) -> str:
-    try:
-        parse_centering(text)
-    except BoltzkitError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    return text
+_check_momentum = _spec_check(parse_momentum)
+_check_lr_schedule = _spec_check(parse_lr_schedule)
+_check_average = _spec_check(parse_average)
+_check_centering = _spec_check(parse_centering)
 
 
 def _print_recipes(value: bool) -> None:
