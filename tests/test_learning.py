@@ -22,6 +22,7 @@ from boltzkit.learning import (
     LogLikelihood,
     PCDLearner,
     Statistics,
+    StepK,
     Trainer,
     history_paths,
     init_rbm,
@@ -87,14 +88,21 @@ def test_k_schedule_values():
     assert parse_k_schedule(7).values(2) == [7, 7]
     assert isinstance(parse_k_schedule(" Linear : 2 : 4 "), LinearK)
     assert isinstance(parse_k_schedule("geometric:1:4"), GeometricK)
-    for sched in ("1:25", "geometric:2:9", "4"):
+    # Salakhutdinov's CD = ceil(epoch / 20) for 1-based epochs, capped at 25, whatever the run's length
+    step = parse_k_schedule("step:20:25")
+    assert isinstance(step, StepK)
+    assert [step(e, 500) for e in (0, 19, 20, 39, 40, 479, 480, 499)] == [1, 1, 2, 2, 3, 24, 25, 25]
+    assert step(700, 500) == 25 and step.values(3) == [1, 1, 1]
+    assert parse_k_schedule("step:2:3").values(8) == [1, 1, 2, 2, 3, 3, 3, 3]
+    for sched in ("1:25", "geometric:2:9", "4", "step:20:25"):
         s = parse_k_schedule(sched)
         assert parse_k_schedule(s.spec) == s
         assert parse_k_schedule(s) is s
 
 
 @pytest.mark.parametrize(
-    "spec", ["", "a:b", "0:5", "1:0", "linear:1", "1:2:3", "constant:0", "-1", 0, 1.5, True]
+    "spec",
+    ["", "a:b", "0:5", "1:0", "linear:1", "1:2:3", "constant:0", "-1", 0, 1.5, True, "step:20", "step:0:5"],
 )
 def test_k_schedule_rejects_bad_specs(spec):
     with pytest.raises(BoltzkitError):

@@ -15,7 +15,7 @@ from boltzkit.learning import train, train_dbn, train_model
 from boltzkit.learning.centering import Centering, centered_biases, centered_energy, parse_centering
 from boltzkit.learning.phases import ContrastiveDivergence, ExactConditional, sample_means
 from boltzkit.learning.recipes import RECIPES, SETTINGS, Recipe, get_recipe
-from boltzkit.learning.schedules import LRSchedule, parse_lr_schedule, parse_momentum
+from boltzkit.learning.schedules import LRSchedule, parse_k_schedule, parse_lr_schedule, parse_momentum
 from boltzkit.state import ChainState
 
 
@@ -52,6 +52,7 @@ def test_momentum_schedule_switches_after_its_epochs() -> None:
         ("linear", [1.0, 0.8, 0.6, 0.4, 0.2]),  # 10 updates, every second one shown
         ("linear-after:2", [1.0, 1.0, 1.0, 2 / 3, 1 / 3]),  # 2 epochs of 2 updates at full speed
         ("inverse:1", [1.0, 1 / 2, 1 / 3, 1 / 4, 1 / 5]),  # 1 / (1 + t / 2)
+        ("step:2", [1.0, 1.0, 1 / 2, 1 / 2, 1 / 3]),  # 1 / ceil(epoch / 2), epochs of 2 updates
     ],
 )
 def test_lr_schedule_factors_at_given_updates(spec: str, expected: list[float]) -> None:
@@ -63,7 +64,7 @@ def test_lr_schedule_factors_at_given_updates(spec: str, expected: list[float]) 
 
 def test_lr_schedule_errors_and_flags() -> None:
     assert parse_lr_schedule(True) == LRSchedule("linear") and parse_lr_schedule(None) == LRSchedule()
-    for bad in ("cosine", "inverse", "linear-after:x", "inverse:0"):
+    for bad in ("cosine", "inverse", "linear-after:x", "inverse:0", "step", "step:0"):
         with pytest.raises(BoltzkitError):
             parse_lr_schedule(bad)
 
@@ -80,6 +81,12 @@ def test_paper_recipes_follow_their_sources() -> None:
     cd25 = RECIPES["sm2008-cd25"]
     assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
     assert parse_momentum(cd25.momentum)(4) == 0.5 and parse_momentum(cd25.momentum)(5) == 0.9
+    step = RECIPES["sm2008-cd25-step"]  # Salakhutdinov's code: CD = ceil(epoch/20), the rate 0.05 / CD
+    k_of, lr_of = parse_k_schedule(step.k_schedule), parse_lr_schedule(step.lr_schedule)
+    assert [k_of(e, step.epochs) for e in (0, 20, 480, 499)] == [1, 2, 25, 25]
+    assert [step.lr * lr_of.factor(e * 600, step.epochs * 600, 600) for e in (0, 20, 499)] == pytest.approx(
+        [0.05, 0.025, 0.002]
+    )
     sap = RECIPES["s2008-sap"]
     assert (sap.method, sap.k, sap.n_chains, sap.epochs, sap.lr, sap.lr_schedule) == (
         "sap",

@@ -49,7 +49,7 @@ from boltzkit.learning.phases import (
     Persistent,
     PositivePhase,
 )
-from boltzkit.learning.schedules import ConstantK, GeometricK, KSchedule, LinearK, parse_k_schedule
+from boltzkit.learning.schedules import ConstantK, GeometricK, KSchedule, LinearK, StepK, parse_k_schedule
 from boltzkit.learning.stacking import layer_data, train_dbn
 from boltzkit.learning.trainer import Trainer, data_fingerprint
 
@@ -82,6 +82,7 @@ __all__ = [
     "Phases",
     "ProgressBar",
     "Statistics",
+    "StepK",
     "Trainer",
     "data_fingerprint",
     "history_paths",

@@ -33,6 +33,8 @@ References
 - [S1] R. Salakhutdinov and I. Murray, "On the quantitative analysis of deep belief networks",
   ICML 2008.
 - [S2] R. Salakhutdinov, "Learning and evaluating Boltzmann machines", UTML TR 2008-002.
+- [RS08] R. Salakhutdinov's published MATLAB code for RBMs and DBMs (``rbm.m``), in which the
+  number of CD steps grows as ``CD = ceil(epoch/20)`` and the learning rates are divided by it.
 - [T08] T. Tieleman, "Training restricted Boltzmann machines using approximations to the
   likelihood gradient", ICML 2008.
 - [M16] J. Melchior, A. Fischer and L. Wiskott, "How to center deep Boltzmann machines", JMLR 2016.
@@ -305,6 +307,23 @@ RECIPES: dict[str, Recipe] = {
             "after 100 epochs, at 0.1 -107.2 after 50",
         ),  # fmt: skip
         _sm2008("cd25", 25, "linear:1:25", 100, _EPOCHS_SOURCE),
+        _sm2008("cd25", 25, "linear:1:25", 100, _EPOCHS_SOURCE).replace(
+            name="sm2008-cd25-step",
+            summary="S&M 2008's CD25 by the schedules of Salakhutdinov's published RBM code: k = "
+            "ceil(epoch / 20), the learning rate 0.05 / k, 500 epochs to reach CD25",
+            k_schedule="step:20:25",
+            epochs=500,
+            lr_schedule="step:20",
+            sources={
+                **_HS06_SOURCES,
+                "k": "[S1] Sec. 5.1: CD25",
+                "k_schedule": "[RS08] rbm.m: CD = ceil(epoch/20); [S1] Sec. 5.1: 'starting with T=1, and "
+                "gradually increasing T to 25'",
+                "lr_schedule": "[RS08] rbm.m: epsilonw = epsilonw_0 / CD",
+                "epochs": "ours: the epochs at which k = ceil(epoch / 20) reaches 25 ([S1] Sec. 5.1: "
+                "'computationally much more demanding')",
+            },
+        ),
         Recipe(
             name="s2008-sap",
             summary="Salakhutdinov 2008's stochastic approximation: 100 persistent chains, 5 Gibbs sweeps, "

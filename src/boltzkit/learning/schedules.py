@@ -8,11 +8,15 @@ Hinton 2005). A :class:`KSchedule` maps the epoch index ``e = 0 .. epochs - 1`` 
 * :class:`ConstantK` -- ``k(e) = k``;
 * :class:`LinearK` -- ``k(e) = round(k_start + (k_end - k_start) e / (epochs - 1))``, so the first
   epoch uses ``k_start`` and the last ``k_end``;
-* :class:`GeometricK` -- the same with ``log k`` interpolated linearly (more epochs at small ``k``).
+* :class:`GeometricK` -- the same with ``log k`` interpolated linearly (more epochs at small ``k``);
+* :class:`StepK` -- ``k(e) = min(k_max, floor(e / every) + 1)``: one more sweep every ``every``
+  epochs, the ``CD = ceil(epoch/20)`` of Salakhutdinov's published RBM code (with
+  ``every = 20`` a run of 500 epochs reaches ``k = 25``). Unlike the others it does not depend on
+  the length of the run, so a run that is extended keeps the ``k`` of its earlier epochs.
 
 Schedules are pure functions of the epoch index (no state), so resuming a run needs only the
 epoch counter. Specs as the command line writes them are parsed by :func:`parse_k_schedule`:
-``"3"``, ``"constant:3"``, ``"1:25"``, ``"linear:1:25"``, ``"geometric:1:25"``.
+``"3"``, ``"constant:3"``, ``"1:25"``, ``"linear:1:25"``, ``"geometric:1:25"``, ``"step:20:25"``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from dataclasses import dataclass
 
 from boltzkit.errors import BoltzkitError
 
-_SPEC_HELP = "'K', 'constant:K', 'K_START:K_END', 'linear:K_START:K_END' or 'geometric:K_START:K_END'"
+_SPEC_HELP = (
+    "'K', 'constant:K', 'K_START:K_END', 'linear:K_START:K_END', 'geometric:K_START:K_END' or "
+    "'step:EVERY:K_MAX'"
+)
 
 
 def _round_half_up(x: float) -> int:
@@ -118,6 +125,31 @@ class GeometricK(LinearK):
         return f"geometric:{self.k_start}:{self.k_end}"
 
 
+@dataclass(frozen=True, repr=False)
+class StepK(KSchedule):
+    """``k(e) = min(k_max, floor(e / every) + 1)``: ``k`` grows by one every ``every`` epochs.
+
+    Salakhutdinov's RBM code sets ``CD = ceil(epoch/20)`` at the start of each (1-based) epoch and
+    divides the learning rate by it (the learning-rate schedule ``"step:20"``); S&M 2008 Sec. 5.1
+    trained CD25(500) "by starting with T=1, and gradually increasing T to 25", which this
+    schedule reaches after ``every * (k_max - 1)`` epochs.
+    """
+
+    every: int
+    k_max: int
+
+    def __post_init__(self) -> None:
+        _check_k(self.every, "every")
+        _check_k(self.k_max, "k_max")
+
+    def __call__(self, epoch: int, epochs: int) -> int:
+        return min(self.k_max, max(epoch, 0) // self.every + 1)
+
+    @property
+    def spec(self) -> str:
+        return f"step:{self.every}:{self.k_max}"
+
+
 def _parse_int(text: str, spec: str) -> int:
     try:
         value = int(text)
@@ -140,7 +172,8 @@ def parse_k_schedule(spec: str | int | KSchedule) -> KSchedule:
     ----------
     spec
         An integer or ``"K"`` / ``"constant:K"`` (fixed ``k``), ``"K_START:K_END"`` or
-        ``"linear:K_START:K_END"`` (linear in epochs), ``"geometric:K_START:K_END"``; a
+        ``"linear:K_START:K_END"`` (linear in epochs), ``"geometric:K_START:K_END"``,
+        ``"step:EVERY:K_MAX"`` (one more sweep every ``EVERY`` epochs, at most ``K_MAX``); a
         :class:`KSchedule` is returned unchanged.
 
     Returns
@@ -156,6 +189,8 @@ def parse_k_schedule(spec: str | int | KSchedule) -> KSchedule:
     --------
     >>> parse_k_schedule("1:25").values(5)
     [1, 7, 13, 19, 25]
+    >>> parse_k_schedule("step:2:3").values(8)
+    [1, 1, 2, 2, 3, 3, 3, 3]
     """
     if isinstance(spec, KSchedule):
         return spec
@@ -165,14 +200,16 @@ def parse_k_schedule(spec: str | int | KSchedule) -> KSchedule:
         raise BoltzkitError("a k schedule must be a spec string", got=repr(spec), expected=_SPEC_HELP)
     parts = [p.strip() for p in spec.strip().lower().split(":")]
     kind = "linear"
-    if parts and parts[0] in ("constant", "const", "fixed", "linear", "geometric", "geom"):
+    if parts and parts[0] in ("constant", "const", "fixed", "linear", "geometric", "geom", "step"):
         kind = parts.pop(0)
     if kind in ("constant", "const", "fixed") and len(parts) == 1:
         return ConstantK(_parse_int(parts[0], spec))
     if len(parts) == 1 and kind == "linear" and ":" not in spec:
         return ConstantK(_parse_int(parts[0], spec))
-    if len(parts) == 2 and kind in ("linear", "geometric", "geom"):
+    if len(parts) == 2 and kind in ("linear", "geometric", "geom", "step"):
         a, b = (_parse_int(p, spec) for p in parts)
+        if kind == "step":
+            return StepK(a, b)
         return LinearK(a, b) if kind == "linear" else GeometricK(a, b)
     raise BoltzkitError("cannot read the k schedule", got=repr(spec), expected=_SPEC_HELP)
 
@@ -248,7 +285,7 @@ def parse_momentum(spec: str | float | MomentumSchedule) -> MomentumSchedule:
 
 
 # ------------------------------------------------------------------------- learning rate
-_LR_HELP = "'constant', 'linear' (to 0 over the run), 'linear-after:E' or 'inverse:E'"
+_LR_HELP = "'constant', 'linear' (to 0 over the run), 'linear-after:E', 'inverse:E' or 'step:E'"
 
 
 @dataclass(frozen=True)
@@ -261,7 +298,10 @@ class LRSchedule:
     * ``linear-after:E`` -- 1 for the first ``E`` epochs, then linearly to 0 at the last update
       (train at full speed, then anneal the noise of the estimates away);
     * ``inverse:E`` -- ``1 / (1 + t / (E * updates per epoch))``, the ``epsilon / (1 + epoch / E)``
-      of Salakhutdinov's PCD code.
+      of Salakhutdinov's PCD code;
+    * ``step:E`` -- ``1 / ceil(epoch / E)`` for the 1-based epoch of update ``t``, the
+      ``epsilon_0 / CD`` with ``CD = ceil(epoch/20)`` of Salakhutdinov's CD code, which pairs it
+      with the k schedule ``"step:20:K"`` (:class:`StepK`): the rate falls as ``k`` grows.
 
     Pure in the update counter (``torch.optim.lr_scheduler.LambdaLR`` keeps it), so resuming needs
     no extra state.
@@ -271,9 +311,11 @@ class LRSchedule:
     epochs: int = 0
 
     def __post_init__(self) -> None:
-        if self.kind not in ("constant", "linear", "linear-after", "inverse"):
+        if self.kind not in ("constant", "linear", "linear-after", "inverse", "step"):
             raise BoltzkitError("unknown learning-rate schedule", got=repr(self.kind), expected=_LR_HELP)
-        if self.kind in ("linear-after", "inverse") and (not isinstance(self.epochs, int) or self.epochs < 1):
+        if self.kind in ("linear-after", "inverse", "step") and (
+            not isinstance(self.epochs, int) or self.epochs < 1
+        ):
             raise BoltzkitError(
                 f"a '{self.kind}' learning-rate schedule needs a positive number of epochs",
                 got=repr(self.epochs),
@@ -286,6 +328,8 @@ class LRSchedule:
             return 1.0
         if self.kind == "inverse":
             return 1.0 / (1.0 + update / (self.epochs * per_epoch))
+        if self.kind == "step":
+            return 1.0 / (update // (self.epochs * per_epoch) + 1)
         start = 0 if self.kind == "linear" else min(self.epochs * per_epoch, n_updates - 1)
         if update < start:
             return 1.0
@@ -301,7 +345,7 @@ class LRSchedule:
 
 
 def parse_lr_schedule(spec: str | LRSchedule | bool | None) -> LRSchedule:
-    """``"constant"``, ``"linear"``, ``"linear-after:E"``, ``"inverse:E"``; ``True`` / ``False``
+    """``"constant"``, ``"linear"``, ``"linear-after:E"``, ``"inverse:E"``, ``"step:E"``; ``True`` / ``False``
     mean ``linear`` / ``constant`` (the older ``lr_decay`` flag)."""
     if isinstance(spec, LRSchedule):
         return spec
@@ -329,6 +373,7 @@ __all__ = [
     "LRSchedule",
     "LinearK",
     "MomentumSchedule",
+    "StepK",
     "parse_k_schedule",
     "parse_lr_schedule",
     "parse_momentum",
