@@ -247,8 +247,9 @@ ModelArg = Annotated[
     Path,
     typer.Argument(
         metavar="MODEL",
-        help="Model file: boltzkit .safetensors, or .npz with arrays W, vbias, hbias (optional L, J) "
-        "or a DBM's W_0, W_1, ..., bias_0, bias_1, ...",
+        help="Model file: boltzkit .safetensors, or .npz with arrays W, vbias, hbias (optional L, J; "
+        "sigma for Gaussian visible units; a 3-D W for categorical ones), a DBN's W_0, vbias_0, hbias_0, "
+        "W_1, ... or a DBM's W_0, W_1, ..., bias_0, bias_1, ...; or zoo:NAME (boltzkit zoo lists them)",
     ),
 ]
 DataOpt = Annotated[

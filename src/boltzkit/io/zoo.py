@@ -110,7 +110,7 @@ def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict
 
 def verify_file(name: str) -> list[str]:
     """What disagrees between a card and its model file (empty when they agree): the sha256, the
-    kind and the layer sizes."""
+    kind, the layer sizes and the name the file was published under (its ``zoo_name``)."""
     from boltzkit.io.model_files import load_model
 
     card = read_card(name)
@@ -124,6 +124,8 @@ def verify_file(name: str) -> list[str]:
         problems.append(f"kind {metadata.get('kind')!r} != card's {card.get('kind')!r}")
     if list(card.get("layer_sizes", [])) != list(metadata.get("layer_sizes", [])):
         problems.append(f"layer sizes {metadata.get('layer_sizes')} != card's {card.get('layer_sizes')}")
+    if metadata.get("zoo_name") != name:
+        problems.append(f"the file was published as {metadata.get('zoo_name')!r}, not {name!r}")
     return problems
 
 

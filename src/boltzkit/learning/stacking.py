@@ -216,7 +216,9 @@ def train_dbn(
     init_transpose
         Start layer ``l >= 1`` as the transposed RBM below (S1 Sec. 5.2; a wider layer gets extra
         units with small random couplings: :func:`transposed_start`): one flag for every layer
-        above the first, or one per layer (the first layer's must be ``False``).
+        above the first, or one per layer (the first layer's must be ``False``). Such a layer
+        needs at least as many hidden units as the RBM below has visible units (a 784-500 RBM
+        below: at least 784), else it cannot hold the transposed couplings and is refused.
     layer_data_mode
         ``"samples"`` (binary samples of the posterior, redrawn every epoch; S1's choice) or
         ``"probs"`` (posterior probabilities).
