@@ -77,6 +77,38 @@ def test_registry_names_and_unknown_recipe() -> None:
         get_recipe("cd-fast")
 
 
+#: Each recipe's (k, learning rate, momentum) at its first epoch, its middle one and its last,
+#: with 600 updates per epoch (60,000 MNIST images in batches of 100); the rate is the one of the
+#: epoch's first update.
+RECIPE_SCHEDULES = {
+    "default": [(1, 0.05, 0.0)] * 3,
+    "sm2008-cd1": [(1, 0.05, 0.5), (1, 0.025, 0.9), (1, 0.05 / 100, 0.9)],
+    "sm2008-cd3": [(3, 0.1, 0.5), (3, 0.05, 0.9), (3, 0.1 / 50, 0.9)],
+    "sm2008-cd25": [(1, 0.05, 0.5), (13, 0.025, 0.9), (25, 0.05 / 100, 0.9)],
+    "sm2008-cd25-step": [(1, 0.05, 0.5), (13, 0.05 / 13, 0.9), (25, 0.05 / 25, 0.9)],
+    "s2008-sap": [(5, 0.005, 0.0), (5, 0.0025, 0.0), (5, 0.005 / 500, 0.0)],
+    "dbn-top-pcd": [(1, 0.001, 0.5), (1, 0.0005, 0.9), (1, 0.001 / 10, 0.9)],
+    "sap-finetune": [(5, 0.002, 0.0), (5, 0.001, 0.0), (5, 0.002 / 20, 0.0)],
+}
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_every_recipe_schedule_at_given_epochs(name: str) -> None:
+    recipe, per_epoch = RECIPES[name], 600
+    k_of = parse_k_schedule(recipe.k_schedule if recipe.k_schedule is not None else recipe.k)
+    lr_of, momentum_of = parse_lr_schedule(recipe.lr_schedule), parse_momentum(recipe.momentum)
+    epochs = (0, recipe.epochs // 2, recipe.epochs - 1)
+    got = [
+        (
+            k_of(e, recipe.epochs),
+            recipe.lr * lr_of.factor(e * per_epoch, recipe.epochs * per_epoch, per_epoch),
+            momentum_of(e),
+        )
+        for e in epochs
+    ]
+    assert got == [pytest.approx(row) for row in RECIPE_SCHEDULES[name]], name
+
+
 def test_paper_recipes_follow_their_sources() -> None:
     cd25 = RECIPES["sm2008-cd25"]
     assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
