@@ -8,7 +8,8 @@ cost of the same work.
   tensor (100 x 21 x 200 = 420,000) is about as large as the 784-500 RBM's.
 
 library
-    ``UnitTrainer.run_epoch`` (CD-1, momentum 0.5; the trainer's one-time set-up excluded), and
+    ``Trainer.run_epoch`` with the unit RBM's learner (CD-1, momentum 0.5; the one-time set-up of
+    ``train_model`` excluded), and
     ``UnitBaseRatePath.step`` on 100 chains (the fused AIS step: log-weight increment and one Gibbs
     sweep).
 bare
@@ -34,7 +35,9 @@ import torch
 from _timing import common_arguments, finish, interleaved, paired_ratio, row, set_threads
 
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
-from boltzkit.learning.unit_rbm import UnitTrainer, init_unit_rbm
+from boltzkit.learning import train_model
+from boltzkit.learning.callbacks import Callback
+from boltzkit.learning.unit_rbm import init_unit_rbm
 from boltzkit.samplers import make_operator
 from boltzkit.units import Categorical, Gaussian
 
@@ -56,14 +59,25 @@ def make_data(units, n_visible: int, rows: int) -> torch.Tensor:
     return torch.randn(rows, n_visible, generator=g)
 
 
+class _Capture(Callback):
+    """Keeps the trainer that ``train_model`` builds."""
+
+    def __init__(self) -> None:
+        self.trainer = None
+
+    def on_train_begin(self, trainer) -> None:
+        self.trainer = trainer
+
+
 def library_epoch(x: torch.Tensor, units, n_hidden: int):
-    g = torch.Generator().manual_seed(1)
-    model = init_unit_rbm(x, units, n_hidden, generator=g, init_scale=0.01)
-    trainer = UnitTrainer(
-        model, n_examples=x.shape[0], method="cd", k=1, epochs=10**6, lr=1e-4, momentum=0.5, generator=g
-    )
-    data = model.check_data(x)
-    return lambda: trainer.run_epoch(data)
+    """The epoch of the trainer of every model (``Trainer.run_epoch`` with the unit RBM's learner),
+    taken from a first ``train_model`` call (the set-up) and then timed."""
+    cap = _Capture()
+    train_model(
+        x, kind="rbm", hidden=n_hidden, visible=units, method="cd", k=1, epochs=1, lr=1e-4, momentum=0.5,
+        lr_schedule="linear", batch_size=BATCH, seed=1, device="cpu", progress=False, callbacks=[cap],
+    )  # fmt: skip
+    return cap.trainer.run_epoch
 
 
 def library_ais_step(x: torch.Tensor, units, n_hidden: int):
@@ -157,7 +171,7 @@ def run(device: str = "cpu", rows: int = 10_000, repeats: int = 5) -> list[dict]
         out.append(
             row(
                 f"CD-1 epoch, {label}, batch 100, {rows:,} rows",
-                "boltzkit epoch (UnitTrainer.run_epoch)",
+                "boltzkit epoch (Trainer.run_epoch, UnitRBMLearner)",
                 t["library"],
                 bare_s=t["bare"],
                 vs_bare=paired_ratio(samples["library"], samples["bare"]),

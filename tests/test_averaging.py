@@ -169,8 +169,13 @@ def test_cli_trains_an_averaged_model_and_records_the_average(tmp_path):
     assert metrics["train_log_lik"] == pytest.approx(exact_train, abs=1e-6)
     bad = runner.invoke(app, [*args, "--average", "ema:2", "--out", str(tmp_path / "b.safetensors")])
     assert bad.exit_code == 2 and "decay must lie in (0, 1)" in bad.output
+    # Gaussian visible units train under the same trainer: the average is theirs too
+    gauss_out = tmp_path / "g.safetensors"
     gauss = runner.invoke(
-        app, [*args, "--visible", "gaussian", "--average", "ema:0.9", "--out", str(tmp_path / "g.npz")]
+        app, [*args, "--visible", "gaussian", "--average", "polyak:2", "--out", str(gauss_out)]
     )
-    assert gauss.exit_code == 1 and "--average applies to binary units only" in gauss.output
-    assert "Traceback" not in gauss.output
+    assert gauss.exit_code == 0, gauss.output
+    saved, metadata = load_model(gauss_out)
+    assert metadata["training"]["average"] == "polyak:2" and saved.kind == "gaussian-rbm"
+    # (the file holds sigma in float32, the model log sigma: the round trip moves log Z by ~1e-7)
+    assert metadata["metrics"]["log_z"] == pytest.approx(exact_log_z(saved).log_z, abs=1e-6)

@@ -33,6 +33,8 @@ def test_letters_map_to_their_index_and_gaps_and_ambiguity_codes_to_the_gap(tmp_
     assert dna.tolist() == [[0, 1, 2, 3, 4]]
     own, _ = read_fasta(_write(tmp_path / "o.fa", [">s", "abba"]), "AB")
     assert own.tolist() == [[0, 1, 1, 0]]
+    # a model file records the letters, not the name: they read ambiguity codes the same way
+    assert read_fasta(path, PROTEIN)[0].tolist() == x.tolist()
 
 
 def _write(path, lines):  # noqa: ANN001, ANN202
@@ -63,6 +65,8 @@ def test_command_line_trains_on_an_alignment_and_writes_sequences(tmp_path) -> N
     seqs = np.where(mutate, rng.integers(0, 21, seqs.shape), seqs)
     family = tmp_path / "family.fasta"
     write_fasta(family, seqs, "protein")
+    with family.open("a") as f:  # ambiguity codes read as gaps, in training and evaluation alike
+        f.write(">ambiguous\nXBZACDEF\n")
     model = tmp_path / "potts.safetensors"
     trained = last_json(
         run("train", "--data", family, "--alphabet", "protein", "--hidden", 3, "--epochs", 3,

@@ -23,7 +23,7 @@ from boltzkit.estimators.unit_dbm import (
     mean_field_log_unnormalized,
 )
 from boltzkit.io import export_npz, load_model, save_model
-from boltzkit.learning.unit_dbm import UnitDBMTrainer, init_unit_dbm, train_unit_dbm
+from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm, train_unit_dbm
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.state import ChainState
 
@@ -138,9 +138,9 @@ def test_ais_lands_in_its_band_around_exact_log_z(kind: str, method: str) -> Non
 
 @pytest.mark.parametrize("kind", ["gaussian", "categorical:3"])
 def test_the_learning_rule_is_the_gradient_of_the_mean_field_energy_gap(kind: str) -> None:
-    """``set_gradients`` equals autograd's gradient of ``mean E(v, mu) - mean E(chains)`` with the
-    marginals and samples held fixed, for every parameter (the bound's entropy does not depend on
-    them)."""
+    """``UnitDBMLearner.mean_field_gradients`` equals autograd's gradient of ``mean E(v, mu) - mean
+    E(chains)`` with the marginals and samples held fixed, for every parameter (the bound's entropy
+    does not depend on them)."""
     model = unit_dbm(kind, (4, 3, 2, 2), seed=12)
     g = torch.Generator().manual_seed(13)
     data = exact_sample_unit_dbm(model, 7, g).layers[0]
@@ -150,7 +150,7 @@ def test_the_learning_rule_is_the_gradient_of_the_mean_field_energy_gap(kind: st
     gap = model.energy(positive).mean() - model.energy(chains).mean()
     params = list(model.parameters())
     expected = torch.autograd.grad(gap, params)
-    UnitDBMTrainer(model, n_examples=7, generator=g).set_gradients(data, mu, chains)
+    UnitDBMLearner().mean_field_gradients(model, data, mu, chains)
     for p, e in zip(params, expected, strict=True):
         assert torch.allclose(p.grad, e, atol=1e-10)
 

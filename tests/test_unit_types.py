@@ -340,9 +340,9 @@ def test_gaussian_log_density_and_entropy_match_numerical_integration() -> None:
 
 @pytest.mark.parametrize("kind", ["gaussian", "categorical"])
 def test_the_trainers_gradients_are_those_of_the_free_energy_gap(kind: str) -> None:
-    """``UnitTrainer.set_gradients`` (closed forms, one product for the couplings) equals
-    autograd's gradient of ``mean F(data) - mean F(negative)`` for every parameter."""
-    from boltzkit.learning.unit_rbm import UnitTrainer
+    """``UnitRBMLearner.free_energy_gradients`` (closed forms, one product for the couplings)
+    equals autograd's gradient of ``mean F(data) - mean F(negative)`` for every parameter."""
+    from boltzkit.learning.unit_rbm import UnitRBMLearner
 
     model = gaussian_rbm(4, 3, seed=25) if kind == "gaussian" else categorical_rbm(4, 3, 3, seed=25)
     g = torch.Generator().manual_seed(26)
@@ -350,7 +350,78 @@ def test_the_trainers_gradients_are_those_of_the_free_energy_gap(kind: str) -> N
     gap = model.free_energy(data).mean() - model.free_energy(negative).mean()
     params = list(model.parameters())
     expected = torch.autograd.grad(gap, params)
-    trainer = UnitTrainer(model, n_examples=7, generator=g)
-    assert trainer.set_gradients(data, negative) == pytest.approx(float(gap), abs=1e-10)
+    learner = UnitRBMLearner()
+    assert learner.free_energy_gradients(model, data, negative) == pytest.approx(float(gap), abs=1e-10)
     for p, e in zip(params, expected, strict=True):
         assert torch.allclose(p.grad, e, atol=1e-10)
+
+
+@pytest.mark.parametrize("units", ["binary", "gaussian", "categorical:3"])
+def test_the_annealed_conditional_is_the_normalised_geometric_mixture(units: str) -> None:
+    """``anneal`` writes ``exp(-(1 - beta) E_base(x) - beta (E(x) - phi(x) . f))`` as the type's own
+    conditional: its log-probabilities differ from the mixture's unnormalised ones by a constant,
+    and (discrete types) sum to 1; a Gaussian's by the quadrature of the mixture."""
+    kind = unit_type(units)
+    g = torch.Generator().manual_seed(30)
+    n = 2
+    q = (kind.n_states,) if isinstance(kind, Categorical) else ()
+    params = {"bias": torch.randn(n, *q, generator=g, dtype=F64)}
+    base = {"bias": torch.randn(n, *q, generator=g, dtype=F64)}
+    if isinstance(kind, Gaussian):
+        params["sigma"], base["sigma"] = (0.5 + torch.rand(n, generator=g, dtype=F64) for _ in range(2))
+    field = torch.randn(1, n, kind.n_stats, generator=g, dtype=F64)
+    for beta in (0.0, 0.3, 1.0):
+        f2, p2 = kind.anneal(field, params, base, beta)
+
+        def mixture(x: torch.Tensor, beta: float = beta) -> torch.Tensor:
+            coupling = (kind.stats(x, params) * field).sum((-2, -1))
+            return -(1 - beta) * kind.self_energy(x, base) - beta * (kind.self_energy(x, params) - coupling)
+
+        if kind.discrete:
+            xs = kind.states(n, dtype=F64)
+            log_p = kind.log_prob(xs, f2.expand(len(xs), -1, -1), p2)
+            assert float(torch.logsumexp(log_p, 0)) == pytest.approx(0.0, abs=1e-12)
+            diff = log_p - mixture(xs)
+            assert torch.allclose(diff, diff[:1].expand_as(diff), atol=1e-12)
+        else:  # one unit at a time: x_1 fixed, x_0 integrated numerically
+            xs = torch.stack([torch.linspace(-12, 12, 4001, dtype=F64), torch.zeros(4001, dtype=F64)], 1)
+            log_z = math.log(np.trapezoid(torch.exp(mixture(xs)).numpy(), xs[:, 0].numpy()))
+            log_p = kind.log_prob(xs, f2.expand(len(xs), -1, -1), p2)
+            unit1 = float(log_p[0] - (mixture(xs[:1]) - log_z))  # unit 1's own density at 0
+            assert torch.allclose(log_p - unit1, mixture(xs) - log_z, atol=1e-9)
+
+
+@pytest.mark.parametrize("sampler", ["gibbs", "flip", "blend:0.5"])
+def test_the_ais_path_moves_by_operators_that_leave_each_intermediate_distribution_invariant(sampler) -> None:
+    """The exact transition matrix of the operator's sweep on the path's intermediate model
+    (``AnnealedModel``: the visible units annealed towards the base) keeps ``p_beta(v, h) ~
+    exp(-(1 - beta) E_base(v) - beta E(v, h))``: Gibbs, Liu's Metropolized Gibbs and a blend."""
+    from boltzkit.diagnostics.transition_matrix import all_states, transition_matrix
+    from boltzkit.estimators.unit_rbm import AnnealedModel
+    from boltzkit.state import ChainState
+
+    model = categorical_rbm(2, 3, 3, seed=6)
+    path = unit_base_rate_path(model, data=Categorical(3).states(2, dtype=F64)[[0, 4, 5, 8]])
+    target = AnnealedModel(model, path.base)
+    states = all_states(model)
+    joint = ChainState((states[:, :2], states[:, 2:]))
+    units = model.visible_units
+    for beta in (0.0, 0.35, 1.0):
+        log_pi = -(1 - beta) * units.self_energy(joint.layers[0], path.base) - beta * model.energy(
+            *joint.layers
+        )
+        pi = torch.softmax(log_pi.detach(), 0)
+        P = transition_matrix(target, sampler, beta=beta)
+        assert torch.allclose(P.sum(1), torch.ones(len(pi), dtype=F64), atol=1e-12)
+        assert torch.allclose(pi @ P, pi, atol=1e-12), (sampler, beta)
+
+
+@pytest.mark.parametrize("units", ["categorical:3", "categorical:2"])
+def test_ais_with_flip_the_state_brackets_exact_log_z(units: str) -> None:
+    """AIS whose transitions are Liu's Metropolized Gibbs (the binary flip when Q = 2) lands inside
+    its own band around exact log Z, as with Gibbs transitions."""
+    model = unit_rbm(units, 5, 6, seed=17, scale=0.5)
+    truth = exact_log_z(model).log_z
+    data = exact_visible_samples(model, 2000, seed=18)
+    res = estimate_log_z(model, "ais", betas=5000, n_chains=100, base_rate_data=data, seed=19, sampler="flip")
+    assert res.band.minus_3sigma <= truth <= res.band.plus_3sigma and abs(res.log_z - truth) < 0.1

@@ -36,9 +36,14 @@ value. With ``binarize=t`` values above ``t`` become 1 and the others 0 (as
 Gaussian-Bernoulli RBM over real-valued input as it is (sigma learned; standardise the input, e.g.
 with ``StandardScaler`` in a Pipeline), and ``visible_units="categorical"`` a categorical (Potts)
 RBM over integer input ``0..Q-1`` (``Q`` from the data at the first fit, or fixed by
-``"categorical:Q"``). They train by CD-k or PCD (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`),
-score with exact ``log Z`` (an integral over the real values) or AIS from the data's base rates, and
-sample with Gibbs, flip-the-state (categorical units) or parallel tempering.
+``"categorical:Q"``); ``BoltzmannMachineEstimator(kind="dbm", visible_units=...)`` is a DBM over
+them. They train under the same trainer as binary models, by CD-k or PCD for an RBM
+(:class:`~boltzkit.learning.unit_rbm.UnitRBMLearner`) and by the mean-field positive phase and
+persistent chains for a DBM (:class:`~boltzkit.learning.unit_dbm.UnitDBMLearner`), with Gibbs or
+flip-the-state chains (categorical units); score with exact ``log Z`` (an integral over the real
+values) or AIS from the data's base rates (a DBM's ``log p(v)`` a mean-field lower bound when its
+hidden units are too many to enumerate), and sample with Gibbs, flip-the-state (categorical units)
+or parallel tempering.
 
 **Randomness.** ``random_state`` follows scikit-learn: an int gives the same model on every fit,
 ``None`` draws a seed from NumPy's global random state; that seed starts the one
@@ -57,7 +62,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 try:
     from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -81,12 +85,16 @@ from boltzkit.estimators import (
 )
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import enumeration_bits
+from boltzkit.estimators.unit_dbm import mean_field as unit_mean_field
+from boltzkit.estimators.unit_dbm import unit_dbm_path
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.learning import History, ProgressBar, Trainer, init_model, make_learner
-from boltzkit.learning.api import TRAINABLE_KINDS
-from boltzkit.learning.unit_rbm import UnitTrainer, init_unit_rbm
+from boltzkit.learning.api import TRAINABLE_KINDS, UNIT_MODELS
+from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm
+from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field
+from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers import sample as run_chains
 from boltzkit.units import Categorical, UnitType, unit_type
@@ -176,7 +184,7 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         """``X`` as the model's data: 0/1 for binary units (:meth:`_binary`), else checked by the
         visible unit type (real values, or category indices)."""
         units = units or (
-            self.model_.visible_units if isinstance(getattr(self, "model_", None), UnitRBM) else None
+            self.model_.visible_units if isinstance(getattr(self, "model_", None), UNIT_MODELS) else None
         )
         if units is None:
             return self._binary(X)
@@ -230,50 +238,53 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         self.n_iter_ = 0
         self.log_z_: LogZResult | None = None
         self._ais_seed = int(seeds[1])
-        if units is not None:  # real-valued or categorical visible units
-            if kind != "rbm" or method not in ("cd", "pcd", "sap") or str(self.sampler).lower() != "gibbs":
-                raise ValueError(
-                    f"visible_units={units.name!r} trains an RBM by cd or pcd with Gibbs chains; got "
-                    f"kind={kind!r}, method={method!r}, sampler={self.sampler!r}"
-                )
-            self.model_ = init_unit_rbm(x, units, hidden[0], generator=generator)
-            self._unit_state = {
-                "optimizer": None,
-                "chains": None,
-                "method": "cd" if method == "cd" else "pcd",
-            }
-            self._generator_state = generator.get_state()
+        if units is not None:  # real-valued or categorical visible units: an RBM or a DBM
+            if kind not in ("rbm", "dbm"):
+                raise ValueError(f"visible_units={units.name!r} makes an RBM or a DBM; got kind={kind!r}")
+            # the couplings are drawn on the CPU (then moved), as train_model draws them
+            init_generator = generator
+            if device.type != "cpu":
+                init_generator = torch.Generator().manual_seed(int(seeds[0]))
+            if kind == "rbm":
+                model = init_unit_rbm(x, units, hidden[0], generator=init_generator)
+                learner = UnitRBMLearner(method, int(self.k), self.sampler, n_chains=int(self.n_chains))
+            else:
+                model = init_unit_dbm(x, units, hidden, generator=init_generator)
+                learner = UnitDBMLearner(method, int(self.k), self.sampler, n_chains=int(self.n_chains))
+            model = model.to(device)
+            couplings, others = learner.parameter_groups(model)
             self._base_data = x[:BASE_RATE_ROWS].clone()
-            return
-        model = init_model(kind, x.shape[1], hidden, generator=generator, data=x, device=device)
-        learner = make_learner(method, k=int(self.k), sampler=self.sampler, n_chains=int(self.n_chains))
-        couplings = {model.coupling_name(l, m) for l, m in model.coupling_keys}
-        named = list(model.named_parameters())
+        else:
+            model = init_model(kind, x.shape[1], hidden, generator=generator, data=x, device=device)
+            learner = make_learner(method, k=int(self.k), sampler=self.sampler, n_chains=int(self.n_chains))
+            names = {model.coupling_name(l, m) for l, m in model.coupling_keys}
+            named = list(model.named_parameters())
+            couplings = [p for n, p in named if n in names]
+            others = [p for n, p in named if n not in names]
+            self._visible_sum = torch.zeros(x.shape[1], dtype=torch.float64)
+            self._n_seen = 0
         optimizer = torch.optim.SGD(
             [
-                {"params": [p for n, p in named if n in couplings], "weight_decay": float(self.weight_decay)},
-                {"params": [p for n, p in named if n not in couplings], "weight_decay": 0.0},
+                {"params": couplings, "weight_decay": float(self.weight_decay)},
+                {"params": others, "weight_decay": 0.0},
             ],
             lr=float(self.learning_rate),
             momentum=float(self.momentum),
         )
-        self.model_: BoltzmannMachine | UnitRBM = model
+        self.model_: BoltzmannMachine | UnitRBM | UnitDBM = model
         self._learner = learner
         self._optimizer = optimizer
         self._generator_state = generator.get_state()
-        self._visible_sum = torch.zeros(x.shape[1], dtype=torch.float64)
-        self._n_seen = 0
 
     def _run(self, x: Tensor, epochs: int) -> None:
-        """``epochs`` passes over ``x``, continuing the kept training state."""
+        """``epochs`` passes over ``x``, continuing the kept training state (the optimizer's
+        momentum, the learner's persistent chains, the random stream)."""
         model = self.model_
         generator = torch.Generator(device=model.device)
         generator.set_state(self._generator_state)
-        if isinstance(model, UnitRBM):
-            self._run_units(x, epochs, generator)
-            return
-        self._visible_sum += x.sum(0, dtype=torch.float64)
-        self._n_seen += int(x.shape[0])
+        if not isinstance(model, UNIT_MODELS):  # the base rates of AIS, from all binary data seen
+            self._visible_sum += x.sum(0, dtype=torch.float64)
+            self._n_seen += int(x.shape[0])
         trainer = Trainer(
             model,
             self._learner,
@@ -291,27 +302,6 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         self._generator_state = generator.get_state()
         self.n_iter_ += epochs
         self.log_z_ = None  # the model changed
-
-    def _run_units(self, x: Tensor, epochs: int, generator: torch.Generator) -> None:
-        """``epochs`` passes of a unit RBM's trainer, rebuilt from the kept state (the optimizer's
-        momentum, the persistent chains, the random stream), so the estimator stays picklable."""
-        saved = self._unit_state
-        trainer = UnitTrainer(
-            self.model_, n_examples=x.shape[0], method=saved["method"], k=int(self.k), epochs=epochs,
-            lr=float(self.learning_rate), lr_decay=False, momentum=float(self.momentum),
-            weight_decay=float(self.weight_decay), batch_size=_positive_int(self.batch_size, "batch_size"),
-            n_chains=int(self.n_chains), generator=generator, chains=saved["chains"],
-        )  # fmt: skip
-        if saved["optimizer"] is not None:
-            trainer.optimizer.load_state_dict(saved["optimizer"])
-        epochs_done = tqdm(range(epochs), desc=type(self).__name__, disable=not self.verbose, leave=False)
-        for _ in epochs_done:
-            self.history_.append({**trainer.run_epoch(x), "epoch": len(self.history_) + 1})
-        self.model_.zero_grad(set_to_none=True)
-        self._unit_state = {**saved, "optimizer": trainer.optimizer.state_dict(), "chains": trainer.chains}
-        self._generator_state = generator.get_state()
-        self.n_iter_ += epochs
-        self.log_z_ = None
 
     def fit(self, X: Any, y: Any = None) -> _BoltzmannEstimator:
         """Train a fresh model for ``n_iter`` passes over ``X`` (binary, ``(n_samples, n_features)``).
@@ -345,8 +335,8 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     def _n_features_out(self) -> int:
         return int(sum(self.model_.layer_sizes[1:]))
 
-    def _model64(self) -> BoltzmannMachine | UnitRBM:
-        if isinstance(self.model_, UnitRBM):
+    def _model64(self) -> BoltzmannMachine | UnitRBM | UnitDBM:
+        if isinstance(self.model_, UNIT_MODELS):
             return copy.deepcopy(self.model_).double()
         return self.model_.as_float64()
 
@@ -355,6 +345,8 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         v = v.to(device=model.device, dtype=model.dtype)
         if isinstance(model, UnitRBM):
             return torch.sigmoid(model.hidden_input(v))
+        if isinstance(model, UnitDBM):
+            return torch.cat(unit_mean_field(model, v, tol=1e-12, max_iter=1000)[0], dim=1)
         if model.n_layers == 2 and not model.has_laterals(1):  # RBM, SRBM: p(h | v) factorises
             return model.conditional_probs(model.state_from_visible(v), 1)
         means = mean_field(model, {0: v}, tol=1e-12, max_iter=1000).means
@@ -377,11 +369,12 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if self.log_z_ is not None:
             return self.log_z_
         max_bits = int(self.exact_max_bits)
-        if isinstance(self.model_, UnitRBM):  # exact (the fewer-state layer enumerated), else AIS
+        if isinstance(self.model_, UNIT_MODELS):  # exact (the fewer-state layers enumerated), else AIS
             if enumeration_bits(self.model_) <= max_bits:
                 result = exact_log_z(self._model64(), max_bits=max_bits)
             else:
-                path = unit_base_rate_path(self.model_, data=self._base_data, max_bits=max_bits)
+                make_path = unit_base_rate_path if isinstance(self.model_, UnitRBM) else unit_dbm_path
+                path = make_path(self.model_, data=self._base_data, max_bits=max_bits)
                 result = ais(path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed)
         elif enumeration_plan(self.model_).n_bits <= max_bits:
             result = exact_log_z(self._model64(), max_bits=max_bits)
@@ -531,6 +524,9 @@ class BoltzmannMachineEstimator(_BoltzmannEstimator):
     method
         ``"auto"`` (CD for an RBM, SAP, the persistent chains of Salakhutdinov 2008, otherwise),
         ``"cd"``, ``"pcd"`` or ``"sap"``.
+    visible_units
+        ``"binary"`` (default), ``"gaussian"`` or ``"categorical"`` (``"categorical:Q"``): for an
+        RBM or a DBM (mean-field positive phase and persistent chains, S2 Sec. 4.1).
     other parameters
         As for :class:`RBMEstimator`.
 
@@ -556,6 +552,7 @@ class BoltzmannMachineEstimator(_BoltzmannEstimator):
         momentum: float = 0.0,
         weight_decay: float = 0.0,
         binarize: float | None = None,
+        visible_units: str = "binary",
         exact_max_bits: int = 20,
         ais_chains: int = 100,
         ais_betas: str | int = "paper",
@@ -575,6 +572,7 @@ class BoltzmannMachineEstimator(_BoltzmannEstimator):
         self.momentum = momentum
         self.weight_decay = weight_decay
         self.binarize = binarize
+        self.visible_units = visible_units
         self.exact_max_bits = exact_max_bits
         self.ais_chains = ais_chains
         self.ais_betas = ais_betas

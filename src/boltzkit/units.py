@@ -27,7 +27,8 @@ per unit, ``E = sum_i (v_i - b_i)^2 / (2 sigma_i^2) - sum_ij (v_i / sigma_i) W_i
 
 Annealing between a base layer (``base`` params, no field) and the model's layer uses the
 geometric mixture ``-(1 - beta) E_base(x) - beta E(x)``: every type's intermediate conditional is
-of the same type (:meth:`UnitType.sample_annealed`), so AIS needs nothing else.
+an ordinary conditional of the same type with other parameters and field
+(:meth:`UnitType.anneal`), so AIS's transitions are the operators' own.
 
 Transition operators meet a unit type through :meth:`UnitType.update`: a draw of the layer's next
 state given its field, its current state and the weight ``alpha`` of flip-the-state in the blend
@@ -71,8 +72,11 @@ class UnitType(ABC):
     name: str
     #: Whether the unit's states can be enumerated.
     discrete: bool
-    #: The parameter arrays of a layer besides ``bias``.
+    #: The parameter arrays of a layer besides ``bias`` (``sigma``: a scale per unit, which models
+    #: hold and learn in the log domain).
     extra_params: tuple[str, ...] = ()
+    #: The number of states of a unit (``None`` for a continuum): what enumeration takes.
+    n_states: int | None = None
 
     @property
     def n_stats(self) -> int:
@@ -81,6 +85,16 @@ class UnitType(ABC):
 
     def bias_shape(self, n_units: int) -> tuple[int, ...]:
         return (n_units,)
+
+    def coupling_shape(self, n_units: int, n_next: int) -> tuple[int, ...]:
+        """The shape of the couplings of ``n_units`` units of this type to ``n_next`` units: one
+        row per statistic (``(n, Q, n_next)`` for categorical units)."""
+        return (*self.bias_shape(n_units), n_next)
+
+    @property
+    def has_sigma(self) -> bool:
+        """Whether a layer of this type has a scale per unit (Gaussian units)."""
+        return "sigma" in self.extra_params
 
     # ------------------------------------------------------------------ energy and coupling
     @abstractmethod
@@ -93,7 +107,7 @@ class UnitType(ABC):
     ) -> Params:
         """The gradient of ``sum_b weights_b self_energy(x_b)`` with respect to each parameter of
         the layer (``bias``, and ``sigma`` for Gaussian units), in closed form: what a learning
-        rule needs of the layer's own energy (:class:`~boltzkit.learning.unit_rbm.UnitTrainer`).
+        rule needs of the layer's own energy (:class:`~boltzkit.learning.unit_rbm.UnitRBMLearner`).
         ``stats``: ``phi(x)`` when already computed."""
 
     def energy_difference(self, a: Params, b: Params) -> Callable[[Tensor], Tensor]:
@@ -127,15 +141,18 @@ class UnitType(ABC):
 
     # ------------------------------------------------------------------ conditionals
     @abstractmethod
-    def sample_annealed(
-        self, field: Tensor, params: Params, base: Params | None, beta: float, generator: torch.Generator
-    ) -> Tensor:
-        """A draw of ``x`` from ``exp(-(1 - beta) E_base(x) - beta (E(x) - phi(x) . f))``
-        (``base`` ``None`` or ``beta == 1``: the model's own conditional)."""
-
     def sample(self, field: Tensor, params: Params, generator: torch.Generator) -> Tensor:
-        """A draw from the conditional given the field."""
-        return self.sample_annealed(field, params, None, 1.0, generator)
+        """A draw from the conditional given the field, ``exp(-self_energy(x) + phi(x) . f)``."""
+
+    @abstractmethod
+    def anneal(
+        self, field: Tensor, params: Params, base: Params | None, beta: float
+    ) -> tuple[Tensor, Params]:
+        """The conditional ``exp(-(1 - beta) E_base(x) - beta (self_energy(x) - phi(x) . f))`` of the
+        geometric path from a base of independent units (``base``) to the layer, written as an
+        ordinary conditional of the same type: its field and parameters. With ``base`` ``None`` only
+        the coupling is tempered (the field ``beta f``, the layer's own parameters), as a model's
+        tempered distribution is; ``beta == 1`` is the layer's own conditional."""
 
     @abstractmethod
     def mean(self, field: Tensor, params: Params) -> Tensor:
@@ -217,6 +234,16 @@ def _draw(probs: Tensor, generator: torch.Generator) -> Tensor:
     return (probs.cumsum(-1) <= u).sum(-1).clamp_max(probs.shape[-1] - 1)
 
 
+def _mixed_bias(field: Tensor, params: Params, base: Params | None, beta: float) -> tuple[Tensor, Params]:
+    """The annealed conditional of a type whose self-energy is linear in its bias: the field
+    ``beta f`` and the bias ``beta b + (1 - beta) b_0`` (the own bias without a base)."""
+    if beta == 1.0:
+        return field, params
+    if base is None:
+        return beta * field, params
+    return beta * field, {"bias": beta * params["bias"] + (1.0 - beta) * base["bias"]}
+
+
 def _needs_2d(x: Tensor, n_units: int, what: str, expected: str) -> Tensor:
     if x.dim() == 1:
         x = x.unsqueeze(0)
@@ -234,6 +261,7 @@ class Bernoulli(UnitType):
 
     name = "binary"
     discrete = True
+    n_states = 2
 
     def self_energy(self, x: Tensor, params: Params) -> Tensor:
         return -(_f64(x) @ _f64(params["bias"]))
@@ -247,12 +275,15 @@ class Bernoulli(UnitType):
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         return F.softplus(_f64(field[..., 0]) + _f64(params["bias"])).sum(-1)
 
-    def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
-        logits = beta * (field[..., 0] + params["bias"])
-        if base is not None and beta != 1.0:
-            logits = logits + (1.0 - beta) * base["bias"]
-        p = torch.sigmoid(logits)
+    def sample(self, field: Tensor, params: Params, generator: torch.Generator) -> Tensor:
+        p = torch.sigmoid(field[..., 0] + params["bias"])
         return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+
+    def anneal(
+        self, field: Tensor, params: Params, base: Params | None, beta: float
+    ) -> tuple[Tensor, Params]:
+        """``beta f`` and the bias ``beta b + (1 - beta) b_0``."""
+        return _mixed_bias(field, params, base, beta)
 
     def mean(self, field: Tensor, params: Params) -> Tensor:
         return torch.sigmoid(field[..., 0] + params["bias"])
@@ -324,20 +355,25 @@ class Gaussian(UnitType):
         b, s = _f64(params["bias"]), _f64(params["sigma"])
         return (b * f / s + 0.5 * f * f + torch.log(s) + 0.5 * _LOG_2PI).sum(-1)
 
-    def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
-        b, s = params["bias"], params["sigma"]
-        if base is None or beta == 1.0:  # b + s (f + noise): two passes besides the noise
-            noise = torch.randn(field.shape[:-1], generator=generator, device=field.device, dtype=field.dtype)
-            return torch.addcmul(b, s, noise.add_(field[..., 0]))
-        # the geometric mixture's precision and linear coefficient, per unit:
-        # precision = (1 - beta) / s0^2 + beta / s^2, linear = (1 - beta) b0 / s0^2 + beta (b / s^2 + f / s),
-        # so x = offset + slope f + std noise with per-unit vectors (two passes over the batch)
-        b0, s0 = base["bias"], base["sigma"]
-        precision = (1.0 - beta) / s0**2 + beta / s**2
-        offset = ((1.0 - beta) * b0 / s0**2 + beta * b / s**2) / precision
-        slope, std = beta / (s * precision), precision.rsqrt()
+    def sample(self, field: Tensor, params: Params, generator: torch.Generator) -> Tensor:
+        """``b + sigma (f + noise)``: two passes besides the noise."""
         noise = torch.randn(field.shape[:-1], generator=generator, device=field.device, dtype=field.dtype)
-        return torch.addcmul(offset, slope, field[..., 0]).addcmul_(std, noise)
+        return torch.addcmul(params["bias"], params["sigma"], noise.add_(field[..., 0]))
+
+    def anneal(
+        self, field: Tensor, params: Params, base: Params | None, beta: float
+    ) -> tuple[Tensor, Params]:
+        """The geometric mixture's precision and linear coefficient per unit, ``1 / sigma'^2 =
+        (1 - beta) / sigma_0^2 + beta / sigma^2`` and ``b' / sigma'^2 = (1 - beta) b_0 / sigma_0^2 +
+        beta b / sigma^2``, with the field ``beta f sigma' / sigma`` (so that ``sigma' f'`` is the
+        mixture's ``beta sigma'^2 f / sigma``)."""
+        if base is None or beta == 1.0:
+            return (field if beta == 1.0 else beta * field), params
+        b, s, b0, s0 = params["bias"], params["sigma"], base["bias"], base["sigma"]
+        precision = (1.0 - beta) / s0**2 + beta / s**2
+        sigma = precision.rsqrt()
+        bias = ((1.0 - beta) * b0 / s0**2 + beta * b / s**2) / precision
+        return field * (beta * sigma / s).unsqueeze(-1), {"bias": bias, "sigma": sigma}
 
     def mean(self, field: Tensor, params: Params) -> Tensor:
         return params["bias"] + params["sigma"] * field[..., 0]
@@ -432,13 +468,14 @@ class Categorical(UnitType):
     def log_partition(self, field: Tensor, params: Params) -> Tensor:
         return torch.logsumexp(_f64(field) + _f64(params["bias"]), -1).sum(-1)
 
-    def sample_annealed(self, field, params, base, beta, generator) -> Tensor:  # noqa: ANN001
-        if base is None or beta == 1.0:
-            bias = params["bias"] if beta == 1.0 else beta * params["bias"]
-        else:
-            bias = beta * params["bias"] + (1.0 - beta) * base["bias"]
-        logits = torch.add(bias, field, alpha=beta)  # beta f + beta b (+ (1 - beta) b0): one pass
-        return _draw(torch.softmax(logits, -1), generator).to(field.dtype)
+    def sample(self, field: Tensor, params: Params, generator: torch.Generator) -> Tensor:
+        return _draw(torch.softmax(field + params["bias"], -1), generator).to(field.dtype)
+
+    def anneal(
+        self, field: Tensor, params: Params, base: Params | None, beta: float
+    ) -> tuple[Tensor, Params]:
+        """``beta f`` and the bias table ``beta b + (1 - beta) b_0``."""
+        return _mixed_bias(field, params, base, beta)
 
     def mean(self, field: Tensor, params: Params) -> Tensor:
         """The expected one-hot vector per unit, shape ``(batch, n, Q)``."""
@@ -496,23 +533,31 @@ class Categorical(UnitType):
         return ((codes // powers) % q).to(dtype)
 
 
+#: The unit types by name: a name ``NAME`` calls its factory with no argument, ``NAME:ARG`` with the
+#: integer ``ARG`` (``categorical:Q``). A new unit type is one class registered here, plus its file
+#: kinds (:mod:`boltzkit.io.unit_kinds`).
+UNIT_TYPES: dict[str, Callable[..., UnitType]] = {
+    "binary": Bernoulli,
+    "bernoulli": Bernoulli,
+    "gaussian": Gaussian,
+    "categorical": Categorical,
+}
+
+
 def unit_type(spec: str | UnitType) -> UnitType:
     """A unit type from its name: ``binary``, ``gaussian`` or ``categorical:Q``."""
     if isinstance(spec, UnitType):
         return spec
-    text = str(spec).strip().lower()
-    if text in ("binary", "bernoulli"):
-        return Bernoulli()
-    if text == "gaussian":
-        return Gaussian()
-    if text.startswith("categorical:"):
+    name, colon, arg = str(spec).strip().lower().partition(":")
+    factory = UNIT_TYPES.get(name.strip())
+    if factory is not None and (not colon or arg.strip().isdigit()):
         try:
-            return Categorical(int(text.split(":", 1)[1]))
-        except ValueError:
+            return factory(int(arg)) if colon else factory()
+        except TypeError:  # an argument the type does not take, or one it needs
             pass
     raise BoltzkitError(
         "unknown unit type", got=spec, expected="binary, gaussian or categorical:Q (Q >= 2 states)"
     )
 
 
-__all__ = ["Bernoulli", "Categorical", "Gaussian", "Params", "UnitType", "unit_type"]
+__all__ = ["UNIT_TYPES", "Bernoulli", "Categorical", "Gaussian", "Params", "UnitType", "unit_type"]

@@ -40,10 +40,10 @@ from boltzkit.cli.common import (
     unit_dataset,
     unit_interval_option,
     unit_visible,
+    warn,
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
-from boltzkit.cli.train_units import train_units
-from boltzkit.data import Dataset, alphabet_letters, load_dataset
+from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, load_model, save_model
@@ -53,7 +53,9 @@ from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 from boltzkit.models.boltzmann import BoltzmannMachine
-from boltzkit.units import Categorical, unit_type
+from boltzkit.models.unit_dbm import UnitDBM
+from boltzkit.models.unit_rbm import UnitRBM
+from boltzkit.units import Categorical, UnitType, unit_type
 
 ModelKind = Enum("ModelKind", {k: k for k in ("rbm", "srbm", "bm", "dbm", "dbn", "mixture")}, type=str)
 #: The implicit checkpoint (OUT.ckpt) is written after an epoch only when this many seconds have
@@ -137,6 +139,21 @@ def _test_data(
     return None if torch.equal(test.x, train_x) else test
 
 
+#: Learning rates of Gaussian and categorical visible units when neither --lr nor a recipe gives one:
+#: Gaussian-Bernoulli RBMs need small ones (Hinton 2010, Sec. 13.2).
+DEFAULT_LR = {"gaussian": 0.001, "categorical": 0.01}
+
+
+def _unit_data(
+    units: UnitType, spec: str, split: str, *, data_dir: Path | None, seed: int, alphabet: str | None
+) -> Dataset:
+    """A data set of real values or category indices, checked by ``units`` (aligned sequences of a
+    FASTA file read with ``alphabet``)."""
+    name, values = load_values(spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
+    x = units.check_data(values, int(values.shape[-1]), f"the {split} data")
+    return Dataset(name=name, x=x, image_shape=None, split=split)
+
+
 def _summary(record: dict[str, Any]) -> str:
     settings = record["settings"]
     epochs = f"{settings['epochs']} epoch" + ("s" if settings["epochs"] != 1 else "")
@@ -215,10 +232,18 @@ def command(
         str,
         typer.Option(
             "--visible",
-            help="Visible units of an RBM: binary, gaussian (real values; sigma learned) or categorical:Q "
-            "(category indices 0..Q-1).",
+            help="Visible units of an RBM or DBM: binary, gaussian (real values; sigma learned) or "
+            "categorical:Q (category indices 0..Q-1).",
         ),
     ] = "binary",
+    learn_sigma: Annotated[
+        bool,
+        typer.Option(
+            "--learn-sigma/--fixed-sigma",
+            help="Gaussian visible units: learn sigma (in the log domain), or keep it at the data's "
+            "standard deviations.",
+        ),
+    ] = True,
     alphabet: AlphabetOpt = None,
     method: Annotated[
         TrainMethod,
@@ -459,22 +484,29 @@ def command(
                 got=f"--alphabet {alphabet} ({len(letters)} letters) with --visible {visible}",
                 expected=f"--visible categorical:{len(letters)}, or no --visible",
             )
-    if unit_type(visible).name != "binary":
-        if model.value not in ("rbm", "dbm") or init is not None or resume:
-            flags = f"--model {model.value}" + (" --init" if init is not None else "")
+    units = unit_type(visible)
+    if units.name != "binary":
+        if model.value not in ("rbm", "dbm"):
             raise BoltzkitError(
-                "--visible gaussian or categorical:Q trains a fresh RBM or DBM",
-                got=flags + (" --resume" if resume else ""),
-                hint="use --model rbm or dbm, and drop --init and --resume.",
+                "--visible gaussian or categorical:Q trains an RBM or a DBM",
+                got=f"--model {model.value}",
+                hint="use --model rbm or dbm; a DBN over such data builds on a trained one: --model dbn "
+                "--bottom RBM_FILE.",
             )
-        train_units(
-            visible=visible, alphabet=None if alphabet is None else alphabet_letters(alphabet), data=data,
-            test_data=None if test_data in ("none", "auto") else test_data,
-            out=out, hidden=hidden_sizes, model=model.value, recipe=chosen, lr_given=_given(ctx, "lr"),
-            momentum_given=recipe is not None or _given(ctx, "momentum"), exact_max_bits=exact_max_bits,
-            seed=seed, data_dir=data_dir, command=command, progress=show_progress(progress), as_json=as_json,
-        )  # fmt: skip
-        return
+        if model.value == "dbm" and chosen.method == "cd":
+            warn(f"a DBM learns by persistent chains (S2 Sec. 4.1): --method {chosen.method} taken as pcd")
+            chosen = chosen.replace(method="pcd")
+        # the defaults of these units where neither an option nor a recipe says otherwise: a small
+        # learning rate for Gaussian units (Hinton 2010, Sec. 13.2), momentum 0.5 (Sec. 9), and the
+        # rate decaying to 0 (S2 Sec. 5)
+        defaults = {
+            "lr": DEFAULT_LR[units.name.split(":")[0]],
+            "momentum": "0.5" if recipe is None else chosen.momentum,
+            "lr_schedule": "linear" if recipe is None else chosen.lr_schedule,
+        }
+        chosen = chosen.replace(**{key: value for key, value in defaults.items() if not _given(ctx, key)})
+    elif not learn_sigma:
+        raise BoltzkitError("--fixed-sigma applies to Gaussian visible units", got=f"--visible {visible}")
     if model.value in STACK_KINDS:
         if init is not None:
             raise BoltzkitError(
@@ -525,13 +557,22 @@ def command(
     if chosen.method == "pt":
         training["ladder"] = ladder.value
     dev = device_from(device)
-    train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
-    valid = None
-    if valid_data is not None:
-        valid = load_dataset(
-            valid_data, split="valid", data_dir=data_dir, seed=seed, n_visible=train.n_visible
-        )
-    test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
+    letters = None if alphabet is None else alphabet_letters(alphabet)
+    if units.name != "binary":  # real values or category indices, checked by the unit type
+        train = _unit_data(units, data, "train", data_dir=data_dir, seed=seed, alphabet=letters)
+        valid, test = (
+            None if spec in (None, "none", "auto")
+            else _unit_data(units, spec, split, data_dir=data_dir, seed=seed, alphabet=letters)
+            for spec, split in ((valid_data, "valid"), (test_data, "test"))
+        )  # fmt: skip
+    else:
+        train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
+        valid = None
+        if valid_data is not None:
+            valid = load_dataset(
+                valid_data, split="valid", data_dir=data_dir, seed=seed, n_visible=train.n_visible
+            )
+        test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
     # every run checkpoints, so that an interrupted one can resume; the implicit checkpoint is
     # written at most every DEFAULT_CHECKPOINT_SECONDS (many short epochs then cost a few writes)
     checkpoint_seconds = 0.0
@@ -548,14 +589,17 @@ def command(
     start = None
     if init is not None:
         start, _ = load_model(init, device=dev)
-        if not isinstance(start, BoltzmannMachine):
+        if not isinstance(start, (BoltzmannMachine, UnitRBM, UnitDBM)):
             raise BoltzkitError("--init takes an RBM, SRBM, BM or DBM file", got=f"a {type(start).__name__}")
+    if units.name != "binary":
+        training["learn_sigma"] = learn_sigma
     trained, hist = train_model(
         train.x,
         kind=model.value,
         hidden=hidden_sizes,
         init=start,
         recipe=chosen,
+        visible=units,
         **training,
         seed=seed,
         device=dev,
@@ -577,8 +621,13 @@ def command(
     metrics["test_log_lik"] = None
     if test is not None and monitor is not None and metrics["log_z"] is not None:
         metrics["test_log_lik"] = monitor(trained, {"test": test.x.to(trained.device)}).get("test_log_lik")
+    if last.get("log_lik_bound") is not None:  # a DBM's mean-field lower bound, not log p(v) itself
+        metrics["log_lik_bound"] = last["log_lik_bound"]
+    if units.name != "binary":
+        trained.alphabet = letters  # the letters of the states, so that sequences read back the same way
     settings = {
         "model": model.value,
+        **({"visible_units": units.name, "alphabet": letters} if units.name != "binary" else {}),
         "hidden": hidden_sizes,
         **recipe_settings(chosen),
         "recipe": recipe,
@@ -608,6 +657,7 @@ def command(
         "out": str(out),
         "data": train.name,
         "kind": trained.kind,
+        **({"visible_units": units.name} if units.name != "binary" else {}),
         "layer_sizes": list(trained.layer_sizes),
         "n_visible": trained.n_visible,
         "n_hidden": trained.n_hidden,

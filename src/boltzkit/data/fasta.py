@@ -58,6 +58,13 @@ def alphabet_letters(alphabet: str) -> str:
     return letters
 
 
+def gap_codes(alphabet: str) -> str:
+    """The ambiguity codes read as a gap in ``alphabet`` (a name or its letters: a model file
+    records the letters, and reads the same sequences as the name did); none for other alphabets."""
+    letters = alphabet_letters(alphabet)
+    return next((_AS_GAP[name] for name, known in ALPHABETS.items() if known == letters), "")
+
+
 def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray, list[str]]:
     """The aligned sequences of a FASTA file as category indices.
 
@@ -79,7 +86,7 @@ def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray,
     table = np.full(256, -1, dtype=np.int16)
     for i, letter in enumerate(letters):
         table[ord(letter)] = table[ord(letter.lower())] = i
-    for letter in "-." + _AS_GAP.get(str(alphabet).strip().lower(), ""):
+    for letter in "-." + gap_codes(letters):
         if table[ord(letter)] < 0:
             table[ord(letter)] = table[ord(letter.lower())] = gap
     p = Path(path)

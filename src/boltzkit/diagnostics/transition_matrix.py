@@ -46,7 +46,7 @@ from boltzkit.samplers.operators import (
     move_probability,
 )
 from boltzkit.state import Block
-from boltzkit.units import Categorical
+from boltzkit.units import Bernoulli
 
 #: Largest number of units whose transition matrix is built by default (4096 x 4096 states).
 DEFAULT_MAX_BITS = 12
@@ -93,7 +93,7 @@ def unit_radices(model: EnergyModel) -> list[int]:
                 f"{units.name} units have a continuum of states: no finite transition matrix",
                 hint="measure mixing by autocorrelation times of sampled chains instead.",
             )
-        radices += [units.n_states if isinstance(units, Categorical) else 2] * size
+        radices += [units.n_states] * size
     return radices
 
 
@@ -190,7 +190,7 @@ def block_kernel(
     state = model.split_units(x)
     current = state.block_values(block)
     units = model.layer_units(block.layer)
-    if isinstance(units, Categorical):  # the unit type's kernel: a distribution over next states
+    if units != Bernoulli():  # the unit type's kernel: a distribution over next states
         field, params = model.block_field(state, block, beta)
         alpha = 0.0 if gibbs else operator.flip_weight(block.layer)
         next_probs = units.kernel(field, params, current, alpha).to(torch.float64)  # (S, k, Q)

@@ -27,6 +27,7 @@ gives the conservative value ``mean_log_prob_conservative``.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -36,7 +37,12 @@ from torch import Tensor
 
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.exact import enumeration_plan, exact_log_unnormalized_visible, exact_log_z
+from boltzkit.estimators.exact import (
+    enumeration_bits,
+    enumeration_plan,
+    exact_log_unnormalized_visible,
+    exact_log_z,
+)
 from boltzkit.estimators.result import LogProbResult, LogZResult
 from boltzkit.estimators.unit_dbm import unit_dbm_log_unnormalized
 from boltzkit.models.boltzmann import BoltzmannMachine
@@ -227,8 +233,13 @@ def exact_log_likelihoods(
     for ``datasets = {"train": x, "valid": y}``): ``log Z`` enumerates the fewest units
     (:func:`~boltzkit.estimators.exact.exact_log_z`), ``log p*(v)`` is exact (closed form or the
     hidden units that do not sum out enumerated). Nothing is measured when more than ``max_bits``
-    units would be enumerated by either.
+    units would be enumerated by either. A model with Gaussian or categorical visible units
+    enumerates its layers of fewer states (:func:`~boltzkit.estimators.exact.enumeration_bits`);
+    where its ``log p(v)`` is a mean-field lower bound (a DBM), the record says
+    ``"log_lik_bound": "lower"``.
     """
+    if not isinstance(model, BoltzmannMachine):
+        return _unit_log_likelihoods(model, datasets, max_bits=max_bits, batch_size=batch_size)
     if enumeration_plan(model).n_bits > max_bits or enumeration_plan(model, given=(0,)).n_bits > max_bits:
         return {}
     m64 = model.as_float64()
@@ -240,6 +251,25 @@ def exact_log_likelihoods(
             chunk = x[start : start + batch_size].to(device=m64.device, dtype=torch.float64)
             total += float(exact_log_unnormalized_visible(m64, chunk, max_bits=max_bits).sum())
         out[f"{name}_log_lik"] = total / max(1, x.shape[0]) - log_z
+    return out
+
+
+def _unit_log_likelihoods(
+    model: Any, datasets: dict[str, Tensor], *, max_bits: int, batch_size: int
+) -> dict[str, Any]:
+    """:func:`exact_log_likelihoods` of an RBM or DBM with Gaussian or categorical visible units."""
+    if enumeration_bits(model) > max_bits:
+        return {}
+    m64 = copy.deepcopy(model).double()
+    log_z = exact_log_z(m64, max_bits=max_bits)
+    out: dict[str, Any] = {"log_z": float(log_z.log_z)}
+    for name, x in datasets.items():
+        result = dataset_log_prob(
+            m64, x.to(device=m64.device, dtype=torch.float64), log_z, batch_size=batch_size
+        )
+        out[f"{name}_log_lik"] = result.mean_log_prob
+        if result.bound == "lower":
+            out["log_lik_bound"] = "lower"
     return out
 
 

@@ -41,16 +41,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.unit_rbm import UnitBaseRatePath, _softplus_increment, unit_base_rate_path
 from boltzkit.models.boltzmann import binary_entropy
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.resources import Forecast
-from boltzkit.samplers.operators import TransitionOperator
+from boltzkit.samplers.operators import Gibbs
 from boltzkit.state import ChainState
-from boltzkit.units import Params
 
 #: Odd-layer states per chunk of the enumeration.
 CHUNK = 1 << 12
@@ -163,37 +161,8 @@ def exact_sample_unit_dbm(
     log_w = torch.cat([_log_marginal_odd(model, _odd_state(model, odd)) for odd in _odd_chunks(model, bits)])
     idx = torch.multinomial(torch.softmax(log_w, 0), int(n_samples), replacement=True, generator=generator)
     state = _odd_state(model, _odd_layers_of(model, idx.to(model.device), bits))
-    return _draw_even(model, state, generator, 1.0, None)
-
-
-def _draw_even(
-    model: UnitDBM, state: ChainState, generator: torch.Generator, beta: float, base: Params | None
-) -> ChainState:
-    """The even layers given the odd ones at ``beta`` (``v`` from the unit type's annealed
-    conditional towards ``base``)."""
-    v = model.visible_units.sample_annealed(
-        model.visible_field(state.layers[1]), model.visible_params(), base, beta, generator
-    )
-    state = state.with_layer(0, v)
-    for l in model.even_hidden_layers:
-        state = _draw_hidden(model, state, l, generator, beta)
-    return state
-
-
-def _draw_hidden(
-    model: UnitDBM,
-    state: ChainState,
-    layer: int,
-    generator: torch.Generator,
-    beta: float,
-    probs: Tensor | None = None,
-) -> ChainState:
-    """Hidden ``layer`` drawn given its neighbours at ``beta`` (``probs``: its probabilities when
-    already known)."""
-    if probs is None:
-        a = model.hidden_input(state, layer)
-        probs = torch.sigmoid(a if beta == 1.0 else beta * a)
-    return state.with_layer(layer, bernoulli(probs, generator))
+    # the even layers given the odd ones: the operators' block sweep with the odd layers clamped
+    return Gibbs().step(model, state, generator=generator, clamped=model.odd_layers)[0]
 
 
 # ---------------------------------------------------------------------- the mean-field bound
@@ -283,6 +252,10 @@ class UnitDBMPath(UnitBaseRatePath):
             out = out + F.softplus(beta * a.to(torch.float64)).sum(-1)
         return out
 
+    @property
+    def summed_layers(self) -> tuple[int, ...]:
+        return self.model.odd_layers
+
     @torch.no_grad()
     def step(self, state, beta_from, beta_to, operator, generator, *, sweeps=1, move=True):  # noqa: ANN001
         """Fused AIS step: the odd layers' inputs serve both ends of the log-weight increment and
@@ -290,36 +263,14 @@ class UnitDBMPath(UnitBaseRatePath):
         beta_from, beta_to = float(beta_from), float(beta_to)
         step, model = beta_to - beta_from, self.model
         delta = (model.bias_term(state, model.even_hidden_layers) - self._energy_gap(state.layers[0])) * step
-        probs = []
-        for a in model.odd_inputs(state):
-            increment, p = _softplus_increment(a, beta_from, beta_to)
+        logits = {}
+        for l, a in zip(model.odd_layers, model.odd_inputs(state), strict=True):
+            increment, _ = _softplus_increment(a, beta_from, beta_to)
             delta = delta + increment
-            probs.append(p)
+            logits[l] = a if beta_to == 1.0 else beta_to * a
         if not move:
             return delta, state
-        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, odd_probs=probs)
-
-    def transition(
-        self,
-        state: ChainState,
-        beta: float,
-        operator: TransitionOperator,
-        generator: torch.Generator,
-        *,
-        sweeps: int = 1,
-        odd_probs: list[Tensor] | None = None,
-    ) -> ChainState:
-        """``sweeps`` block-Gibbs sweeps at ``beta``: the odd layers given the even ones, then the
-        even ones (``v`` from the annealed conditional); ``odd_probs``: the odd layers'
-        probabilities at ``beta`` for the first sweep when already known."""
-        self._check_operator(operator)
-        model = self.model
-        for sweep in range(int(sweeps)):
-            for i, l in enumerate(model.odd_layers):
-                known = odd_probs[i] if sweep == 0 and odd_probs is not None else None
-                state = _draw_hidden(model, state, l, generator, beta, known)
-            state = _draw_even(model, state, generator, beta, self.base)
-        return state
+        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, logits=logits)
 
     def sample_start(self, n_chains: int, generator: torch.Generator) -> ChainState:
         return self._with_uniform_hidden(

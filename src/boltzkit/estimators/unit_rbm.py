@@ -15,8 +15,9 @@ the model's own visible parameters) with uniform hidden units, along S&M 2008's 
 
     log p*_beta(v) = -(1 - beta) E_base(v) - beta self_energy(v) + sum_j softplus(beta (c_j + phi(v) . W_j))
 
-and block-Gibbs transitions that leave ``p_beta`` invariant (``h`` given ``v``, then ``v`` given
-``h`` from the unit type's annealed conditional). ``log Z_0`` is the base's log-partition plus
+and transitions that leave ``p_beta`` invariant: the operators' own block sweep (Gibbs, or
+flip-the-state where the unit type has a rule) on :class:`AnnealedModel`, ``h`` given ``v`` and
+then ``v`` given ``h`` from the unit type's annealed conditional. ``log Z_0`` is the base's log-partition plus
 ``H log 2``. The generic drivers (:func:`~boltzkit.estimators.ais.ais`, reverse AIS, the
 sandwich, SIS) run on this path unchanged.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -36,9 +38,9 @@ from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.resources import Forecast
-from boltzkit.samplers.operators import TransitionOperator
-from boltzkit.state import ChainState
-from boltzkit.units import Bernoulli, Categorical, Params
+from boltzkit.samplers.operators import TransitionOperator, UnitOperator
+from boltzkit.state import Block, ChainState
+from boltzkit.units import Bernoulli, Params
 
 #: States per chunk of the enumeration.
 CHUNK = 1 << 15
@@ -49,7 +51,7 @@ def enumeration_side(model: UnitRBM) -> tuple[str, int]:
     (``2^H``), or the visible layer of categorical units when it has fewer states."""
     hidden_states = 2**model.n_hidden
     units = model.visible_units
-    if isinstance(units, Categorical):
+    if units.n_states is not None:
         visible_states = units.n_states**model.n_visible
         if visible_states < hidden_states:
             return "visible", visible_states
@@ -71,7 +73,7 @@ def _chunks(model: UnitRBM, side: str, n_states: int) -> Iterator[Tensor]:
     """Every state of the enumerated layer, in chunks (in the model's dtype)."""
     n_units = model.n_hidden if side == "hidden" else model.n_visible
     units = Bernoulli() if side == "hidden" else model.visible_units
-    base = units.n_states if isinstance(units, Categorical) else 2
+    base = units.n_states
     codes_per_unit = base ** torch.arange(n_units, device=model.device)
     for start in range(0, n_states, CHUNK):
         codes = torch.arange(start, min(start + CHUNK, n_states), device=model.device).unsqueeze(1)
@@ -148,6 +150,31 @@ def _uniform_hidden(model: UnitRBM, n: int, generator: torch.Generator) -> Tenso
     return (u < 0.5).to(model.dtype).to(model.device)
 
 
+class AnnealedModel:
+    """A model with Gaussian or categorical visible units as the transition operators see the
+    intermediate distributions of its AIS path, ``exp(-(1 - beta) E_base(v) - beta E(v, h))``: the
+    visible units' conditional is their unit type's annealed one towards the base
+    (:meth:`~boltzkit.units.UnitType.anneal`), everything else the model's own at ``beta``. So AIS
+    moves by the operators' one block sweep, flip-the-state included where the unit type has a
+    rule (:meth:`~boltzkit.samplers.operators.UnitOperator.step`)."""
+
+    def __init__(self, model: UnitRBM | Any, base: Params) -> None:
+        self.model, self.base = model, base
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything but the visible field is the model's (blocks, layer units, the hidden
+        layers' logits at ``beta``, sizes, device)."""
+        if name in ("model", "base"):  # not yet set (copying): no recursion
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    def block_field(
+        self, state: ChainState, block: Block, beta: float | Tensor = 1.0
+    ) -> tuple[Tensor, Params]:
+        field, params = self.model.block_field(state, block, 1.0)
+        return self.model.layer_units(block.layer).anneal(field, params, self.base, float(beta))
+
+
 class UnitBaseRatePath(AnnealingPath):
     """The geometric path from a base of independent visible units (uniform hidden units) to a
     :class:`~boltzkit.models.unit_rbm.UnitRBM`, with the hidden units summed out."""
@@ -179,6 +206,12 @@ class UnitBaseRatePath(AnnealingPath):
             out = out - (1.0 - beta) * units.self_energy(v, self.base)
         return out + F.softplus(beta * model.hidden_input(v).to(torch.float64)).sum(-1)
 
+    @property
+    def summed_layers(self) -> tuple[int, ...]:
+        """The layers the path sums out: their values carried from one step to the next are no
+        chain state of the next target, so a transition's first sweep draws them fresh."""
+        return (1,)
+
     @torch.no_grad()
     def step(self, state, beta_from, beta_to, operator, generator, *, sweeps=1, move=True):  # noqa: ANN001
         """Fused AIS step: the hidden input of ``v`` serves both ends of the log-weight increment
@@ -188,19 +221,12 @@ class UnitBaseRatePath(AnnealingPath):
         beta_from, beta_to = float(beta_from), float(beta_to)
         v = state.visible
         gap, inp = self._energy_gap(v), self.model.hidden_input(v)
-        increment, probs = _softplus_increment(inp, beta_from, beta_to)
+        increment, _ = _softplus_increment(inp, beta_from, beta_to)
         delta = increment.sub_(gap, alpha=beta_to - beta_from)
         if not move:
             return delta, state
-        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, hidden_probs=probs)
-
-    def _check_operator(self, operator: TransitionOperator) -> None:
-        if operator.name != "gibbs":
-            raise BoltzkitError(
-                f"{self.model.visible_units.name} visible units take Gibbs transitions only",
-                got=operator.name,
-                hint="use --sampler gibbs.",
-            )
+        logits = {1: inp if beta_to == 1.0 else beta_to * inp}
+        return delta, self.transition(state, beta_to, operator, generator, sweeps=sweeps, logits=logits)
 
     def transition(
         self,
@@ -210,17 +236,25 @@ class UnitBaseRatePath(AnnealingPath):
         generator: torch.Generator,
         *,
         sweeps: int = 1,
-        hidden_probs: Tensor | None = None,
+        logits: dict[int, Tensor] | None = None,
     ) -> ChainState:
-        """``sweeps`` block-Gibbs sweeps at ``beta`` (``h | v``, then ``v | h`` from the annealed
-        conditional); ``hidden_probs``: ``p(h = 1 | v)`` at ``beta`` of the current ``v`` when
-        already known."""
-        self._check_operator(operator)
-        v, h = state.visible, state.hidden
+        """``sweeps`` sweeps of ``operator`` at ``beta`` on the path's intermediate model
+        (:class:`AnnealedModel`: the visible units' conditional annealed towards the base), the
+        summed-out layers drawn fresh in the first; ``logits``: their logits at ``beta`` for that
+        sweep, when already known (a per-unit operator takes them instead of asking the model)."""
+        if type(operator).extend is not TransitionOperator.extend:
+            raise BoltzkitError(
+                "AIS moves each chain at its own inverse temperature", got=f"sampler {operator.name!r}",
+                hint="use a sampler without replicas (gibbs, flip, blend:A).",
+            )  # fmt: skip
+        target = AnnealedModel(self.model, self.base)
         for sweep in range(int(sweeps)):
-            h = self.model.sample_hidden(v, generator, beta, probs=hidden_probs if sweep == 0 else None)
-            v = self.model.sample_visible(h, generator, base=self.base, beta=beta)
-        return ChainState.of(v, h)
+            hooks = {"logits": logits} if sweep == 0 and logits and isinstance(operator, UnitOperator) else {}
+            state, _ = operator.step(
+                target, state, beta=beta, generator=generator,
+                fresh_layers=self.summed_layers if sweep == 0 else (), **hooks,
+            )  # fmt: skip
+        return state
 
     def sample_start(self, n_chains: int, generator: torch.Generator) -> ChainState:
         v = self.model.sample_independent(n_chains, generator, base=self.base)

@@ -32,7 +32,6 @@ from boltzkit.io.model_files import ArraySpec, ModelKind, natural_key, register_
 from boltzkit.models.dbn import DBN
 from boltzkit.models.mixture import WEIGHT_SUM_TOL, MixtureOfBernoullis
 from boltzkit.models.rbm import RBM
-from boltzkit.units import Gaussian
 
 __all__ = ["DBN_NAME", "is_dbn_name"]
 
@@ -183,7 +182,7 @@ def _dbn_tensors(model: nn.Module) -> dict[str, Tensor]:
         out[f"vbias_{l}"] = rbm.vbias
         out[f"hbias_{l}"] = rbm.hbias
     bottom = model.unit_bottom  # type: ignore[union-attr]
-    if bottom is not None and isinstance(bottom.visible_units, Gaussian):
+    if bottom is not None and bottom.visible_units.has_sigma:
         out["sigma_0"] = bottom.sigma.detach()
     return out
 

@@ -101,7 +101,7 @@ def build_categorical(tensors, md, dtype, device) -> UnitRBM:  # noqa: ANN001
 
 def _tensors(model: UnitRBM) -> dict[str, Tensor]:
     out = {"W": model.W, "vbias": model.vbias, "hbias": model.hbias}
-    if isinstance(model.visible_units, Gaussian):
+    if model.visible_units.has_sigma:
         out["sigma"] = model.sigma.detach()
     return out
 
@@ -220,7 +220,7 @@ def _build_dbm(tensors, md, dtype, device) -> UnitDBM:  # noqa: ANN001
 def _dbm_tensors(model: UnitDBM) -> dict[str, Tensor]:
     out = {f"W_{l}": w for l, w in enumerate(model.weights)}
     out.update({f"bias_{l}": b for l, b in enumerate(model.biases)})
-    if isinstance(model.visible_units, Gaussian):
+    if model.visible_units.has_sigma:
         out["sigma"] = model.sigma.detach()
     return out
 

@@ -4,6 +4,7 @@ recipe for RBMs), used by the command line and the paper reproductions."""
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import warnings
@@ -40,9 +41,17 @@ from boltzkit.learning.schedules import (
     parse_momentum,
 )
 from boltzkit.learning.trainer import Trainer, data_fingerprint
+from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm
+from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm, prepared
 from boltzkit.models.boltzmann import BoltzmannMachine, kind_coupling_keys
 from boltzkit.models.rbm import RBM
+from boltzkit.models.unit_dbm import UnitDBM
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers.operators import make_operator
+from boltzkit.units import UnitType, unit_type
+
+#: Models whose visible units are Gaussian or categorical: they train by their own learners.
+UNIT_MODELS = (UnitRBM, UnitDBM)
 
 #: Model kinds :func:`init_model` builds.
 TRAINABLE_KINDS = ("rbm", "srbm", "bm", "dbm", "fvbm")
@@ -193,8 +202,40 @@ def _non_negative_float(
     return v
 
 
+def _refuse_binary_options(
+    model: UnitRBM | UnitDBM,
+    method: str,
+    *,
+    positive: str | PositivePhase,
+    probabilities: bool,
+    reconstruction: str,
+    centering: str | Centering | None,
+) -> None:
+    """A clear error for each training option that a model with Gaussian or categorical visible
+    units cannot take (rather than ignoring it)."""
+    units = model.visible_units.name
+    refused = [
+        (method == "pt", f"method {method!r}", "cd or pcd (a DBM: pcd)"),
+        (
+            not (isinstance(positive, str) and positive.strip().lower() == "auto"),
+            f"positive phase {positive!r}",
+            "'auto' (exact p(h | v) for an RBM, mean-field for a DBM)",
+        ),
+        (probabilities, "probabilities as data", "values of the visible unit type"),
+        (reconstruction != "sample", f"reconstruction {reconstruction!r}", "'sample'"),
+        (parse_centering(centering) is not None, "centering", "no centering"),
+    ]
+    for bad, got, expected in refused:
+        if bad:
+            raise BoltzkitError(
+                f"{got} applies to binary visible units only",
+                got=f"{got} for a {model.kind} with {units} visible units",
+                expected=expected,
+            )
+
+
 def train(
-    model: BoltzmannMachine,
+    model: BoltzmannMachine | UnitRBM | UnitDBM,
     train_x: Tensor,
     *,
     generator: torch.Generator,
@@ -228,6 +269,7 @@ def train(
     reconstruction: str = "sample",
     centering: str | Centering | None = None,
     average: str | ParameterAverage | None = None,
+    learn_sigma: bool = True,
 ) -> History:
     """Train any member of the Boltzmann machine family in place with SGD.
 
@@ -240,9 +282,17 @@ def train(
     Parameters
     ----------
     model
-        The model, trained in place (its dtype and device are the training's).
+        The model, trained in place (its dtype and device are the training's). An RBM or DBM with
+        Gaussian or categorical visible units (:class:`~boltzkit.models.unit_rbm.UnitRBM`,
+        :class:`~boltzkit.models.unit_dbm.UnitDBM`) trains by its own learner
+        (:class:`~boltzkit.learning.unit_rbm.UnitRBMLearner`: CD-k or PCD;
+        :class:`~boltzkit.learning.unit_dbm.UnitDBMLearner`: mean-field and persistent chains)
+        under the same trainer, schedules, checkpoints and history; centering, a mean
+        reconstruction, other positive phases and parallel-tempering learning are for binary
+        units and refused.
     train_x
-        Binary training data, shape ``(n_examples, n_visible)``.
+        Training data, shape ``(n_examples, n_visible)``: binary, or what the model's visible
+        unit type takes (real values, category indices).
     generator
         The one ``torch.Generator`` behind shuffling and sampling (on the model's device).
     method
@@ -308,6 +358,8 @@ def train(
         the chains and the optimizer follow the raw iterates while training, and so do the
         monitored values of every epoch but the last, which are re-measured on the average (the
         record gets ``"averaged": True``).
+    learn_sigma
+        Gaussian visible units: learn ``log sigma`` too (else sigma stays where it started).
 
     Returns
     -------
@@ -345,14 +397,6 @@ def train(
             "resume needs a checkpoint path", hint="pass checkpoint_path (--checkpoint FILE)."
         )
     operator = make_operator(sampler)
-    positive_phase = make_positive(positive, damping=damping)
-    if probabilities:
-        x = check_probabilities(train_x, source="training data", n_visible=model.n_visible)
-    else:
-        x = check_binary(train_x, source="training data", n_visible=model.n_visible)
-    x = x.to(device=model.device, dtype=model.dtype).contiguous()
-    if valid_x is not None:
-        valid_x = check_binary(valid_x, source="validation data", n_visible=model.n_visible)
     lr_plan = parse_lr_schedule(
         ("linear" if method_name != "cd" else "constant") if lr_schedule is None else lr_schedule
     )
@@ -362,22 +406,49 @@ def train(
             "a mean reconstruction applies to CD only", got=f"method {method_name!r}",
             hint="persistent chains must stay binary: use reconstruction='sample'.",
         )  # fmt: skip
-    learner = make_learner(
-        method_name,
-        k=schedule(0, epochs),
-        sampler=operator,
-        n_chains=n_chains,
-        positive=positive_phase,
-        cd_reconstruction=reconstruction,
-        **pt_options,
-    )
-    learner.centering = centering
-    coupling_names = {model.coupling_name(l, m) for l, m in model.coupling_keys}
-    named = list(model.named_parameters())
+    if isinstance(model, UNIT_MODELS):
+        _refuse_binary_options(
+            model, method_name, positive=positive, probabilities=probabilities, reconstruction=reconstruction,
+            centering=centering,
+        )  # fmt: skip
+        x = model.check_data(train_x, "training data").to(device=model.device, dtype=model.dtype).contiguous()
+        if valid_x is not None:
+            valid_x = model.check_data(valid_x, "validation data")
+        unit_learner = UnitRBMLearner if isinstance(model, UnitRBM) else UnitDBMLearner
+        learner: Any = unit_learner(
+            method_name, schedule(0, epochs), operator, n_chains=n_chains, learn_sigma=learn_sigma
+        )
+        couplings, others = learner.parameter_groups(model)
+    else:
+        if not learn_sigma:
+            raise BoltzkitError(
+                "learn_sigma=False applies to Gaussian visible units", got=f"a binary {model.kind}"
+            )
+        if probabilities:
+            x = check_probabilities(train_x, source="training data", n_visible=model.n_visible)
+        else:
+            x = check_binary(train_x, source="training data", n_visible=model.n_visible)
+        x = x.to(device=model.device, dtype=model.dtype).contiguous()
+        if valid_x is not None:
+            valid_x = check_binary(valid_x, source="validation data", n_visible=model.n_visible)
+        learner = make_learner(
+            method_name,
+            k=schedule(0, epochs),
+            sampler=operator,
+            n_chains=n_chains,
+            positive=make_positive(positive, damping=damping),
+            cd_reconstruction=reconstruction,
+            **pt_options,
+        )
+        learner.centering = centering
+        coupling_names = {model.coupling_name(l, m) for l, m in model.coupling_keys}
+        named = list(model.named_parameters())
+        couplings = [p for n, p in named if n in coupling_names]
+        others = [p for n, p in named if n not in coupling_names]
     optimizer = torch.optim.SGD(
         [
-            {"params": [p for n, p in named if n in coupling_names], "weight_decay": weight_decay},
-            {"params": [p for n, p in named if n not in coupling_names], "weight_decay": 0.0},
+            {"params": couplings, "weight_decay": weight_decay},
+            {"params": others, "weight_decay": 0.0},
         ],
         lr=lr,
         momentum=momentum_schedule(0),
@@ -392,6 +463,11 @@ def train(
     run_settings: dict[str, Any] = {
         "kind": model.kind,
         "layer_sizes": list(model.layer_sizes),
+        **(
+            {"visible_units": model.visible_units.name, "learn_sigma": learner.learns_sigma(model)}
+            if isinstance(model, UNIT_MODELS)
+            else {}
+        ),
         "method": method_name,
         "k_schedule": schedule.spec,
         "sampler": operator.name,
@@ -499,9 +575,10 @@ def train_model(
     recipe: str | Recipe | None = None,
     init_vbias_from_data: bool | None = None,
     init_scale: float | None = None,
-    init: BoltzmannMachine | None = None,
+    init: BoltzmannMachine | UnitRBM | UnitDBM | None = None,
+    visible: str | UnitType = "binary",
     **kwargs: Any,
-) -> tuple[BoltzmannMachine, History]:
+) -> tuple[BoltzmannMachine | UnitRBM | UnitDBM, History]:
     """Initialise a model of ``kind`` (:func:`init_model`) and :func:`train` it.
 
     One ``torch.Generator`` seeded with ``seed`` draws the initial weights and then drives
@@ -523,6 +600,14 @@ def train_model(
         further; it must have the given sizes and be of ``kind`` or a model ``kind`` extends (an
         RBM starts an SRBM or BM, an SRBM a BM: the couplings it lacks start at zero, so training
         starts from its distribution; :meth:`BoltzmannMachine.embedded`).
+    visible
+        The visible unit type: ``"binary"``, ``"gaussian"`` or ``"categorical:Q"``. Gaussian and
+        categorical units make an RBM (:class:`~boltzkit.models.unit_rbm.UnitRBM`) or a DBM
+        (``kind="dbm"``: :class:`~boltzkit.models.unit_dbm.UnitDBM`) whose visible layer starts at
+        the unit type's base-rate fit to the data (Gaussian: the data's means and standard
+        deviations, floored at 5% of the largest; categorical: the log of the smoothed
+        frequencies), the couplings drawn on the CPU from ``seed`` (on another device a generator
+        there, seeded with ``seed``, drives the rest).
 
     Returns
     -------
@@ -548,6 +633,22 @@ def train_model(
     init_vbias_from_data = True if init_vbias_from_data is None else bool(init_vbias_from_data)
     if str(kwargs.get("method", "cd")) != "pt":
         kwargs.pop("temperatures", None)
+    units = unit_type(visible)
+    if units.name != "binary":
+        model, gen, x_dev = _unit_model(
+            train_x, units, kind, hidden, init=init, seed=seed, device=device, dtype=dtype,
+            init_scale=init_scale, init_vbias_from_data=init_vbias_from_data,
+        )  # fmt: skip
+        settings = {
+            "seed": seed, "init_scale": init_scale, "recipe": recipe_record, "visible_units": units.name,
+            "init": "a given model" if init is not None else "random", **kwargs.pop("settings", {}),
+        }  # fmt: skip
+        return model, train(model, x_dev, generator=gen, settings=settings, **kwargs)
+    if isinstance(init, UNIT_MODELS):
+        raise BoltzkitError(
+            "the starting model has other visible units than the model to train",
+            got=f"{init.visible_units.name} visible units", expected="binary (or pass visible=...)",
+        )  # fmt: skip
     dev = resolve_device(device)
     x = check_binary(train_x, source="training data")
     gen = make_generator(int(seed), dev)
@@ -582,6 +683,55 @@ def train_model(
     }
     history = train(model, x_dev, generator=gen, settings=settings, **kwargs)
     return model, history
+
+
+def _unit_model(
+    train_x: Tensor,
+    units: UnitType,
+    kind: str,
+    hidden: Sequence[int] | int,
+    *,
+    init: BoltzmannMachine | UnitRBM | UnitDBM | None,
+    seed: int,
+    device: str | torch.device,
+    dtype: torch.dtype,
+    init_scale: float,
+    init_vbias_from_data: bool,
+) -> tuple[UnitRBM | UnitDBM, torch.Generator, Tensor]:
+    """:func:`train_model`'s model, generator and data for Gaussian or categorical visible units."""
+    kind = str(kind).strip().lower()
+    sizes = [int(hidden)] if isinstance(hidden, int) else [int(h) for h in hidden]
+    if (
+        kind not in ("rbm", "dbm")
+        or (kind == "rbm" and len(sizes) != 1)
+        or (kind == "dbm" and len(sizes) < 2)
+    ):
+        raise BoltzkitError(
+            f"{units.name} visible units make an RBM (one hidden layer) or a DBM (two or more)",
+            got=f"kind {kind!r} with hidden layers {sizes}",
+            expected="kind='rbm' with one hidden size, or kind='dbm' with several",
+        )
+    if not init_vbias_from_data:
+        raise BoltzkitError(
+            f"{units.name} visible units start at their base-rate fit to the data",
+            got="init_vbias_from_data=False (init_vbias 'zero')",
+            hint="drop it: the fit also gives Gaussian units their starting sigma.",
+        )
+    model_class = UnitRBM if kind == "rbm" else UnitDBM
+    if init is not None and (not isinstance(init, model_class) or list(init.layer_sizes[1:]) != sizes):
+        raise BoltzkitError(
+            "the starting model does not match the model to train",
+            got=f"a {init.kind} with layers {list(init.layer_sizes)}",
+            expected=f"a {units.name} {kind} with hidden layers {sizes}",
+        )
+
+    def fresh(x: Tensor, units: UnitType, *, generator: torch.Generator) -> UnitRBM | UnitDBM:
+        if kind == "rbm":
+            return init_unit_rbm(x, units, sizes[0], init_scale=init_scale, generator=generator, dtype=dtype)
+        return init_unit_dbm(x, units, sizes, init_scale=init_scale, generator=generator, dtype=dtype)
+
+    start = None if init is None else copy.deepcopy(init).to(dtype=dtype)
+    return prepared(train_x, units, fresh, init=start, seed=seed, device=device)
 
 
 def train_rbm(

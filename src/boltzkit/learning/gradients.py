@@ -250,6 +250,11 @@ class Learner:
             self.centering.transform(model)
         return ph.reconstruction
 
+    def epoch_summary(self) -> dict[str, Any]:
+        """What the learner adds to an epoch's record, called by the trainer at the end of each
+        epoch (none here; a unit model's learner reports its monitor)."""
+        return {}
+
     def setup(self, model: BoltzmannMachine, train_x: Tensor, generator: torch.Generator) -> None:
         """Called once by the trainer before the first update (persistent chains and centering
         offsets start here)."""

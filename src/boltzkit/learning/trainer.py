@@ -241,6 +241,7 @@ class Trainer:
             "recon_error": recon,
             "lr": lr,
             "k": k,
+            **self.learner.epoch_summary(),
         }
         if self.momentum_schedule is not None:
             record["momentum"] = self.momentum_schedule(index)

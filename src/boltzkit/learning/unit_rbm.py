@@ -4,13 +4,15 @@ by CD-k or PCD, for every unit type at once.
 The gradient of the mean log-likelihood of an RBM with binary hidden units is
 ``-E_data[dF/dtheta] + E_model[dF/dtheta]`` with the free energy ``F(v) = -log p*(v)``
 (:meth:`~boltzkit.models.unit_rbm.UnitRBM.free_energy`; Hinton 2002, and S2 Sec. 4.1 for the
-persistent version). So the learner descends ``mean F(v_data) - mean F(v_model)`` with the model
-samples held fixed (:meth:`UnitTrainer.set_gradients`): the unit type gives the gradients of its
-self-energy and of the couplings (one product), and for Gaussian units ``log sigma`` is learned too
-(in the log domain, so that sigma stays positive). The
-negative samples are ``k`` block-Gibbs sweeps from the data (CD-k) or from persistent chains (PCD;
-Tieleman 2008). torch.optim's SGD applies the learning rate, the momentum and the weight decay (on
-the couplings only); the learning rate decays linearly to 0 when asked (S2 Sec. 5).
+persistent version). So the learner (:class:`UnitRBMLearner`) descends ``mean F(v_data) - mean
+F(v_model)`` with the model samples held fixed (:meth:`UnitRBMLearner.free_energy_gradients`): the
+unit type gives the gradients of its self-energy and of the couplings (one product), and for
+Gaussian units ``log sigma`` is learned too (in the log domain, so that sigma stays positive). The
+negative samples are ``k`` sweeps of the transition operator's one block sweep from the data (CD-k)
+or from persistent chains (PCD; Tieleman 2008). The trainer of every model
+(:class:`~boltzkit.learning.trainer.Trainer`) runs the learner: torch.optim's SGD with the learning
+rate, momentum and k schedules, the weight decay (on the couplings only), checkpoints and the
+history.
 
 The visible biases start at the unit type's base-rate fit to the data (the data's means, and for
 Gaussian units sigma at the data's standard deviations, floored at 5% of the largest; the log of
@@ -21,19 +23,20 @@ couplings at ``N(0, init_scale^2)``. Gaussian-Bernoulli RBMs need small learning
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from boltzkit._numerics import bernoulli, make_generator, resolve_device
 from boltzkit.errors import BoltzkitError
+from boltzkit.learning.history import History
 from boltzkit.models.unit_rbm import UnitRBM
-from boltzkit.units import Gaussian, Params, UnitType, unit_type
+from boltzkit.samplers.operators import TransitionOperator, UnitOperator, make_operator
+from boltzkit.state import ChainState
+from boltzkit.units import Params, UnitType, unit_type
 
 METHODS = ("cd", "pcd")
 M = TypeVar("M", bound=torch.nn.Module)
@@ -86,43 +89,6 @@ def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
     return x, base
 
 
-def sgd_with_decay(
-    couplings: list[Tensor],
-    others: list[Tensor],
-    *,
-    lr: float,
-    momentum: float,
-    weight_decay: float,
-    n_examples: int,
-    batch_size: int,
-    epochs: int,
-    lr_decay: bool,
-) -> tuple[torch.optim.SGD, torch.optim.lr_scheduler.LambdaLR]:
-    """torch.optim's SGD with momentum, the weight decay on the couplings only, and the learning
-    rate decaying linearly to 0 over ``epochs`` epochs of updates when ``lr_decay`` (S2 Sec. 5):
-    the optimizer of every unit-type trainer."""
-    optimizer = torch.optim.SGD(
-        [{"params": couplings, "weight_decay": float(weight_decay)}, {"params": others, "weight_decay": 0.0}],
-        lr=float(lr),
-        momentum=float(momentum),
-    )
-    total = (int(n_examples) + int(batch_size) - 1) // int(batch_size) * int(epochs)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: max(0.0, 1.0 - step / total) if lr_decay else 1.0
-    )
-    return optimizer, scheduler
-
-
-def check_finite(model: torch.nn.Module, epoch: int) -> None:
-    """Stop a diverged run with a clear error (a parameter no longer finite)."""
-    if not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-        raise BoltzkitError(
-            f"training diverged in epoch {epoch}: a parameter is no longer finite",
-            hint="lower the learning rate (--lr), or keep sigma fixed (learn_sigma=False) for "
-            "standardised data.",
-        )
-
-
 def prepared(
     x: Tensor, visible: UnitType | str, fresh: Callable[..., M], *, init: M | None, seed: int, device: Any
 ) -> tuple[M, torch.Generator, Tensor]:
@@ -160,7 +126,7 @@ def set_visible_gradients(
     one buffer); the unit type gives its self-energy's part
     (:meth:`~boltzkit.units.UnitType.self_energy_gradients`) and what its statistics contribute
     through the couplings (:meth:`~boltzkit.units.UnitType.through_stats_gradients`): the RBM's
-    CD/PCD rule (:class:`UnitTrainer`) and the DBM's (:mod:`boltzkit.learning.unit_dbm`) alike."""
+    CD/PCD rule (:class:`UnitRBMLearner`) and the DBM's (:mod:`boltzkit.learning.unit_dbm`) alike."""
     units = model.visible_units
     (x_pos, s_pos, g_pos), (x_neg, s_neg, g_neg) = data, negative
     n, m = x_pos.shape[0], x_neg.shape[0]
@@ -180,105 +146,140 @@ def set_visible_gradients(
         )
 
 
-class UnitTrainer:
-    """The training state of a unit RBM between epochs: the model, torch.optim's SGD (momentum),
-    the learning-rate schedule, the persistent chains of PCD and the one random stream, so that
-    training can go on epoch by epoch (scikit-learn's ``partial_fit``) with the same numbers as one
-    run of :func:`train_unit_rbm`.
+class UnitRBMLearner:
+    """CD-k or PCD-k for an RBM with any visible unit type: the learner that
+    :class:`~boltzkit.learning.trainer.Trainer` runs for a :class:`~boltzkit.models.unit_rbm.UnitRBM`,
+    as :class:`~boltzkit.learning.gradients.Learner` is for the binary family. The trainer brings
+    the rest (minibatches, torch.optim's SGD with the learning-rate, momentum and k schedules,
+    checkpoints, the history, iterate averages).
+
+    The negative samples are ``k`` sweeps of the transition operator from the data (CD-k: ``h^0 ~
+    p(h | v^0)``, then the visible layer, then ``k - 1`` full sweeps) or from ``n_chains``
+    persistent chains (PCD; Tieleman 2008), each sweep the operator's own block sweep
+    (:meth:`~boltzkit.samplers.operators.UnitOperator.step`, handed the hidden inputs already
+    computed): Gibbs, or flip-the-state where the unit type has a rule (Liu's Metropolized Gibbs for
+    categorical units; Brügge, Fischer & Igel 2013). The gradient is that of ``mean F(data) - mean
+    F(negative)`` with the samples held fixed (:meth:`free_energy_gradients`).
 
     Parameters
     ----------
-    model
-        The RBM to train (its visible unit type decides the data it takes).
-    n_examples
-        Examples per epoch, for the linear decay of the learning rate over ``epochs`` epochs.
-    method, k, epochs, lr, lr_decay, momentum, weight_decay, batch_size, n_chains, learn_sigma
-        As in :func:`train_unit_rbm`.
-    generator
-        The source of every minibatch order and Gibbs draw.
-    chains
-        PCD: persistent chains to go on from (default: fresh draws from the visible units' own
-        independent model).
+    method
+        ``"cd"``, or ``"pcd"`` (``"sap"`` names the same persistent chains, S2 Sec. 4.1.1).
+    k
+        Sweeps per update (the trainer sets it per epoch from a k schedule).
+    sampler
+        The chains' transition operator (``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ...).
+    n_chains
+        Persistent chains (PCD).
+    learn_sigma
+        Gaussian units: learn ``log sigma`` too (else sigma stays where it started).
     """
 
     def __init__(
         self,
-        model: UnitRBM,
-        *,
-        n_examples: int,
         method: str = "cd",
         k: int = 1,
-        epochs: int = 10,
-        lr: float = 0.001,
-        lr_decay: bool = True,
-        momentum: float = 0.5,
-        weight_decay: float = 0.0,
-        batch_size: int = 100,
+        sampler: str | TransitionOperator = "gibbs",
+        *,
         n_chains: int = 100,
         learn_sigma: bool = True,
-        generator: torch.Generator,
-        chains: Tensor | None = None,
     ) -> None:
-        method = str(method).lower()
-        if method not in METHODS:
+        name = {"sap": "pcd"}.get(str(method).lower(), str(method).lower())
+        if name not in METHODS:
             raise BoltzkitError(
-                "unknown learning method for these units", got=method, expected=" or ".join(METHODS)
+                "unknown learning method for these units", got=method, expected="'cd', 'pcd' or 'sap'"
             )
-        if int(k) < 1 or int(epochs) < 1 or int(batch_size) < 1:
-            raise BoltzkitError("k, epochs and batch_size must be at least 1", got=(k, epochs, batch_size))
-        self.model, self.k, self.batch_size, self.generator = model, int(k), int(batch_size), generator
-        self.learn_sigma = isinstance(model.visible_units, Gaussian) and learn_sigma
-        others = [model.vbias, model.hbias] + ([model.log_sigma] if self.learn_sigma else [])
-        self.optimizer, self.scheduler = sgd_with_decay(
-            [model.W], others, lr=lr, momentum=momentum, weight_decay=weight_decay, n_examples=n_examples,
-            batch_size=batch_size, epochs=epochs, lr_decay=lr_decay,
-        )  # fmt: skip
-        if method == "pcd" and chains is None:
-            chains = model.sample_independent(int(n_chains), generator)
-        self.chains = chains if method == "pcd" else None
-        self.epoch = 0
+        if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
+            raise BoltzkitError("n_chains must be a positive integer", got=repr(n_chains))
+        self.method, self.n_chains, self.learn_sigma = name, n_chains, bool(learn_sigma)
+        self.k = k
+        self.operator = make_operator(sampler)
+        if type(self.operator).extend is not TransitionOperator.extend:
+            raise BoltzkitError(
+                "an RBM over Gaussian or categorical units learns by CD or PCD chains, not tempered ones",
+                got=f"sampler {self.operator.name!r}",
+                hint="use a sampler without replicas (gibbs, flip, blend:A); parallel tempering samples "
+                "such a model (boltzkit sample --sampler pt:T).",
+            )
+        self.chains: ChainState | None = None
+        self._gap_sum: Tensor | None = None
+        self._n_updates = self._n_monitored = 0
 
-    def _side(self, v: Tensor, params: Params, w: Tensor) -> _Side:
+    @property
+    def k(self) -> int:
+        return self._k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BoltzkitError("k must be a positive integer", got=repr(value), expected="an integer >= 1")
+        self._k = value
+
+    def learns_sigma(self, model: UnitRBM) -> bool:
+        return model.visible_units.has_sigma and self.learn_sigma
+
+    def parameter_groups(self, model: UnitRBM) -> tuple[list[Tensor], list[Tensor]]:
+        """The couplings (weight decay applies) and the other parameters the optimizer moves."""
+        others = [model.vbias, model.hbias] + ([model.log_sigma] if self.learns_sigma(model) else [])
+        return [model.W], others
+
+    def setup(self, model: UnitRBM, train_x: Tensor, generator: torch.Generator) -> None:
+        """PCD: the chains start at the visible units' own independent model (its base-rate fit
+        to the data is where the visible biases started), the hidden units at 0 (the first sweep
+        draws them)."""
+        if self.method == "pcd" and self.chains is None:
+            v = model.sample_independent(self.n_chains, generator)
+            self.chains = ChainState((v, v.new_zeros(v.shape[0], model.n_hidden)))
+
+    def _side(self, model: UnitRBM, v: Tensor, params: Params, w: Tensor) -> _Side:
         """A visible state with its statistics ``phi(v)``, its hidden inputs ``a = c + phi(v) W``
         (the unit type's own coupling, :meth:`~boltzkit.units.UnitType.couple`: a lookup of ``W``'s
         rows for categorical units) and ``p(h = 1 | v) = sigmoid(a)``, each computed once."""
-        units = self.model.visible_units
+        units = model.visible_units
         stats = units.stats(v, params)
-        hidden_input = units.couple(v, w, params, stats=stats).add_(self.model.hbias)
+        hidden_input = units.couple(v, w, params, stats=stats).add_(model.hbias)
         return _Side(v, stats, hidden_input, torch.sigmoid(hidden_input))
 
-    def _sweep(self, side: _Side, params: Params, w: Tensor) -> _Side:
-        """One block-Gibbs sweep: ``h ~ p(h | v)``, then ``v' ~ p(v | h)``."""
-        model, g, p = self.model, self.generator, side.probs
-        h = bernoulli(p, g)
-        field = torch.mm(h, w.t()).view(h.shape[0], model.n_visible, -1)
-        return self._side(model.visible_units.sample(field, params, g), params, w)
-
-    def _update(self, batch: Tensor, monitor: bool) -> Tensor | None:
-        """One SGD update on a minibatch: the negative samples (CD-k from the data, or the
-        persistent chains), the gradients (:meth:`_set_gradients`), the step. Returns the
-        minibatch's free-energy gap when ``monitor`` (a 0-d float64 tensor, so that no step waits
-        for the device)."""
-        w = self.model._w_flat()
-        with torch.no_grad():
-            params = self.model.visible_params()
-            data = self._side(batch, params, w)
-            if self.chains is None:  # CD-k: k sweeps from the data
-                negative = self._sweep(data, params, w)
-                for _ in range(self.k - 1):
-                    negative = self._sweep(negative, params, w)
-            else:  # PCD: k sweeps of the persistent chains
-                negative = self._side(self.chains, params, w)
-                for _ in range(self.k):
-                    negative = self._sweep(negative, params, w)
-                self.chains = negative.v
-            gap = self._set_gradients(data, negative, params, w, gap=monitor)
-        self.optimizer.step()
-        self.scheduler.step()
-        return gap
+    def _sweep(
+        self, model: UnitRBM, state: ChainState, side: _Side, generator: torch.Generator, **kw: Any
+    ) -> ChainState:
+        """One sweep of the operator from ``state`` whose visible layer ``side`` describes; a
+        per-unit operator takes the hidden inputs already computed."""
+        if isinstance(self.operator, UnitOperator):
+            kw["logits"] = {1: side.hidden_input}
+        return self.operator.step(model, state, generator=generator, **kw)[0]
 
     @torch.no_grad()
-    def set_gradients(self, data: Tensor, negative: Tensor) -> float:
+    def set_gradients(self, model: UnitRBM, v_data: Tensor, generator: torch.Generator) -> None:
+        """Write the gradient estimate of a minibatch into ``model``'s ``.grad``: the negative
+        samples (CD-k from the data, or the persistent chains), then :meth:`_gradients`. The
+        free-energy gap of every :data:`MONITOR_EVERY`-th update of an epoch goes into its record
+        (:meth:`epoch_summary`)."""
+        w, params = model._w_flat(), model.visible_params()
+        data = self._side(model, v_data, params, w)
+        if self.method == "cd":  # h0 ~ p(h | v0), the visible layer given it, then k - 1 full sweeps
+            state = ChainState((v_data, bernoulli(data.probs, generator)))
+            state = self.operator.step(model, state, generator=generator, clamped=(1,))[0]
+            negative = self._side(model, state.layers[0], params, w)
+            for _ in range(self.k - 1):
+                state = self._sweep(model, state, negative, generator)
+                negative = self._side(model, state.layers[0], params, w)
+        else:
+            state = self.chains
+            negative = self._side(model, state.layers[0], params, w)
+            for _ in range(self.k):
+                state = self._sweep(model, state, negative, generator)
+                negative = self._side(model, state.layers[0], params, w)
+            self.chains = state
+        monitor = self._n_updates % MONITOR_EVERY == 0
+        self._n_updates += 1
+        gap = self._gradients(model, data, negative, params, w, gap=monitor)
+        if gap is not None:
+            self._gap_sum = gap if self._gap_sum is None else self._gap_sum + gap
+            self._n_monitored += 1
+
+    @torch.no_grad()
+    def free_energy_gradients(self, model: UnitRBM, data: Tensor, negative: Tensor) -> float:
         """Set every parameter's ``.grad`` to the gradient of ``mean F(data) - mean F(negative)``
         and return that gap.
 
@@ -291,19 +292,18 @@ class UnitTrainer:
         ``phi(neg)' sigmoid(a_neg) / m - phi(data)' sigmoid(a_data) / n`` (two products into one
         buffer), so the products of a step are those of CD itself (the hidden inputs, the visible
         field, the gradient) and no autograd graph is built."""
-        model = self.model
         w, params = model._w_flat(), model.visible_params()
-        sides = (self._side(x.to(model.dtype), params, w) for x in (data, negative))
-        return float(self._set_gradients(*sides, params, w, gap=True))
+        sides = (self._side(model, x.to(model.dtype), params, w) for x in (data, negative))
+        return float(self._gradients(model, *sides, params, w, gap=True))
 
-    def _set_gradients(
-        self, data: _Side, negative: _Side, params: Params, w: Tensor, *, gap: bool
+    def _gradients(
+        self, model: UnitRBM, data: _Side, negative: _Side, params: Params, w: Tensor, *, gap: bool
     ) -> Tensor | None:
-        """:meth:`set_gradients` from both sides' statistics, inputs and probabilities; the gap
-        only when ``gap``."""
-        model, units = self.model, self.model.visible_units
+        """:meth:`free_energy_gradients` from both sides' statistics, inputs and probabilities;
+        the gap (a 0-d float64 tensor, so that no step waits for the device) only when ``gap``."""
+        units = model.visible_units
         sides = [(side.v, side.stats, side.probs) for side in (data, negative)]
-        set_visible_gradients(model, params, w, model.W, *sides, learn_sigma=self.learn_sigma)
+        set_visible_gradients(model, params, w, model.W, *sides, learn_sigma=self.learns_sigma(model))
         model.hbias.grad = negative.probs.mean(0) - data.probs.mean(0)
         if not gap:
             return None
@@ -314,30 +314,41 @@ class UnitTrainer:
         ]
         return free[0] - free[1]
 
-    def run_epoch(self, data: Tensor) -> dict[str, Any]:
-        """One pass over ``data`` (checked by the model's unit type) in a random order; returns the
-        epoch's record (seconds, the mean free-energy gap of every :data:`MONITOR_EVERY`-th minibatch,
-        the learning rate)."""
-        model = self.model
-        t0 = time.perf_counter()
-        n = data.shape[0]
-        order = torch.randperm(n, generator=self.generator, device=self.generator.device)
-        gap_sum = torch.zeros((), dtype=torch.float64, device=data.device)
-        n_monitored = 0
-        for i, start in enumerate(range(0, n, self.batch_size)):
-            monitor = i % MONITOR_EVERY == 0
-            gap = self._update(data.index_select(0, order[start : start + self.batch_size]), monitor)
-            if monitor:
-                gap_sum += gap
-                n_monitored += 1
-        self.epoch += 1
-        check_finite(model, self.epoch)
-        return {
-            "epoch": self.epoch,
-            "seconds": time.perf_counter() - t0,
-            "free_energy_gap": float(gap_sum) / n_monitored,
-            "lr": self.optimizer.param_groups[0]["lr"],
-        }
+    def epoch_summary(self) -> dict[str, Any]:
+        """The epoch's monitor (the mean free-energy gap of data and negative samples over its
+        monitored updates), then reset for the next epoch."""
+        out = {"free_energy_gap": None if self._gap_sum is None else float(self._gap_sum) / self._n_monitored}
+        self._gap_sum, self._n_updates, self._n_monitored = None, 0, 0
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint must hold to resume: the persistent chains."""
+        out: dict[str, Any] = {"method": self.method, "k": self.k, "n_chains": self.n_chains}
+        if self.chains is not None:
+            out["chains"] = [x.clone() for x in self.chains.layers]
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["n_chains"]) != self.n_chains:
+            raise BoltzkitError(
+                "the checkpoint's persistent chains do not match this learner",
+                got=f"{state['n_chains']} chains",
+                expected=f"{self.n_chains} chains",
+            )
+        self.chains = ChainState(tuple(state["chains"])) if "chains" in state else None
+
+    def positive_phase(self, model: UnitRBM) -> NamedPhase:
+        return NamedPhase("exact")
+
+    def describe(self) -> str:
+        chains = f", {self.n_chains} chains" if self.method == "pcd" else ""
+        return f"{self.method.upper()}-{self.k} ({self.operator.name}{chains})"
+
+
+class NamedPhase(NamedTuple):
+    """A positive phase as the run's settings name it."""
+
+    name: str
 
 
 def train_unit_rbm(
@@ -345,72 +356,39 @@ def train_unit_rbm(
     visible: UnitType | str,
     n_hidden: int,
     *,
-    method: str = "cd",
-    k: int = 1,
-    epochs: int = 10,
-    lr: float = 0.001,
-    lr_decay: bool = True,
-    momentum: float = 0.5,
-    weight_decay: float = 0.0,
-    batch_size: int = 100,
-    n_chains: int = 100,
-    learn_sigma: bool = True,
-    init_scale: float = 0.01,
-    seed: int = 0,
     init: UnitRBM | None = None,
-    device: str | torch.device = "cpu",
-    progress: bool = False,
-) -> tuple[UnitRBM, list[dict[str, Any]]]:
-    """Train a Gaussian-Bernoulli or categorical RBM on ``x`` (real values or category indices).
-
-    Parameters
-    ----------
-    x
-        Training data, ``(n_examples, n_visible)``.
-    visible
-        The visible unit type (``"gaussian"``, ``"categorical:Q"``).
-    method, k
-        ``"cd"`` (CD-k from the data) or ``"pcd"`` (``n_chains`` persistent chains, ``k`` sweeps
-        per update).
-    epochs, lr, lr_decay, momentum, weight_decay, batch_size
-        SGD settings; the learning rate decays linearly to 0 over the updates when ``lr_decay``.
-    learn_sigma
-        Gaussian units: learn ``log sigma`` too (else sigma stays at the data's standard deviations).
-    seed
-        One generator for the initial couplings, the minibatch order and every Gibbs draw.
-    init
-        A model to train further instead of a fresh one.
-    device
-        Where to train (``"cpu"``, ``"cuda"``, ``"auto"``). The initial couplings are drawn on the
-        CPU from ``seed``; on another device a generator there, seeded with ``seed``, drives the
-        rest.
+    **kwargs: Any,
+) -> tuple[UnitRBM, History]:
+    """Train a Gaussian-Bernoulli or categorical RBM on ``x`` (real values or category indices):
+    :func:`~boltzkit.learning.api.train_model` with ``visible`` units and one hidden layer of
+    ``n_hidden``. ``kwargs`` go to :func:`~boltzkit.learning.api.train` (``method`` ``"cd"`` or
+    ``"pcd"``, ``k``, ``epochs``, ``lr``, ``lr_schedule`` (default: linear decay to 0),
+    ``momentum``, ``weight_decay``, ``batch_size``, ``n_chains``, ``sampler``, ``learn_sigma``,
+    ``progress``, checkpoints, ...) and ``train_model`` (``seed``, ``device``, ``init_scale``,
+    ``dtype``, ``recipe``; ``init``: a model to train further). Defaults as Hinton (2010, Sec.
+    13.2) suggests for Gaussian units: 10 epochs at a learning rate of 0.001, momentum 0.5.
 
     Returns
     -------
     (model, history)
-        The trained model and one record per epoch (:meth:`UnitTrainer.run_epoch`).
+        The trained model and one record per epoch (the monitored free-energy gap of data and
+        negative samples among them).
     """
+    from boltzkit.learning.api import train_model
 
-    def fresh(x: Tensor, units: UnitType, *, generator: torch.Generator) -> UnitRBM:
-        return init_unit_rbm(x, units, n_hidden, init_scale=init_scale, generator=generator)
-
-    model, generator, data = prepared(x, visible, fresh, init=init, seed=seed, device=device)
-    trainer = UnitTrainer(
-        model, n_examples=data.shape[0], method=method, k=k, epochs=epochs, lr=lr, lr_decay=lr_decay,
-        momentum=momentum, weight_decay=weight_decay, batch_size=batch_size, n_chains=n_chains,
-        learn_sigma=learn_sigma, generator=generator,
-    )  # fmt: skip
-    history = [trainer.run_epoch(data) for _ in tqdm(range(int(epochs)), desc="epochs", disable=not progress)]
-    return model, history
+    kwargs = {
+        "epochs": 10, "lr": 0.001, "lr_schedule": "linear", "momentum": 0.5, "progress": False,
+        "device": "cpu", **kwargs,
+    }  # fmt: skip
+    return train_model(x, kind="rbm", hidden=int(n_hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
 
 
 __all__ = [
-    "UnitTrainer",
-    "check_finite",
+    "NamedPhase",
+    "UnitRBMLearner",
     "init_unit_rbm",
     "prepared",
     "set_visible_gradients",
-    "sgd_with_decay",
     "train_unit_rbm",
     "visible_base",
 ]

@@ -34,7 +34,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.models.unit_rbm import checked_alphabet, checked_array
 from boltzkit.state import Block, ChainState
-from boltzkit.units import Bernoulli, Categorical, Gaussian, Params, UnitType, unit_type
+from boltzkit.units import Bernoulli, Params, UnitType, unit_type
 
 _BINARY = Bernoulli()
 
@@ -125,7 +125,7 @@ class UnitDBM(EnergyModel):
             nn.Parameter(checked_array(f"bias_{l}", None if biases is None else biases[l], shape).to(**kw))
             for l, shape in enumerate(bias_shapes)
         )
-        if isinstance(self.visible_units, Gaussian):
+        if self.visible_units.has_sigma:
             sigma = checked_array("sigma", sigma, (sizes[0],), 1.0)
             if not bool((sigma > 0).all()):
                 raise BoltzkitError("sigma must be positive", got=float(sigma.min()))
@@ -134,9 +134,7 @@ class UnitDBM(EnergyModel):
             raise BoltzkitError(f"{self.visible_units.name} units take no sigma")
 
     def _w_shape(self, l: int) -> tuple[int, ...]:
-        if isinstance(self.visible_units, Categorical):
-            return (self._sizes[0], self.visible_units.n_states, self._sizes[1])
-        return (self._sizes[0], self._sizes[1])
+        return self.visible_units.coupling_shape(self._sizes[0], self._sizes[1])
 
     # ------------------------------------------------------------------ facts
     @property
@@ -174,7 +172,7 @@ class UnitDBM(EnergyModel):
 
     def visible_params(self) -> Params:
         params = {"bias": self.biases[0]}
-        if isinstance(self.visible_units, Gaussian):
+        if self.visible_units.has_sigma:
             params["sigma"] = self.sigma
         return params
 
@@ -282,8 +280,7 @@ class UnitDBM(EnergyModel):
         zero = torch.zeros(
             (int(n), self._sizes[0], self.visible_units.n_stats), dtype=self.dtype, device=self.device
         )
-        own = self.visible_params()
-        return self.visible_units.sample_annealed(zero, own, own if base is None else base, 0.0, generator)
+        return self.visible_units.sample(zero, self.visible_params() if base is None else base, generator)
 
     def uniform_hidden(self, n: int, generator: torch.Generator) -> list[Tensor]:
         """``n`` uniform draws of every hidden layer (on the generator's device, then the model's)."""

@@ -29,11 +29,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from boltzkit._numerics import bernoulli, resolve_device
+from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.state import Block, ChainState
-from boltzkit.units import Bernoulli, Categorical, Gaussian, Params, UnitType, unit_type
+from boltzkit.units import Bernoulli, Categorical, Params, UnitType, unit_type
 
 _BINARY = Bernoulli()
 
@@ -130,7 +130,7 @@ class UnitRBM(EnergyModel):
         b_shape = self.visible_units.bias_shape(self.n_visible)
         self.vbias = nn.Parameter(checked_array("vbias", vbias, b_shape, 0.0).to(**kw))
         self.hbias = nn.Parameter(checked_array("hbias", hbias, (self.n_hidden,), 0.0).to(**kw))
-        if isinstance(self.visible_units, Gaussian):
+        if self.visible_units.has_sigma:
             sigma = checked_array("sigma", sigma, (self.n_visible,), 1.0)
             if not bool((sigma > 0).all()):
                 raise BoltzkitError("sigma must be positive", got=float(sigma.min()))
@@ -139,9 +139,7 @@ class UnitRBM(EnergyModel):
             raise BoltzkitError(f"{self.visible_units.name} units take no sigma")
 
     def _w_shape(self) -> tuple[int, ...]:
-        if isinstance(self.visible_units, Categorical):
-            return (self.n_visible, self.visible_units.n_states, self.n_hidden)
-        return (self.n_visible, self.n_hidden)
+        return self.visible_units.coupling_shape(self.n_visible, self.n_hidden)
 
     # ------------------------------------------------------------------ facts
     @property
@@ -170,7 +168,7 @@ class UnitRBM(EnergyModel):
 
     def visible_params(self) -> Params:
         params = {"bias": self.vbias}
-        if isinstance(self.visible_units, Gaussian):
+        if self.visible_units.has_sigma:
             params["sigma"] = self.sigma
         return params
 
@@ -186,30 +184,9 @@ class UnitRBM(EnergyModel):
         """``W h`` per visible unit, shape ``(batch, n_visible, F)``."""
         return (h.to(self.dtype) @ self._w_flat().t()).reshape(h.shape[0], self.n_visible, -1)
 
-    def sample_hidden(
-        self,
-        v: Tensor,
-        generator: torch.Generator,
-        beta: float = 1.0,
-        *,
-        hidden_input: Tensor | None = None,
-        probs: Tensor | None = None,
-    ) -> Tensor:
-        """A draw of ``h | v`` at ``beta``; ``hidden_input``: :meth:`hidden_input` of ``v``, or
-        ``probs``: ``p(h = 1 | v)`` at ``beta``, when already known (so that a learning step or an
-        AIS step computes each once)."""
-        if probs is None:
-            inp = self.hidden_input(v) if hidden_input is None else hidden_input.detach()
-            probs = torch.sigmoid(inp if beta == 1.0 else beta * inp)
-        p = probs
-        return bernoulli(p, generator)
-
-    def sample_visible(
-        self, h: Tensor, generator: torch.Generator, *, base: Params | None = None, beta: float = 1.0
-    ) -> Tensor:
-        return self.visible_units.sample_annealed(
-            self.visible_field(h), self.visible_params(), base, beta, generator
-        )
+    def sample_visible(self, h: Tensor, generator: torch.Generator) -> Tensor:
+        """A draw of ``v | h``."""
+        return self.visible_units.sample(self.visible_field(h), self.visible_params(), generator)
 
     def sample_independent(self, n: int, generator: torch.Generator, base: Params | None = None) -> Tensor:
         """``n`` draws of the visible units with no couplings: the model's own visible parameters,
@@ -217,8 +194,7 @@ class UnitRBM(EnergyModel):
         zero = torch.zeros(
             (int(n), self.n_visible, self.visible_units.n_stats), dtype=self.dtype, device=self.device
         )
-        own = self.visible_params()
-        return self.visible_units.sample_annealed(zero, own, own if base is None else base, 0.0, generator)
+        return self.visible_units.sample(zero, self.visible_params() if base is None else base, generator)
 
     # ------------------------------------------------------------------ the EnergyModel contract
     def blocks(self) -> tuple[Block, ...]:
