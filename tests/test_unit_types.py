@@ -338,6 +338,34 @@ def test_gaussian_log_density_and_entropy_match_numerical_integration() -> None:
     assert float(units.entropy(field, params)[0]) == pytest.approx(entropy, abs=1e-8)
 
 
+def test_a_gaussian_rbms_conditional_matches_numerical_integration_in_two_dimensions() -> None:
+    """``p(v | h)`` of a Gaussian-Bernoulli RBM with two visible units, from its energy alone
+    integrated over a grid by the trapezoid rule: the unit type's log-density, mean and entropy."""
+    model = gaussian_rbm(2, 3, seed=31)
+    h = torch.tensor([[1.0, 0.0, 1.0]], dtype=F64)
+    units, params = model.visible_units, model.visible_params()
+    field = model.visible_field(h)
+    grid = torch.linspace(-15, 15, 1501, dtype=F64)
+    xs = torch.cartesian_prod(grid, grid)
+    with torch.no_grad():
+        log_joint = -model.energy(xs, h.expand(len(xs), -1))  # -E(v, h) on the grid
+        log_p = units.log_prob(xs, field.expand(len(xs), -1, -1), params)
+    g = grid.numpy()
+
+    def integral(values: torch.Tensor) -> float:
+        table = values.reshape(len(grid), len(grid)).numpy()
+        return float(integrate.trapezoid(integrate.trapezoid(table, g, axis=1), g))
+
+    log_z_h = math.log(integral(torch.exp(log_joint - log_joint.max()))) + float(log_joint.max())
+    assert torch.allclose(log_p, log_joint - log_z_h, atol=1e-8)
+    density = torch.exp(log_p)
+    assert integral(density) == pytest.approx(1.0, abs=1e-10)
+    means = [integral(density * xs[:, i]) for i in range(2)]
+    assert means == pytest.approx(units.mean(field, params)[0].detach().tolist(), abs=1e-8)
+    entropy = integral(-density * log_p)
+    assert float(units.entropy(field, params)[0]) == pytest.approx(entropy, abs=1e-8)
+
+
 @pytest.mark.parametrize("kind", ["gaussian", "categorical"])
 def test_the_trainers_gradients_are_those_of_the_free_energy_gap(kind: str) -> None:
     """``UnitRBMLearner.free_energy_gradients`` (closed forms, one product for the couplings)
