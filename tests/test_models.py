@@ -269,3 +269,31 @@ def test_an_rbm_starts_an_srbm_and_bm_and_a_bm_refuses_to_start_an_rbm():
     bm = model
     with pytest.raises(BoltzkitError, match="does not match"):
         train_model(x, kind="rbm", hidden=4, init=bm, epochs=1, progress=False, seed=1)
+
+
+@pytest.mark.parametrize("density", [0.0, 0.05, 0.13, 0.5])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_product_of_sparse_binary_states_is_the_dense_one(density, dtype, monkeypatch) -> None:  # noqa: ANN001
+    """``add_product`` sums rows of ``W`` for mostly-zero {0, 1} states and multiplies otherwise;
+    either way it is ``bias + x W`` (to the rounding of the sums), in place into ``out`` too, and
+    probabilities are never taken for states."""
+    from boltzkit._numerics import SPARSE_DENSITY, add_product
+
+    lookups = []
+    lookup = torch.nn.functional.embedding_bag
+    monkeypatch.setattr(
+        torch.nn.functional, "embedding_bag", lambda *a, **k: lookups.append(1) or lookup(*a, **k)
+    )
+    g = torch.Generator().manual_seed(int(100 * density))
+    x = (torch.rand(50, 784, generator=g) < density).to(dtype)
+    w, b = torch.randn(784, 30, generator=g, dtype=dtype), torch.randn(30, generator=g, dtype=dtype)
+    tol = 1e-4 if dtype == torch.float32 else 1e-12
+    assert torch.allclose(add_product(b, x, w), torch.addmm(b, x, w), atol=tol)
+    out = torch.ones(50, 30, dtype=dtype)
+    assert add_product(b, x, w, out) is out and torch.allclose(out, 1 + x @ w, atol=tol)
+    probs = x * 0.5  # as sparse as x, but not states
+    assert torch.allclose(add_product(b, probs, w), torch.addmm(b, probs, w), atol=tol)
+    # the states, not the probabilities (all-zero probabilities are states too)
+    assert len(lookups) == (0 if density >= SPARSE_DENSITY else 3 if density == 0 else 2)
+    rbm = RBM.random(784, 30, generator=g, dtype=dtype)  # the RBM's and the family's hidden inputs use it
+    assert torch.allclose(rbm.hidden_logits(x), torch.addmm(rbm.hbias, x, rbm.W), atol=tol)

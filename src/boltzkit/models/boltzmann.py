@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from boltzkit._numerics import as_beta, bernoulli, softplus
+from boltzkit._numerics import add_product, as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.state import Block, ChainState
@@ -473,9 +473,8 @@ class BoltzmannMachine(EnergyModel):
         """
         x = state.layers
         out: Tensor | None = None
-        for m, _ in self._neighbors[layer]:
-            w = self.coupling(m, layer)
-            out = torch.addmm(self.bias(layer), x[m], w) if out is None else out.addmm_(x[m], w)
+        for m, _ in self._neighbors[layer]:  # a sparse binary layer as a sum of rows of W (add_product)
+            out = add_product(self.bias(layer), x[m], self.coupling(m, layer), out)
         if (layer, layer) in self._names:
             w = self.coupling(layer, layer)
             out = torch.addmm(self.bias(layer), x[layer], w) if out is None else out.addmm_(x[layer], w)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import as_beta, bernoulli, softplus
+from boltzkit._numerics import add_product, as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.state import Block, ChainState
@@ -102,7 +102,7 @@ class RBM(BoltzmannMachine):
     # ----------------------------------------------------------------------------- conditionals
     def hidden_logits(self, v: Tensor, beta: float | Tensor = 1.0) -> Tensor:
         """``beta (c + W^T v)``, shape ``(n, n_hidden)``."""
-        pre = torch.addmm(self.hbias, v.to(self.W.dtype), self.W)
+        pre = add_product(self.hbias, v.to(self.W.dtype), self.W)
         b = as_beta(beta, pre)
         return pre if isinstance(b, float) and b == 1.0 else pre * b
 
