@@ -218,3 +218,22 @@ def test_cd_learner_on_an_srbm_updates_the_visible_layer_sequentially():
     assert ph.negative.layers[0].shape == (13, 7)
     assert bool(((ph.negative.layers[0] == 0) | (ph.negative.layers[0] == 1)).all())
     assert ph.reconstruction is not None and float(ph.reconstruction) > 0
+
+
+def test_the_damping_reaches_the_automatic_mean_field_positive_phase():
+    """``positive="auto"`` gives a BM or DBM the damped mean field with the damping asked for (the
+    positive phase chosen per model, not its default damping)."""
+    from boltzkit.learning import Callback, train_model
+
+    seen = []
+
+    class Spy(Callback):
+        def on_train_begin(self, trainer):
+            seen.append(trainer.learner.positive_phase(trainer.model))
+
+    x = bars_and_stripes()
+    for damping in (0.2, 0.9):
+        train_model(x, kind="dbm", hidden=[3, 2], method="pcd", epochs=1, damping=damping, progress=False,
+                    callbacks=[Spy()], device="cpu")  # fmt: skip
+    assert [p.name for p in seen] == ["mean-field", "mean-field"]
+    assert [p.damping for p in seen] == [0.2, 0.9]

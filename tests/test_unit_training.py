@@ -77,23 +77,17 @@ def test_flip_the_state_chains_learn_a_categorical_rbm() -> None:
     )
     before = dataset_log_prob(start, test, exact_log_z(start)).mean_log_prob
     best = dataset_log_prob(teacher, test, exact_log_z(teacher)).mean_log_prob
-    for sampler in ("gibbs", "flip"):
+    for sampler, method in (("gibbs", "cd"), ("flip", "cd"), ("pt:3", "pcd")):  # and tempered chains
         model, _ = train_unit_rbm(
-            train,
-            teacher.visible_units,
-            4,
-            sampler=sampler,
-            epochs=15,
-            lr=0.05,
-            batch_size=20,
-            init_scale=0.1,
-        )
+            train, teacher.visible_units, 4, sampler=sampler, method=method, epochs=15, lr=0.05,
+            batch_size=20, init_scale=0.1, n_chains=20,
+        )  # fmt: skip
         after = dataset_log_prob(model, test, exact_log_z(model)).mean_log_prob
         assert after - before > 0.7 * (best - before), sampler
     with pytest.raises(BoltzkitError, match="no rule for gaussian units"):
         train_unit_rbm(_data("gaussian"), "gaussian", 3, sampler="flip", epochs=1)
-    with pytest.raises(BoltzkitError, match="not tempered ones"):
-        UnitRBMLearner("pcd", sampler="pt:3")
+    with pytest.raises(BoltzkitError, match="not at tempered replicas"):
+        UnitRBMLearner("cd", sampler="pt:3")
 
 
 def test_fixed_sigma_stays_at_the_data_and_binary_options_are_refused() -> None:
@@ -107,6 +101,7 @@ def test_fixed_sigma_stays_at_the_data_and_binary_options_are_refused() -> None:
         ({"centering": "average"}, "centering applies to binary"),
         ({"positive": "mean-field"}, "positive phase"),
         ({"method": "pt"}, "method 'pt' applies to binary"),
+        ({"damping": 0.9}, "damping of 0.9 applies to binary"),
     ):
         with pytest.raises(BoltzkitError, match=match):
             train_unit_rbm(x, "gaussian", 3, epochs=1, **option)
@@ -114,6 +109,8 @@ def test_fixed_sigma_stays_at_the_data_and_binary_options_are_refused() -> None:
         train_unit_dbm(x, "gaussian", [3, 2], method="cd", epochs=1)
     with pytest.raises(BoltzkitError, match="Gaussian visible units"):
         train_model((x > 0).float(), hidden=3, learn_sigma=False, progress=False)
+    with pytest.raises(BoltzkitError, match="Gaussian visible units"):
+        train_unit_rbm(_data("categorical:3"), "categorical:3", 3, learn_sigma=False, epochs=1)
 
 
 def test_the_command_line_honours_every_option_for_unit_models(tmp_path) -> None:

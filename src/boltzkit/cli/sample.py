@@ -48,6 +48,7 @@ from boltzkit.plots._backend import png_writer
 from boltzkit.plots.images import unit_grid
 from boltzkit.samplers import make_operator, run_chains
 from boltzkit.samplers.tempering import LADDERS, ParallelTempering, SwapMonitor, tune_ladder
+from boltzkit.units import unit_type
 
 
 def command(
@@ -161,8 +162,8 @@ def command(
         )
     seconds = time.perf_counter() - t0
     if units_of is not None:  # real values (float32), or category indices (int16)
-        gaussian = units == "gaussian"
-        states = visible.detach().cpu().numpy().astype(np.float32 if gaussian else np.int16)
+        real = not unit_type(units).discrete
+        states = visible.detach().cpu().numpy().astype(np.float32 if real else np.int16)
     else:
         states = visible.detach().cpu().numpy().astype(np.uint8)
     if isinstance(rbm, IsingModel):  # spins: a signed type, so that 2x - 1 cannot wrap around

@@ -139,9 +139,10 @@ def _test_data(
     return None if torch.equal(test.x, train_x) else test
 
 
-#: Learning rates of Gaussian and categorical visible units when neither --lr nor a recipe gives one:
-#: Gaussian-Bernoulli RBMs need small ones (Hinton 2010, Sec. 13.2).
+#: Learning rates of visible unit types when neither --lr nor a recipe gives one: Gaussian-Bernoulli
+#: RBMs need small ones (Hinton 2010, Sec. 13.2); other types take DEFAULT_UNIT_LR.
 DEFAULT_LR = {"gaussian": 0.001, "categorical": 0.01}
+DEFAULT_UNIT_LR = 0.01
 
 
 def _unit_data(
@@ -162,9 +163,12 @@ def _summary(record: dict[str, Any]) -> str:
         f"trained {record['kind'].upper()} {shape} on {record['data']} "
         f"({settings['method']}-{settings['k_schedule'] or settings['k']}, {epochs}) "
         f"in {fmt(record['seconds'], 1)} s -> {record['out']}",
-        f"reconstruction error: {fmt(record.get('recon_error'))}",
     ]
     last = record["history"][-1] if record.get("history") else {}
+    if record.get("recon_error") is not None or "free_energy_gap" not in last:
+        lines.append(f"reconstruction error: {fmt(record.get('recon_error'))}")
+    else:  # a unit RBM's learner monitors the free-energy gap of data and negative samples
+        lines.append(f"free-energy gap, data - samples: {fmt(last['free_energy_gap'])}")
     if last.get("swap_rates") is not None:
         rates = ", ".join(f"{r:.2f}" for r in last["swap_rates"])
         lines.append(f"swap rates (hot to cold): {rates}; round trips: {last.get('round_trips')}")
@@ -441,8 +445,8 @@ def command(
     progress: ProgressFlag = None,
     ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:
-    """Train an RBM, SRBM, BM, DBM, DBN or mixture on binary data and save it with its settings and
-    final metrics."""
+    """Train an RBM, SRBM, BM, DBM, DBN or mixture (binary data, or with --visible real values and
+    categories) and save it with its settings and final metrics."""
     command = command_line(ctx)
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
@@ -500,12 +504,12 @@ def command(
         # learning rate for Gaussian units (Hinton 2010, Sec. 13.2), momentum 0.5 (Sec. 9), and the
         # rate decaying to 0 (S2 Sec. 5)
         defaults = {
-            "lr": DEFAULT_LR[units.name.split(":")[0]],
+            "lr": DEFAULT_LR.get(units.name.split(":")[0], DEFAULT_UNIT_LR),
             "momentum": "0.5" if recipe is None else chosen.momentum,
             "lr_schedule": "linear" if recipe is None else chosen.lr_schedule,
         }
         chosen = chosen.replace(**{key: value for key, value in defaults.items() if not _given(ctx, key)})
-    elif not learn_sigma:
+    if not learn_sigma and not units.has_sigma:
         raise BoltzkitError("--fixed-sigma applies to Gaussian visible units", got=f"--visible {visible}")
     if model.value in STACK_KINDS:
         if init is not None:
@@ -591,8 +595,11 @@ def command(
         start, _ = load_model(init, device=dev)
         if not isinstance(start, (BoltzmannMachine, UnitRBM, UnitDBM)):
             raise BoltzkitError("--init takes an RBM, SRBM, BM or DBM file", got=f"a {type(start).__name__}")
-    if units.name != "binary":
-        training["learn_sigma"] = learn_sigma
+    if units.name != "binary":  # a unit DBM's mean field is undamped: --damping only when given
+        if not _given(ctx, "damping"):
+            del training["damping"]
+        if units.has_sigma:
+            training["learn_sigma"] = learn_sigma
     trained, hist = train_model(
         train.x,
         kind=model.value,
@@ -624,7 +631,9 @@ def command(
     if last.get("log_lik_bound") is not None:  # a DBM's mean-field lower bound, not log p(v) itself
         metrics["log_lik_bound"] = last["log_lik_bound"]
     if units.name != "binary":
-        trained.alphabet = letters  # the letters of the states, so that sequences read back the same way
+        # the letters of the states, so that sequences read back the same way (a model trained
+        # further keeps its own when --alphabet is not given)
+        trained.alphabet = letters or getattr(start, "alphabet", None)
     settings = {
         "model": model.value,
         **({"visible_units": units.name, "alphabet": letters} if units.name != "binary" else {}),

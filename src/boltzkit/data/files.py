@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from boltzkit.data.dataset import as_uint8, check_binary
+from boltzkit.data.fasta import is_fasta
 from boltzkit.errors import DataError
 
 __all__ = [
@@ -253,6 +254,10 @@ def read_matrix(path: str | os.PathLike[str], *, key: str | None = None) -> np.n
             f"{path}: unsupported data file type",
             got=ext or "no extension",
             expected=", ".join(FILE_EXTENSIONS),
+            hint="aligned sequences (FASTA) are categories: give --alphabet protein, dna, rna or the "
+            "letters (train: it implies --visible categorical:Q)."
+            if is_fasta(path)
+            else None,
         )
     if not path.is_file():
         raise DataError(

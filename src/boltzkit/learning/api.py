@@ -31,7 +31,13 @@ from boltzkit.learning.callbacks import (
 from boltzkit.learning.centering import Centering, parse_centering
 from boltzkit.learning.gradients import PTLearner, make_learner
 from boltzkit.learning.history import History
-from boltzkit.learning.phases import ClampedChains, ExactConditional, MeanFieldPhase, PositivePhase
+from boltzkit.learning.phases import (
+    ClampedChains,
+    ExactConditional,
+    MeanFieldPhase,
+    PositivePhase,
+    default_positive,
+)
 from boltzkit.learning.recipes import SETTINGS, Recipe, get_recipe
 from boltzkit.learning.schedules import (
     LRSchedule,
@@ -210,6 +216,7 @@ def _refuse_binary_options(
     probabilities: bool,
     reconstruction: str,
     centering: str | Centering | None,
+    damping: float,
 ) -> None:
     """A clear error for each training option that a model with Gaussian or categorical visible
     units cannot take (rather than ignoring it)."""
@@ -224,6 +231,11 @@ def _refuse_binary_options(
         (probabilities, "probabilities as data", "values of the visible unit type"),
         (reconstruction != "sample", f"reconstruction {reconstruction!r}", "'sample'"),
         (parse_centering(centering) is not None, "centering", "no centering"),
+        (
+            float(damping) != 0.5,
+            f"a mean-field damping of {damping:g}",
+            "the default (a unit DBM's mean field alternates its odd and even layers undamped)",
+        ),
     ]
     for bad, got, expected in refused:
         if bad:
@@ -406,10 +418,16 @@ def train(
             "a mean reconstruction applies to CD only", got=f"method {method_name!r}",
             hint="persistent chains must stay binary: use reconstruction='sample'.",
         )  # fmt: skip
+    if not learn_sigma and not (isinstance(model, UNIT_MODELS) and model.visible_units.has_sigma):
+        raise BoltzkitError(
+            "learn_sigma=False applies to Gaussian visible units",
+            got=f"a {model.kind}"
+            + (f" with {model.visible_units.name} visible units" if isinstance(model, UNIT_MODELS) else ""),
+        )
     if isinstance(model, UNIT_MODELS):
         _refuse_binary_options(
             model, method_name, positive=positive, probabilities=probabilities, reconstruction=reconstruction,
-            centering=centering,
+            centering=centering, damping=damping,
         )  # fmt: skip
         x = model.check_data(train_x, "training data").to(device=model.device, dtype=model.dtype).contiguous()
         if valid_x is not None:
@@ -420,10 +438,6 @@ def train(
         )
         couplings, others = learner.parameter_groups(model)
     else:
-        if not learn_sigma:
-            raise BoltzkitError(
-                "learn_sigma=False applies to Gaussian visible units", got=f"a binary {model.kind}"
-            )
         if probabilities:
             x = check_probabilities(train_x, source="training data", n_visible=model.n_visible)
         else:
@@ -436,7 +450,8 @@ def train(
             k=schedule(0, epochs),
             sampler=operator,
             n_chains=n_chains,
-            positive=make_positive(positive, damping=damping),
+            # "auto" resolved here, so that a BM's or DBM's mean field takes the damping given
+            positive=make_positive(positive, damping=damping) or default_positive(model, damping=damping),
             cd_reconstruction=reconstruction,
             **pt_options,
         )

@@ -137,9 +137,10 @@ class ClampedChains(PositivePhase):
         return model.rao_blackwellize(state, [l for l in model.default_sum_out() if l != 0])
 
 
-def default_positive(model: BoltzmannMachine) -> PositivePhase:
-    """Exact conditionals when the hidden units are independent given ``v``, else mean-field."""
-    return ExactConditional() if model.hidden_summable() else MeanFieldPhase()
+def default_positive(model: BoltzmannMachine, *, damping: float = 0.5) -> PositivePhase:
+    """Exact conditionals when the hidden units are independent given ``v``, else mean-field
+    (with ``damping``)."""
+    return ExactConditional() if model.hidden_summable() else MeanFieldPhase(damping=damping)
 
 
 # ----------------------------------------------------------------------------- negative

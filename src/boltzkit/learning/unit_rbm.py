@@ -194,12 +194,12 @@ class UnitRBMLearner:
         self.method, self.n_chains, self.learn_sigma = name, n_chains, bool(learn_sigma)
         self.k = k
         self.operator = make_operator(sampler)
-        if type(self.operator).extend is not TransitionOperator.extend:
+        if name == "cd" and type(self.operator).extend is not TransitionOperator.extend:
             raise BoltzkitError(
-                "an RBM over Gaussian or categorical units learns by CD or PCD chains, not tempered ones",
-                got=f"sampler {self.operator.name!r}",
-                hint="use a sampler without replicas (gibbs, flip, blend:A); parallel tempering samples "
-                "such a model (boltzkit sample --sampler pt:T).",
+                "CD's chains start at the data, not at tempered replicas",
+                got=f"sampler {self.operator.name!r} with method 'cd'",
+                hint="use persistent chains (method 'pcd') for parallel tempering, or a sampler without "
+                "replicas (gibbs, flip, blend:A).",
             )
         self.chains: ChainState | None = None
         self._gap_sum: Tensor | None = None
@@ -229,7 +229,8 @@ class UnitRBMLearner:
         draws them)."""
         if self.method == "pcd" and self.chains is None:
             v = model.sample_independent(self.n_chains, generator)
-            self.chains = ChainState((v, v.new_zeros(v.shape[0], model.n_hidden)))
+            # an operator with replicas (parallel tempering) starts every replica there
+            self.chains = self.operator.extend(ChainState((v, v.new_zeros(v.shape[0], model.n_hidden))))
 
     def _side(self, model: UnitRBM, v: Tensor, params: Params, w: Tensor) -> _Side:
         """A visible state with its statistics ``phi(v)``, its hidden inputs ``a = c + phi(v) W``
@@ -264,13 +265,19 @@ class UnitRBMLearner:
             for _ in range(self.k - 1):
                 state = self._sweep(model, state, negative, generator)
                 negative = self._side(model, state.layers[0], params, w)
-        else:
+        elif isinstance(self.operator, UnitOperator):
             state = self.chains
             negative = self._side(model, state.layers[0], params, w)
             for _ in range(self.k):
                 state = self._sweep(model, state, negative, generator)
                 negative = self._side(model, state.layers[0], params, w)
             self.chains = state
+        else:  # a composition, or tempered replicas: the operator's own sweeps, then its beta = 1 chains
+            state = self.chains
+            for _ in range(self.k):
+                state = self.operator.step(model, state, generator=generator)[0]
+            self.chains = state
+            negative = self._side(model, self.operator.project(state).layers[0], params, w)
         monitor = self._n_updates % MONITOR_EVERY == 0
         self._n_updates += 1
         gap = self._gradients(model, data, negative, params, w, gap=monitor)

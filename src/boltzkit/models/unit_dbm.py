@@ -39,7 +39,6 @@ from boltzkit.units import Bernoulli, Params, UnitType, unit_type
 _BINARY = Bernoulli()
 
 #: The model kinds by visible unit type.
-KIND_OF_UNITS = {"gaussian": "gaussian-dbm", "categorical": "categorical-dbm"}
 
 
 class UnitDBM(EnergyModel):
@@ -139,7 +138,7 @@ class UnitDBM(EnergyModel):
     # ------------------------------------------------------------------ facts
     @property
     def kind(self) -> str:
-        return KIND_OF_UNITS[self.visible_units.name.split(":")[0]]
+        return f"{self.visible_units.name.split(':')[0]}-dbm"  # gaussian-dbm, categorical-dbm
 
     @property
     def layer_sizes(self) -> tuple[int, ...]:
@@ -304,4 +303,4 @@ class UnitDBM(EnergyModel):
         return f"visible={self.visible_units.name}, layer_sizes={self._sizes}"
 
 
-__all__ = ["KIND_OF_UNITS", "UnitDBM"]
+__all__ = ["UnitDBM"]

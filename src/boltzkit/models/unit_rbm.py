@@ -38,7 +38,6 @@ from boltzkit.units import Bernoulli, Categorical, Params, UnitType, unit_type
 _BINARY = Bernoulli()
 
 #: The model kinds by visible unit type.
-KIND_OF_UNITS = {"gaussian": "gaussian-rbm", "categorical": "categorical-rbm"}
 
 
 def checked_alphabet(units: UnitType, alphabet: str | None) -> str | None:
@@ -144,7 +143,7 @@ class UnitRBM(EnergyModel):
     # ------------------------------------------------------------------ facts
     @property
     def kind(self) -> str:
-        return KIND_OF_UNITS[self.visible_units.name.split(":")[0]]
+        return f"{self.visible_units.name.split(':')[0]}-rbm"  # gaussian-rbm, categorical-rbm
 
     @property
     def layer_sizes(self) -> tuple[int, int]:
@@ -282,4 +281,4 @@ class UnitRBM(EnergyModel):
         return f"visible={self.visible_units.name}, n_visible={self.n_visible}, n_hidden={self.n_hidden}"
 
 
-__all__ = ["KIND_OF_UNITS", "UnitRBM", "checked_alphabet", "checked_array"]
+__all__ = ["UnitRBM", "checked_alphabet", "checked_array"]

@@ -153,15 +153,16 @@ def unit_grid(states: np.ndarray, units: str, shape: tuple[int, int] | None, n_m
     Real values without a shape are drawn as rows of grey.
     """
     x = np.asarray(states, dtype=np.float64)[: int(n_max)]
-    kind, _, q = units.partition(":")
-    if kind == "categorical" and shape is None:
+    kind = unit_type(units)
+    categorical = kind.discrete and kind.n_states > 2
+    if categorical and shape is None:
         idx = x.astype(np.int64) % len(_CATEGORY_COLOURS)
         rgb = _CATEGORY_COLOURS[idx]  # (n, n_visible, 3)
         scale = max(1, min(16, GRID_TARGET_WIDTH // max(1, x.shape[1])))
         return np.kron(rgb, np.ones((scale, scale, 1)))
-    if kind == "categorical":
-        x = x / max(1, int(q) - 1)
-    elif kind == "gaussian":
+    if categorical:
+        x = x / (kind.n_states - 1)
+    elif not kind.discrete:
         lo, hi = np.percentile(x, [1, 99]) if x.size else (0.0, 1.0)
         x = np.clip((x - lo) / (hi - lo if hi > lo else 1.0), 0.0, 1.0)
     layout, cols = grid_layout(x.shape[1], shape)
@@ -191,7 +192,7 @@ def plot_samples(
     if kind.name != "binary":  # binary grids also draw probabilities in [0, 1]
         kind.check_data(x, x.shape[1], "the samples")
     shape = parse_image_shape(image_shape, x.shape[1])
-    if shape is None and not kind.name.startswith("categorical"):
+    if shape is None and not (kind.discrete and kind.n_states > 2):  # sequences stay sequences
         shape = image_shape_of(None, x.shape[1])
     p = Path(out)
     write(p, unit_grid(x, kind.name, shape, int(max_images)))
