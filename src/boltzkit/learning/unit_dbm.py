@@ -31,12 +31,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.unit_dbm import mean_field
 from boltzkit.learning.history import History
-from boltzkit.learning.unit_rbm import NamedPhase, set_visible_gradients, visible_base
+from boltzkit.learning.unit_rbm import NamedPhase, UnitLearner, set_visible_gradients, visible_base
 from boltzkit.models.unit_dbm import UnitDBM
-from boltzkit.samplers.operators import TransitionOperator, make_operator
+from boltzkit.samplers.operators import TransitionOperator
 from boltzkit.state import ChainState
 from boltzkit.units import UnitType, unit_type
 
@@ -60,7 +59,7 @@ def init_unit_dbm(
     )  # fmt: skip
 
 
-class UnitDBMLearner:
+class UnitDBMLearner(UnitLearner):
     """S2's learning rule for a DBM with any visible unit type (module docstring): the learner that
     :class:`~boltzkit.learning.trainer.Trainer` runs for a :class:`~boltzkit.models.unit_dbm.UnitDBM`,
     which brings the rest (minibatches, SGD with its schedules, checkpoints, the history).
@@ -73,7 +72,7 @@ class UnitDBMLearner:
         Sweeps of the persistent chains per update (the trainer sets it per epoch).
     sampler
         The chains' transition operator (``gibbs``; ``flip`` and blends where the visible unit
-        type has a flip rule).
+        type has a flip rule; ``pt:T``, whose beta = 1 replicas give the negative statistics).
     n_chains
         Persistent chains.
     learn_sigma
@@ -81,6 +80,9 @@ class UnitDBMLearner:
     mean_field_iterations
         Most mean-field sweeps of the positive phase (stopping early at a residual of 1e-4).
     """
+
+    methods = ("pcd",)
+    methods_text = "a DBM learns by persistent chains (S2 Sec. 4.1)"
 
     def __init__(
         self,
@@ -92,32 +94,9 @@ class UnitDBMLearner:
         learn_sigma: bool = True,
         mean_field_iterations: int = 10,
     ) -> None:
-        if str(method).lower() not in ("pcd", "sap"):
-            raise BoltzkitError(
-                "a DBM learns by persistent chains (S2 Sec. 4.1)", got=f"method {method!r}",
-                expected="'pcd' or 'sap'",
-            )  # fmt: skip
-        if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
-            raise BoltzkitError("n_chains must be a positive integer", got=repr(n_chains))
-        self.method, self.n_chains, self.learn_sigma = "pcd", n_chains, bool(learn_sigma)
+        super().__init__(method, k, sampler, n_chains=n_chains, learn_sigma=learn_sigma)
         self.mean_field_iterations = int(mean_field_iterations)
-        self.k = k
-        self.operator = make_operator(sampler)
-        self.chains: ChainState | None = None
         self._sweeps: list[int] = []
-
-    @property
-    def k(self) -> int:
-        return self._k
-
-    @k.setter
-    def k(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BoltzkitError("k must be a positive integer", got=repr(value), expected="an integer >= 1")
-        self._k = value
-
-    def learns_sigma(self, model: UnitDBM) -> bool:
-        return model.visible_units.has_sigma and self.learn_sigma
 
     def parameter_groups(self, model: UnitDBM) -> tuple[list[Tensor], list[Tensor]]:
         """The couplings (weight decay applies) and the other parameters the optimizer moves."""
@@ -168,22 +147,6 @@ class UnitDBMLearner:
         out = {"mean_field_sweeps": sum(self._sweeps) / len(self._sweeps) if self._sweeps else None}
         self._sweeps = []
         return out
-
-    def state_dict(self) -> dict[str, Any]:
-        """What a checkpoint must hold to resume: the persistent chains."""
-        out: dict[str, Any] = {"method": self.method, "k": self.k, "n_chains": self.n_chains}
-        if self.chains is not None:
-            out["chains"] = [x.clone() for x in self.chains.layers]
-        return out
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if int(state["n_chains"]) != self.n_chains:
-            raise BoltzkitError(
-                "the checkpoint's persistent chains do not match this learner",
-                got=f"{state['n_chains']} chains",
-                expected=f"{self.n_chains} chains",
-            )
-        self.chains = ChainState(tuple(state["chains"])) if "chains" in state else None
 
     def positive_phase(self, model: UnitDBM) -> NamedPhase:
         return NamedPhase("mean-field")

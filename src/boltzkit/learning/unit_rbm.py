@@ -146,7 +146,66 @@ def set_visible_gradients(
         )
 
 
-class UnitRBMLearner:
+class UnitLearner:
+    """What the learners of models with Gaussian or categorical visible units share: the method,
+    ``k`` (the trainer sets it per epoch), the transition operator, the persistent chains with their
+    checkpoint state, and whether sigma is learned. Subclasses write the gradient
+    (``set_gradients``), start the chains (``setup``) and name their positive phase."""
+
+    #: The methods a subclass learns by (``"sap"`` names the persistent chains, S2 Sec. 4.1.1).
+    methods: tuple[str, ...] = METHODS
+
+    def __init__(
+        self, method: str, k: int, sampler: str | TransitionOperator, *, n_chains: int, learn_sigma: bool
+    ) -> None:
+        name = {"sap": "pcd"}.get(str(method).lower(), str(method).lower())
+        if name not in self.methods:
+            raise BoltzkitError(
+                self.methods_text,
+                got=f"method {method!r}",
+                expected=" or ".join(repr(m) for m in (*self.methods, "sap")),
+            )
+        if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
+            raise BoltzkitError("n_chains must be a positive integer", got=repr(n_chains))
+        self.method, self.n_chains, self.learn_sigma = name, n_chains, bool(learn_sigma)
+        self.k = k
+        self.operator = make_operator(sampler)
+        self.chains: ChainState | None = None
+
+    #: The error for another method.
+    methods_text = "unknown learning method for these units"
+
+    @property
+    def k(self) -> int:
+        return self._k
+
+    @k.setter
+    def k(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise BoltzkitError("k must be a positive integer", got=repr(value), expected="an integer >= 1")
+        self._k = value
+
+    def learns_sigma(self, model: Any) -> bool:
+        return model.visible_units.has_sigma and self.learn_sigma
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint must hold to resume: the persistent chains."""
+        out: dict[str, Any] = {"method": self.method, "k": self.k, "n_chains": self.n_chains}
+        if self.chains is not None:
+            out["chains"] = [x.clone() for x in self.chains.layers]
+        return out
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["n_chains"]) != self.n_chains:
+            raise BoltzkitError(
+                "the checkpoint's persistent chains do not match this learner",
+                got=f"{state['n_chains']} chains",
+                expected=f"{self.n_chains} chains",
+            )
+        self.chains = ChainState(tuple(state["chains"])) if "chains" in state else None
+
+
+class UnitRBMLearner(UnitLearner):
     """CD-k or PCD-k for an RBM with any visible unit type: the learner that
     :class:`~boltzkit.learning.trainer.Trainer` runs for a :class:`~boltzkit.models.unit_rbm.UnitRBM`,
     as :class:`~boltzkit.learning.gradients.Learner` is for the binary family. The trainer brings
@@ -184,39 +243,17 @@ class UnitRBMLearner:
         n_chains: int = 100,
         learn_sigma: bool = True,
     ) -> None:
-        name = {"sap": "pcd"}.get(str(method).lower(), str(method).lower())
-        if name not in METHODS:
-            raise BoltzkitError(
-                "unknown learning method for these units", got=method, expected="'cd', 'pcd' or 'sap'"
-            )
-        if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
-            raise BoltzkitError("n_chains must be a positive integer", got=repr(n_chains))
-        self.method, self.n_chains, self.learn_sigma = name, n_chains, bool(learn_sigma)
-        self.k = k
-        self.operator = make_operator(sampler)
-        if name == "cd" and type(self.operator).extend is not TransitionOperator.extend:
+        super().__init__(method, k, sampler, n_chains=n_chains, learn_sigma=learn_sigma)
+        if self.method == "cd" and type(self.operator).extend is not TransitionOperator.extend:
             raise BoltzkitError(
                 "CD's chains start at the data, not at tempered replicas",
                 got=f"sampler {self.operator.name!r} with method 'cd'",
                 hint="use persistent chains (method 'pcd') for parallel tempering, or a sampler without "
                 "replicas (gibbs, flip, blend:A).",
             )
-        self.chains: ChainState | None = None
         self._gap_sum: Tensor | None = None
         self._n_updates = self._n_monitored = 0
 
-    @property
-    def k(self) -> int:
-        return self._k
-
-    @k.setter
-    def k(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BoltzkitError("k must be a positive integer", got=repr(value), expected="an integer >= 1")
-        self._k = value
-
-    def learns_sigma(self, model: UnitRBM) -> bool:
-        return model.visible_units.has_sigma and self.learn_sigma
 
     def parameter_groups(self, model: UnitRBM) -> tuple[list[Tensor], list[Tensor]]:
         """The couplings (weight decay applies) and the other parameters the optimizer moves."""
@@ -328,22 +365,6 @@ class UnitRBMLearner:
         self._gap_sum, self._n_updates, self._n_monitored = None, 0, 0
         return out
 
-    def state_dict(self) -> dict[str, Any]:
-        """What a checkpoint must hold to resume: the persistent chains."""
-        out: dict[str, Any] = {"method": self.method, "k": self.k, "n_chains": self.n_chains}
-        if self.chains is not None:
-            out["chains"] = [x.clone() for x in self.chains.layers]
-        return out
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if int(state["n_chains"]) != self.n_chains:
-            raise BoltzkitError(
-                "the checkpoint's persistent chains do not match this learner",
-                got=f"{state['n_chains']} chains",
-                expected=f"{self.n_chains} chains",
-            )
-        self.chains = ChainState(tuple(state["chains"])) if "chains" in state else None
-
     def positive_phase(self, model: UnitRBM) -> NamedPhase:
         return NamedPhase("exact")
 
@@ -392,6 +413,7 @@ def train_unit_rbm(
 
 __all__ = [
     "NamedPhase",
+    "UnitLearner",
     "UnitRBMLearner",
     "init_unit_rbm",
     "prepared",
