@@ -6,7 +6,7 @@ standardised for Gaussian units, quantised to 4 levels for categorical units; 16
 epochs, batch 20). Three models per unit type, each scored by its exact held-out mean log p(v)
 (boltzkit's exact log Z, 2^16 hidden states):
 
-* ``boltzkit``: ``boltzkit.learning.unit_rbm.train_unit_rbm`` as ``boltzkit train --visible``
+* ``boltzkit``: ``boltzkit.learning.train_unit_rbm`` as ``boltzkit train --visible``
   runs it (CD-1, momentum 0.5, the learning rate decaying to 0, visible biases and sigma at the
   data's base rates, sigma learned);
 * ``plain CD-1``: a textbook reference written here in a few lines of torch (Hinton 2010,
@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from boltzkit.estimators import dataset_log_prob, exact_log_z
-from boltzkit.learning.unit_rbm import SIGMA_FLOOR, train_unit_rbm
+from boltzkit.learning import train_unit_rbm
+from boltzkit.learning.unit_rbm import SIGMA_FLOOR
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Categorical, Gaussian
 

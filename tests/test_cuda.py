@@ -129,7 +129,7 @@ def test_unit_rbm_training_on_cuda_learns_and_is_reproducible(units):
     from conftest import exact_visible_samples, unit_rbm
 
     from boltzkit.estimators.likelihood import dataset_log_prob
-    from boltzkit.learning.unit_rbm import train_unit_rbm
+    from boltzkit.learning import train_unit_rbm
 
     # the teacher and criterion of test_unit_types.py::test_cd_and_pcd_raise_the_held_out_log_likelihood
     teacher = unit_rbm(units, 6, 4, seed=11, scale=2.0)
@@ -174,7 +174,8 @@ def test_unit_dbm_training_on_cuda_learns_and_is_reproducible(units):
     from test_unit_dbm import mixture_data
 
     from boltzkit.estimators.unit_dbm import exact_log_unnormalized
-    from boltzkit.learning.unit_dbm import init_unit_dbm, train_unit_dbm
+    from boltzkit.learning import train_unit_dbm
+    from boltzkit.learning.unit_dbm import init_unit_dbm
 
     x, held_out = mixture_data(units, 2000, 34), mixture_data(units, 2000, 35)
     # the settings of test_unit_dbm.py::test_training_learns_data_that_no_independent_model_fits

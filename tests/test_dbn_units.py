@@ -21,8 +21,7 @@ from boltzkit.cli.main import app
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import dbn_bound, dbn_exact_bound, dbn_exact_log_prob
 from boltzkit.io import load_model, save_model
-from boltzkit.learning import train_dbn
-from boltzkit.learning.unit_rbm import train_unit_rbm
+from boltzkit.learning import train_dbn, train_unit_rbm
 from boltzkit.models import DBN
 from boltzkit.samplers import sample_dbn
 from boltzkit.units import unit_type

@@ -23,7 +23,8 @@ from boltzkit.estimators.unit_dbm import (
     mean_field_log_unnormalized,
 )
 from boltzkit.io import export_npz, load_model, save_model
-from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm, train_unit_dbm
+from boltzkit.learning import train_unit_dbm
+from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.state import ChainState
 

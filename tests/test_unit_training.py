@@ -19,9 +19,8 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import dataset_log_prob, exact_log_z
 from boltzkit.estimators.unit_rbm import exact_sample_units
 from boltzkit.io import load_model
-from boltzkit.learning import load_checkpoint, train_model
-from boltzkit.learning.unit_dbm import train_unit_dbm
-from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm, train_unit_rbm
+from boltzkit.learning import load_checkpoint, train_model, train_unit_dbm, train_unit_rbm
+from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm
 
 F64 = torch.float64
 

@@ -20,7 +20,8 @@ from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.estimators import dataset_log_prob, estimate_log_z, exact_log_z
 from boltzkit.estimators.unit_rbm import exact_sample_units, unit_base_rate_path
 from boltzkit.io import load_model, save_model
-from boltzkit.learning.unit_rbm import init_unit_rbm, train_unit_rbm
+from boltzkit.learning import train_unit_rbm
+from boltzkit.learning.unit_rbm import init_unit_rbm
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Bernoulli, Categorical, Gaussian, unit_type
 

@@ -15,6 +15,8 @@ from boltzkit.learning.api import (
     train,
     train_model,
     train_rbm,
+    train_unit_dbm,
+    train_unit_rbm,
     visible_bias_from_data,
 )
 from boltzkit.learning.callbacks import (
@@ -95,5 +97,7 @@ __all__ = [
     "train_dbn",
     "train_mixture",
     "train_rbm",
+    "train_unit_dbm",
+    "train_unit_rbm",
     "visible_bias_from_data",
 ]

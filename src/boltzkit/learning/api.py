@@ -869,6 +869,66 @@ def train_rbm(
     return model, history  # type: ignore[return-value]
 
 
+def train_unit_rbm(
+    x: Tensor,
+    visible: UnitType | str,
+    n_hidden: int,
+    *,
+    init: UnitRBM | None = None,
+    **kwargs: Any,
+) -> tuple[UnitRBM, History]:
+    """Train a Gaussian-Bernoulli or categorical RBM on ``x`` (real values or category indices):
+    :func:`~boltzkit.learning.api.train_model` with ``visible`` units and one hidden layer of
+    ``n_hidden``. ``kwargs`` go to :func:`~boltzkit.learning.api.train` (``method`` ``"cd"`` or
+    ``"pcd"``, ``k``, ``epochs``, ``lr``, ``lr_schedule`` (default: linear decay to 0),
+    ``momentum``, ``weight_decay``, ``batch_size``, ``n_chains``, ``sampler``, ``learn_sigma``,
+    ``progress``, checkpoints, ...) and ``train_model`` (``seed``, ``device``, ``init_scale``,
+    ``dtype``, ``recipe``; ``init``: a model to train further). Defaults as Hinton (2010, Sec.
+    13.2) suggests for Gaussian units: 10 epochs at a learning rate of 0.001, momentum 0.5.
+
+    Returns
+    -------
+    (model, history)
+        The trained model and one record per epoch (the monitored free-energy gap of data and
+        negative samples among them).
+    """
+    kwargs = {
+        "epochs": 10, "lr": 0.001, "lr_schedule": "linear", "momentum": 0.5, "progress": False,
+        "device": "cpu", **kwargs,
+    }  # fmt: skip
+    return train_model(x, kind="rbm", hidden=int(n_hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
+
+
+def train_unit_dbm(
+    x: Tensor,
+    visible: UnitType | str,
+    hidden: Sequence[int],
+    *,
+    init: UnitDBM | None = None,
+    **kwargs: Any,
+) -> tuple[UnitDBM, History]:
+    """Train a Gaussian or categorical DBM on ``x`` (real values or category indices):
+    :func:`~boltzkit.learning.api.train_model` with ``visible`` units, ``kind="dbm"`` and
+    ``method="pcd"`` (S2 Sec. 4.1: 100 persistent chains unless ``n_chains`` says otherwise).
+    ``kwargs`` go to :func:`~boltzkit.learning.api.train` (``k``, ``epochs``, ``lr``,
+    ``lr_schedule`` (default linear decay to 0, S2 Sec. 5), ``momentum``, ``weight_decay``,
+    ``batch_size``, ``n_chains``, ``sampler``, ``learn_sigma``, ``progress``, checkpoints, ...) and
+    ``train_model`` (``seed``, ``device``, ``init_scale``, ``dtype``; ``init``: a model to train
+    further).
+
+    Returns
+    -------
+    (model, history)
+        The trained model and one record per epoch (the mean mean-field sweeps of its positive
+        phases among them).
+    """
+    kwargs = {
+        "method": "pcd", "epochs": 10, "lr": 0.001, "momentum": 0.5, "progress": False, "device": "cpu",
+        **kwargs,
+    }  # fmt: skip
+    return train_model(x, kind="dbm", hidden=list(hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
+
+
 __all__ = [
     "METHODS",
     "POSITIVE_PHASES",
@@ -879,5 +939,7 @@ __all__ = [
     "train",
     "train_model",
     "train_rbm",
+    "train_unit_dbm",
+    "train_unit_rbm",
     "visible_bias_from_data",
 ]

@@ -226,7 +226,7 @@ def train_dbn(
         RBMs (or a DBN) already trained for the lowest layers (e.g. a Table 1 RBM): used as
         they are, frozen; their sizes must agree with ``hidden``. The lowest may be a
         :class:`~boltzkit.models.unit_rbm.UnitRBM` (Gaussian or categorical visible units, trained
-        by :func:`~boltzkit.learning.unit_rbm.train_unit_rbm`): ``train_x`` then holds real values
+        by :func:`~boltzkit.learning.api.train_unit_rbm`): ``train_x`` then holds real values
         or category indices, and the binary layers above train on its ``q(h | v)``.
     checkpoint_dir, resume
         Per-layer checkpoints ``layer_L.ckpt`` in this folder after every epoch; ``resume``

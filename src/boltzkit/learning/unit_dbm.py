@@ -32,7 +32,6 @@ import torch
 from torch import Tensor
 
 from boltzkit.estimators.unit_dbm import mean_field
-from boltzkit.learning.history import History
 from boltzkit.learning.unit_rbm import NamedPhase, UnitLearner, set_visible_gradients, visible_base
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.samplers.operators import TransitionOperator
@@ -155,36 +154,4 @@ class UnitDBMLearner(UnitLearner):
         return f"PCD-{self.k} ({self.operator.name}, {self.n_chains} chains, mean-field positive phase)"
 
 
-def train_unit_dbm(
-    x: Tensor,
-    visible: UnitType | str,
-    hidden: Sequence[int],
-    *,
-    init: UnitDBM | None = None,
-    **kwargs: Any,
-) -> tuple[UnitDBM, History]:
-    """Train a Gaussian or categorical DBM on ``x`` (real values or category indices):
-    :func:`~boltzkit.learning.api.train_model` with ``visible`` units, ``kind="dbm"`` and
-    ``method="pcd"`` (S2 Sec. 4.1: 100 persistent chains unless ``n_chains`` says otherwise).
-    ``kwargs`` go to :func:`~boltzkit.learning.api.train` (``k``, ``epochs``, ``lr``,
-    ``lr_schedule`` (default linear decay to 0, S2 Sec. 5), ``momentum``, ``weight_decay``,
-    ``batch_size``, ``n_chains``, ``sampler``, ``learn_sigma``, ``progress``, checkpoints, ...) and
-    ``train_model`` (``seed``, ``device``, ``init_scale``, ``dtype``; ``init``: a model to train
-    further).
-
-    Returns
-    -------
-    (model, history)
-        The trained model and one record per epoch (the mean mean-field sweeps of its positive
-        phases among them).
-    """
-    from boltzkit.learning.api import train_model
-
-    kwargs = {
-        "method": "pcd", "epochs": 10, "lr": 0.001, "momentum": 0.5, "progress": False, "device": "cpu",
-        **kwargs,
-    }  # fmt: skip
-    return train_model(x, kind="dbm", hidden=list(hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
-
-
-__all__ = ["UnitDBMLearner", "init_unit_dbm", "train_unit_dbm"]
+__all__ = ["UnitDBMLearner", "init_unit_dbm"]

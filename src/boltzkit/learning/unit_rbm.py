@@ -32,7 +32,6 @@ from torch import Tensor
 
 from boltzkit._numerics import bernoulli, make_generator, resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.learning.history import History
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers.operators import TransitionOperator, UnitOperator, make_operator
 from boltzkit.state import ChainState
@@ -254,7 +253,6 @@ class UnitRBMLearner(UnitLearner):
         self._gap_sum: Tensor | None = None
         self._n_updates = self._n_monitored = 0
 
-
     def parameter_groups(self, model: UnitRBM) -> tuple[list[Tensor], list[Tensor]]:
         """The couplings (weight decay applies) and the other parameters the optimizer moves."""
         others = [model.vbias, model.hbias] + ([model.log_sigma] if self.learns_sigma(model) else [])
@@ -379,38 +377,6 @@ class NamedPhase(NamedTuple):
     name: str
 
 
-def train_unit_rbm(
-    x: Tensor,
-    visible: UnitType | str,
-    n_hidden: int,
-    *,
-    init: UnitRBM | None = None,
-    **kwargs: Any,
-) -> tuple[UnitRBM, History]:
-    """Train a Gaussian-Bernoulli or categorical RBM on ``x`` (real values or category indices):
-    :func:`~boltzkit.learning.api.train_model` with ``visible`` units and one hidden layer of
-    ``n_hidden``. ``kwargs`` go to :func:`~boltzkit.learning.api.train` (``method`` ``"cd"`` or
-    ``"pcd"``, ``k``, ``epochs``, ``lr``, ``lr_schedule`` (default: linear decay to 0),
-    ``momentum``, ``weight_decay``, ``batch_size``, ``n_chains``, ``sampler``, ``learn_sigma``,
-    ``progress``, checkpoints, ...) and ``train_model`` (``seed``, ``device``, ``init_scale``,
-    ``dtype``, ``recipe``; ``init``: a model to train further). Defaults as Hinton (2010, Sec.
-    13.2) suggests for Gaussian units: 10 epochs at a learning rate of 0.001, momentum 0.5.
-
-    Returns
-    -------
-    (model, history)
-        The trained model and one record per epoch (the monitored free-energy gap of data and
-        negative samples among them).
-    """
-    from boltzkit.learning.api import train_model
-
-    kwargs = {
-        "epochs": 10, "lr": 0.001, "lr_schedule": "linear", "momentum": 0.5, "progress": False,
-        "device": "cpu", **kwargs,
-    }  # fmt: skip
-    return train_model(x, kind="rbm", hidden=int(n_hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
-
-
 __all__ = [
     "NamedPhase",
     "UnitLearner",
@@ -418,6 +384,5 @@ __all__ = [
     "init_unit_rbm",
     "prepared",
     "set_visible_gradients",
-    "train_unit_rbm",
     "visible_base",
 ]
