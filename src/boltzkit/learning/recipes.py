@@ -321,7 +321,8 @@ RECIPES: dict[str, Recipe] = {
                 "gradually increasing T to 25'",
                 "lr_schedule": "[RS08] rbm.m: epsilonw = epsilonw_0 / CD",
                 "epochs": "ours: the epochs at which k = ceil(epoch / 20) reaches 25 ([S1] Sec. 5.1: "
-                "'computationally much more demanding')",
+                "'computationally much more demanding'); measured: -96.87 test nats after 329 epochs, "
+                "below sm2008-cd25's -92.98 after 100 (the rate falls as 1/k before k reaches 25)",
             },
         ),
         Recipe(
