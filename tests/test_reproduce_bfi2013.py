@@ -37,3 +37,37 @@ def test_paper_values_and_parts():
         make_plan("huge")
     full = make_plan("full")
     assert full.reps == 25 and full.updates["mnist"] == 20_000 and full.act_steps == 1_000_000
+
+
+def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_path):
+    from boltzkit.experiments.bfi2013 import AM01, BAS, DATASETS, parse_datasets, restrict_plan
+
+    only_bas = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table6", datasets=BAS)
+    report = (tmp_path / "bfi2013.md").read_text()
+    assert "Data sets run: Bars and Stripes" in report
+    assert "### Artificial Modes, p_mut = 0.01 (not run)" in report
+    assert "### Bars and Stripes (not run)" not in report
+    tasks = [p.name for p in (tmp_path / "tasks").glob("*.json")]
+    assert tasks and all(name.startswith("bars-and-stripes") for name in tasks)
+    # the full plan finds the Bars-and-Stripes records: it trains only the Artificial-Modes cells
+    everything = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table6")
+    assert everything["tasks_skipped"] == only_bas["tasks_run"] > 0
+    assert everything["tasks_run"] > 0
+    assert "### Artificial Modes, p_mut = 0.01 (not run)" not in (tmp_path / "bfi2013.md").read_text()
+
+    plan = restrict_plan(make_plan("full"), "artificial-modes:0.01, bars-and-stripes")
+    assert plan.datasets == (BAS, AM01) and {d for _, d in plan.algorithms} == {BAS, AM01}
+    assert parse_datasets(list(DATASETS)) == DATASETS
+    with pytest.raises(BoltzkitError, match="data set"):
+        parse_datasets("bars")
+
+
+def test_datasets_option_belongs_to_bfi2013(tmp_path):
+    from typer.testing import CliRunner
+
+    from boltzkit.cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["reproduce", "learning-recipes", "--quick", "--datasets", "mnist", "--out", str(tmp_path)]
+    )
+    assert result.exit_code != 0 and "--datasets applies to bruegge-fischer-igel-2013 only" in result.output

@@ -45,6 +45,14 @@ def command(
             "(table1-table6, fig3, fig4) [default: all].",
         ),
     ] = None,
+    datasets: Annotated[
+        str | None,
+        typer.Option(
+            "--datasets",
+            help="bruegge-fischer-igel-2013: only these data sets, e.g. bars-and-stripes "
+            "(bars-and-stripes, mnist, artificial-modes:0.1, artificial-modes:0.01) [default: all].",
+        ),
+    ] = None,
     executor: Annotated[
         str,
         typer.Option(
@@ -87,6 +95,10 @@ def command(
             "--no-zoo applies to the salakhutdinov-murray-2008 tables and salakhutdinov-2008-table2 only",
             got=name,
         )
+    if datasets is not None:
+        if name != "bruegge-fischer-igel-2013":
+            raise BoltzkitError("--datasets applies to bruegge-fischer-igel-2013 only", got=name)
+        extra["datasets"] = datasets
     grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
     if grid_options:
         if name not in ("bruegge-fischer-igel-2013", "learning-recipes"):

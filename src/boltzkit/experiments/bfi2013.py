@@ -74,6 +74,8 @@ BAS = "bars-and-stripes"
 MNIST = "mnist"
 AM1 = "artificial-modes:0.1"
 AM01 = "artificial-modes:0.01"
+#: S3's data sets, as ``--datasets`` names them.
+DATASETS = (BAS, MNIST, AM1, AM01)
 #: Best mean log-likelihood on the 32 Bars and Stripes patterns (two duplicates; Shark's list).
 BAS_OPTIMUM = (28 * math.log(1 / 32) + 4 * math.log(2 / 32)) / 32
 #: Names in the report.
@@ -259,6 +261,8 @@ class Plan:
     cc_max_steps: int
     slem_models: int
     include_mnist: bool = True
+    #: The data sets whose cells, models and sampling runs the plan includes (:func:`restrict_plan`).
+    datasets: tuple[str, ...] = DATASETS
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -385,6 +389,33 @@ def make_plan(mode: str = "full") -> Plan:
     raise BoltzkitError("unknown plan", got=repr(mode), expected="'full', 'quick' or 'smoke'")
 
 
+def parse_datasets(datasets: str | Iterable[str]) -> tuple[str, ...]:
+    """``"bars-and-stripes,artificial-modes:0.01"`` (or a list) as names of :data:`DATASETS`."""
+    items = datasets.split(",") if isinstance(datasets, str) else list(datasets)
+    names = tuple(dict.fromkeys(d.strip().lower() for d in items if d.strip()))
+    bad = [d for d in names if d not in DATASETS]
+    if bad or not names:
+        raise BoltzkitError(
+            "unknown data set of S3", got=", ".join(bad) or repr(datasets), expected=", ".join(DATASETS)
+        )
+    return names
+
+
+def restrict_plan(plan: Plan, datasets: str | Iterable[str]) -> Plan:
+    """``plan`` with only the data sets in ``datasets``: its likelihood cells (Tables 1, 5, 6 and
+    Fig. 3), Table 2's sampled models and Tables 3-4's models of the other data sets are left out,
+    so that a table's rows of one data set can be finished, and reported, on their own (the report
+    marks the others "not run"). Task identities do not change: records written under the full plan
+    are found again."""
+    keep = set(parse_datasets(datasets))
+    return replace(
+        plan,
+        algorithms={k: v for k, v in plan.algorithms.items() if k[1] in keep},
+        lrs={k: v for k, v in plan.lrs.items() if k[1] in keep},
+        datasets=tuple(d for d in plan.datasets if d in keep),
+    )
+
+
 def parse_only(only: str | Iterable[str] | None) -> tuple[str, ...]:
     """``"table1,fig3"`` (or a list) as the parts to run; ``None`` is all of :data:`PARTS`."""
     if only is None:
@@ -402,7 +433,7 @@ def parse_only(only: str | Iterable[str] | None) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------------- tasks
 def _ll_tasks(plan: Plan, parts: tuple[str, ...], seed: int, mnist: bool) -> list[GridTask]:
     keys = [k for k in plan.algorithms if k[0] in parts]
-    if "fig3" in parts and ("table1", BAS) not in keys:
+    if "fig3" in parts and ("table1", BAS) not in keys and BAS in plan.datasets:
         keys.append(("fig3", BAS))
     tasks: dict[str, GridTask] = {}
     for table, dataset in keys:
@@ -435,7 +466,7 @@ def _act_tasks(plan: Plan, seed: int, mnist: bool, device: str) -> dict[str, lis
     """Table 2's models: trained with ``act_algorithm`` and G (S3: 20-PT_10), kept."""
     out: dict[str, list[GridTask]] = {}
     for dataset in (BAS, AM1, AM01, MNIST):
-        if dataset == MNIST and not mnist:
+        if dataset not in plan.datasets or (dataset == MNIST and not mnist):
             continue
         hidden, batch = SHAPES[dataset]
         n = plan.act_updates[dataset]
@@ -502,6 +533,7 @@ def _cc_tasks(plan: Plan, seed: int) -> dict[str, list[GridTask]]:
             for r in range(plan.cc_models)
         ]
         for d in (AM1, AM01)
+        if d in plan.datasets
     }
 
 
@@ -582,6 +614,7 @@ def run_bfi2013(
     quick: bool = False,
     only: str | Iterable[str] | None = None,
     plan: Plan | None = None,
+    datasets: str | Iterable[str] | None = None,
     seed: int = 0,
     device: str | torch.device = "auto",
     data_dir: str | None = None,
@@ -603,6 +636,9 @@ def run_bfi2013(
         Parts (:data:`PARTS`), e.g. ``"table1,fig3"``; default all.
     plan
         An explicit :class:`Plan` (overrides ``quick``).
+    datasets
+        Only these data sets (:data:`DATASETS`, e.g. ``"bars-and-stripes"``): :func:`restrict_plan`;
+        default all.
     seed
         Base seed of every task and chain.
     device
@@ -623,9 +659,11 @@ def run_bfi2013(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or make_plan("quick" if quick else "full")
+    if datasets is not None:
+        plan = restrict_plan(plan, datasets)
     parts = parse_only(only)
     dev = str(device)
-    mnist = plan.include_mnist and _mnist_available(data_dir)
+    mnist = plan.include_mnist and MNIST in plan.datasets and _mnist_available(data_dir)
     grid_kw = {
         "executor": executor,
         "workers": workers,
@@ -744,7 +782,12 @@ def _header(plan: Plan, parts, mnist: bool, run, seconds: float, executor: str, 
     ]
     for note in plan.notes:
         lines += ["", f"> {note}"]
-    if plan.include_mnist and not mnist:
+    if plan.datasets != DATASETS:
+        lines += [
+            "",
+            f"> Data sets run: {', '.join(NAMES[d] for d in plan.datasets)} (the others' cells: not run).",
+        ]
+    if plan.include_mnist and MNIST in plan.datasets and not mnist:
         lines += ["", "> MNIST was not found (set BOLTZKIT_DATA_DIR or --data-dir): its rows are not run."]
     lines += [
         "",
@@ -776,7 +819,7 @@ def _ll_section(
         ours = {(c.algorithm, c.lr): c for c in cells if c.dataset == dataset}
         lines += [
             "",
-            f"### {NAMES[dataset]}" + ("" if dataset != MNIST or mnist else " (not run)"),
+            f"### {NAMES[dataset]}" + ("" if ours else " (not run)"),
             "",
             "| algorithm | η | G (ours) | T (ours) | p | pairs | G (S3) | T (S3) |",
             "|---|---|---|---|---|---|---|---|",
