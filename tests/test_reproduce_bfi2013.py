@@ -49,6 +49,14 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     assert "### Bars and Stripes (not run)" not in report
     tasks = [p.name for p in (tmp_path / "tasks").glob("*.json")]
     assert tasks and all(name.startswith("bars-and-stripes") for name in tasks)
+    # the finished cells alone, without training: the Artificial-Modes cells are not run yet
+    seen = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table6", finished_only=True)
+    report = (tmp_path / "bfi2013.md").read_text()
+    assert seen["tasks_run"] == 0 and seen["tasks_skipped"] == only_bas["tasks_run"]
+    assert f"Finished tasks only: {only_bas['tasks_run']} of the " in report
+    assert "### Artificial Modes, p_mut = 0.01 (not run)" in report
+    with pytest.raises(BoltzkitError, match="likelihood tables only"):
+        run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table2", finished_only=True)
     # the full plan finds the Bars-and-Stripes records: it trains only the Artificial-Modes cells
     everything = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table6")
     assert everything["tasks_skipped"] == only_bas["tasks_run"] > 0
@@ -71,3 +79,9 @@ def test_datasets_option_belongs_to_bfi2013(tmp_path):
         app, ["reproduce", "learning-recipes", "--quick", "--datasets", "mnist", "--out", str(tmp_path)]
     )
     assert result.exit_code != 0 and "--datasets applies to bruegge-fischer-igel-2013 only" in result.output
+    result = CliRunner().invoke(
+        app, ["reproduce", "learning-recipes", "--quick", "--finished-only", "--out", str(tmp_path)]
+    )
+    assert (
+        result.exit_code != 0 and "--finished-only applies to bruegge-fischer-igel-2013 only" in result.output
+    )

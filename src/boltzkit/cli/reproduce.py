@@ -53,6 +53,14 @@ def command(
             "(bars-and-stripes, mnist, artificial-modes:0.1, artificial-modes:0.01) [default: all].",
         ),
     ] = None,
+    finished_only: Annotated[
+        bool,
+        typer.Option(
+            "--finished-only",
+            help="bruegge-fischer-igel-2013: train nothing; report Tables 1, 5 and 6 from the task records "
+            "already in --out (with --only table1, table5 or table6), each cell with its number of pairs.",
+        ),
+    ] = False,
     executor: Annotated[
         str,
         typer.Option(
@@ -99,6 +107,10 @@ def command(
         if name != "bruegge-fischer-igel-2013":
             raise BoltzkitError("--datasets applies to bruegge-fischer-igel-2013 only", got=name)
         extra["datasets"] = datasets
+    if finished_only:
+        if name != "bruegge-fischer-igel-2013":
+            raise BoltzkitError("--finished-only applies to bruegge-fischer-igel-2013 only", got=name)
+        extra["finished_only"] = True
     grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
     if grid_options:
         if name not in ("bruegge-fischer-igel-2013", "learning-recipes"):

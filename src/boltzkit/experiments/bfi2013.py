@@ -60,6 +60,7 @@ from boltzkit.experiments.grid import (
     GridTask,
     aggregate,
     algorithm_label,
+    load_record,
     load_task_model,
     make_grid,
     min_significant_pairs,
@@ -69,6 +70,8 @@ from boltzkit.jsonio import save_json
 
 #: Parts of the reproduction (``--only``).
 PARTS = ("table1", "table2", "table3", "table4", "table5", "table6", "fig3", "fig4")
+#: The parts that are median maximum log-likelihoods of repeated learning runs.
+LL_TABLES = ("table1", "table5", "table6")
 
 BAS = "bars-and-stripes"
 MNIST = "mnist"
@@ -615,6 +618,7 @@ def run_bfi2013(
     only: str | Iterable[str] | None = None,
     plan: Plan | None = None,
     datasets: str | Iterable[str] | None = None,
+    finished_only: bool = False,
     seed: int = 0,
     device: str | torch.device = "auto",
     data_dir: str | None = None,
@@ -639,6 +643,10 @@ def run_bfi2013(
     datasets
         Only these data sets (:data:`DATASETS`, e.g. ``"bars-and-stripes"``): :func:`restrict_plan`;
         default all.
+    finished_only
+        Train nothing: report the cells of Tables 1, 5 and 6 from the task records already in
+        ``out_dir`` (a grid spread over sessions, seen before it is complete; each cell shows how
+        many pairs it has). Other parts are refused.
     seed
         Base seed of every task and chain.
     device
@@ -662,6 +670,13 @@ def run_bfi2013(
     if datasets is not None:
         plan = restrict_plan(plan, datasets)
     parts = parse_only(only)
+    if finished_only and set(parts) - set(LL_TABLES):
+        raise BoltzkitError(
+            "finished_only reports the likelihood tables only",
+            got=", ".join(parts),
+            expected=", ".join(LL_TABLES),
+            hint="add --only table5 (or table1, table6)",
+        )
     dev = str(device)
     mnist = plan.include_mnist and MNIST in plan.datasets and _mnist_available(data_dir)
     grid_kw = {
@@ -673,6 +688,9 @@ def run_bfi2013(
     }
 
     ll_tasks = _ll_tasks(plan, parts, seed, mnist)
+    n_planned = len(ll_tasks)
+    if finished_only:
+        ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
     act = _act_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
     cc = _cc_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
     model_tasks = [t for ts in (*act.values(), *cc.values()) for t in ts]
@@ -683,7 +701,7 @@ def run_bfi2013(
     sections: list[str] = []
     files = ["bfi2013.md", "bfi2013.json"]
     ll_records = [records[t.task_id] for t in ll_tasks]
-    for table in ("table1", "table5", "table6"):
+    for table in LL_TABLES:
         if table in parts:
             text, cells = _ll_section(table, plan, ll_records, mnist)
             sections.append(text)
@@ -732,6 +750,11 @@ def run_bfi2013(
         sections.append(text)
     seconds = time.perf_counter() - t0
     header = _header(plan, parts, mnist, run, seconds, executor, workers)
+    if finished_only:
+        header += (
+            f"\n\n> Finished tasks only: {len(ll_tasks)} of the {n_planned} tasks of these tables have "
+            "records; a cell with fewer pairs than the plan's repetitions is incomplete."
+        )
     from boltzkit.atomic import atomic_write_text
 
     atomic_write_text(out / "bfi2013.md", header + "\n\n" + "\n\n".join(sections) + "\n")
