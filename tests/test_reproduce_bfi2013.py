@@ -4,6 +4,7 @@ the report carries the paper's numbers beside ours, and a second run resumes wit
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -47,41 +48,60 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     assert "Data sets run: Bars and Stripes" in report
     assert "### Artificial Modes, p_mut = 0.01 (not run)" in report
     assert "### Bars and Stripes (not run)" not in report
-    tasks = [p.name for p in (tmp_path / "tasks").glob("*.json")]
-    assert tasks and all(name.startswith("bars-and-stripes") for name in tasks)
-    # the finished cells alone, without training: the Artificial-Modes cells are not run yet
-    seen = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table6", finished_only=True)
-    report = (tmp_path / "bfi2013.md").read_text()
-    assert seen["tasks_run"] == 0 and seen["tasks_skipped"] == only_bas["tasks_run"]
-    assert f"Finished tasks only: {only_bas['tasks_run']} of the " in report
-    assert "### Artificial Modes, p_mut = 0.01 (not run)" in report
+    tasks = sorted(p.name for p in (tmp_path / "tasks").glob("*.json"))
+    assert len(tasks) == only_bas["tasks_run"] == 4  # PCD_1 at one rate, 2 operators x 2 repetitions
+    assert all(name.startswith("bars-and-stripes") for name in tasks)
+
+    # the finished cells alone, without training, into their own report (bfi2013.md stays)
+    seen = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), finished_only=True)
+    assert seen["report"] == "bfi2013-finished.md" and (tmp_path / "bfi2013.md").read_text() == report
+    finished = (tmp_path / "bfi2013-finished.md").read_text()
+    assert seen["tasks_run"] == 0 and seen["tasks_skipped"] == 4
+    # the smoke plan's likelihood tables: Table 1 (8 tasks), Table 5 (4) and Table 6 (8)
+    assert "> Finished tasks only: 4 of the 20 tasks of these tables have records;" in finished
+    assert "### Artificial Modes, p_mut = 0.01 (not run)" in finished
+    assert re.search(r"T has the higher median in [01] of 1 complete cells run here\.", finished)
+
+    # one repetition of one operator missing: one pair left, medians over it, the cell not counted
+    (tmp_path / "tasks" / next(t for t in tasks if "_flip_r1_" in t)).unlink()
+    run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5", finished_only=True)
+    finished = (tmp_path / "bfi2013-finished.md").read_text()
+    assert "| 1 |" in finished and "in 0 of 0 complete cells run here (1 incomplete" in finished
     with pytest.raises(BoltzkitError, match="likelihood tables only"):
         run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table2", finished_only=True)
-    # the full plan finds the Bars-and-Stripes records: it trains only the Artificial-Modes cells
+    for part in ("table3", "fig3"):
+        with pytest.raises(BoltzkitError, match="needs a data set the run leaves out"):
+            run_bfi2013(
+                out_dir=tmp_path, plan=make_plan("smoke"), only=part, datasets=AM01 if part == "fig3" else BAS
+            )
+
+    # the full plan finds the Bars-and-Stripes records: it trains the missing one and Table 6's cells
     everything = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table6")
-    assert everything["tasks_skipped"] == only_bas["tasks_run"] > 0
-    assert everything["tasks_run"] > 0
+    assert everything["tasks_skipped"] == 3 and everything["tasks_run"] == 1 + 8
     assert "### Artificial Modes, p_mut = 0.01 (not run)" not in (tmp_path / "bfi2013.md").read_text()
 
     plan = restrict_plan(make_plan("full"), "artificial-modes:0.01, bars-and-stripes")
     assert plan.datasets == (BAS, AM01) and {d for _, d in plan.algorithms} == {BAS, AM01}
     assert parse_datasets(list(DATASETS)) == DATASETS
-    with pytest.raises(BoltzkitError, match="data set"):
-        parse_datasets("bars")
+    with pytest.raises(BoltzkitError, match="artificial-modes:0.1 or artificial-modes:0.01"):
+        parse_datasets("artificial-modes")
 
 
-def test_datasets_option_belongs_to_bfi2013(tmp_path):
+def test_the_cli_options_of_a_restricted_look(tmp_path):
     from typer.testing import CliRunner
 
     from boltzkit.cli.main import app
 
-    result = CliRunner().invoke(
-        app, ["reproduce", "learning-recipes", "--quick", "--datasets", "mnist", "--out", str(tmp_path)]
-    )
-    assert result.exit_code != 0 and "--datasets applies to bruegge-fischer-igel-2013 only" in result.output
-    result = CliRunner().invoke(
-        app, ["reproduce", "learning-recipes", "--quick", "--finished-only", "--out", str(tmp_path)]
-    )
-    assert (
-        result.exit_code != 0 and "--finished-only applies to bruegge-fischer-igel-2013 only" in result.output
-    )
+    runner = CliRunner()
+    for option in (["--datasets", "mnist"], ["--finished-only"]):
+        result = runner.invoke(
+            app, ["reproduce", "learning-recipes", "--quick", *option, "--out", str(tmp_path)]
+        )
+        assert (
+            result.exit_code != 0
+            and f"{option[0]} applies to bruegge-fischer-igel-2013 only" in result.output
+        )
+    args = ["reproduce", "bruegge-fischer-igel-2013", "--finished-only", "--datasets", "bars-and-stripes"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "Finished tasks only: 0 of the " in (tmp_path / "bfi2013-finished.md").read_text()

@@ -399,7 +399,10 @@ def parse_datasets(datasets: str | Iterable[str]) -> tuple[str, ...]:
     bad = [d for d in names if d not in DATASETS]
     if bad or not names:
         raise BoltzkitError(
-            "unknown data set of S3", got=", ".join(bad) or repr(datasets), expected=", ".join(DATASETS)
+            "unknown data set of Bruegge, Fischer & Igel (2013)",
+            got=", ".join(bad) or repr(datasets),
+            expected=", ".join(DATASETS),
+            hint="Artificial Modes take their mutation probability: artificial-modes:0.1 or artificial-modes:0.01",
         )
     return names
 
@@ -417,6 +420,23 @@ def restrict_plan(plan: Plan, datasets: str | Iterable[str]) -> Plan:
         lrs={k: v for k, v in plan.lrs.items() if k[1] in keep},
         datasets=tuple(d for d in plan.datasets if d in keep),
     )
+
+
+def _check_parts_have_data(parts: tuple[str, ...], plan: Plan) -> None:
+    """Refuse parts whose data set a restricted plan left out (they would report nothing)."""
+    needs = {
+        "table3": (AM1, AM01),
+        "table4": (AM1, AM01),
+        "fig3": (BAS,),  # the bottom panel: CD_5 on Bars and Stripes
+    }
+    for part in parts:
+        if part in needs and not set(needs[part]) & set(plan.datasets):
+            raise BoltzkitError(
+                f"{part} needs a data set the run leaves out",
+                got=", ".join(plan.datasets),
+                expected=" or ".join(needs[part]),
+                hint=f"add {needs[part][0]} to --datasets, or leave {part} out of --only",
+            )
 
 
 def parse_only(only: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -644,9 +664,10 @@ def run_bfi2013(
         Only these data sets (:data:`DATASETS`, e.g. ``"bars-and-stripes"``): :func:`restrict_plan`;
         default all.
     finished_only
-        Train nothing: report the cells of Tables 1, 5 and 6 from the task records already in
-        ``out_dir`` (a grid spread over sessions, seen before it is complete; each cell shows how
-        many pairs it has). Other parts are refused.
+        Train nothing: report the cells of Tables 1, 5 and 6 (the default parts then) from the task
+        records already in ``out_dir``, into ``bfi2013-finished.md`` and ``.json`` (a grid spread
+        over sessions, seen before it is complete; each cell shows how many pairs it has, and its
+        medians are over those pairs). Other parts are refused.
     seed
         Base seed of every task and chain.
     device
@@ -669,7 +690,8 @@ def run_bfi2013(
     plan = plan or make_plan("quick" if quick else "full")
     if datasets is not None:
         plan = restrict_plan(plan, datasets)
-    parts = parse_only(only)
+    parts = parse_only(LL_TABLES if only is None and finished_only else only)
+    _check_parts_have_data(parts, plan)
     if finished_only and set(parts) - set(LL_TABLES):
         raise BoltzkitError(
             "finished_only reports the likelihood tables only",
@@ -678,7 +700,8 @@ def run_bfi2013(
             hint="add --only table5 (or table1, table6)",
         )
     dev = str(device)
-    mnist = plan.include_mnist and MNIST in plan.datasets and _mnist_available(data_dir)
+    # finished_only reads records, never the data: MNIST records count without the MNIST files
+    mnist = plan.include_mnist and MNIST in plan.datasets and (finished_only or _mnist_available(data_dir))
     grid_kw = {
         "executor": executor,
         "workers": workers,
@@ -699,7 +722,9 @@ def run_bfi2013(
 
     results: dict[str, Any] = {"mode": plan.mode, "parts": list(parts), "mnist": mnist}
     sections: list[str] = []
-    files = ["bfi2013.md", "bfi2013.json"]
+    # a look at unfinished grids does not replace the report of a finished run
+    stem = "bfi2013-finished" if finished_only else "bfi2013"
+    files = [f"{stem}.md", f"{stem}.json"]
     ll_records = [records[t.task_id] for t in ll_tasks]
     for table in LL_TABLES:
         if table in parts:
@@ -757,7 +782,7 @@ def run_bfi2013(
         )
     from boltzkit.atomic import atomic_write_text
 
-    atomic_write_text(out / "bfi2013.md", header + "\n\n" + "\n\n".join(sections) + "\n")
+    atomic_write_text(out / f"{stem}.md", header + "\n\n" + "\n\n".join(sections) + "\n")
     summary = {
         "experiment": "bruegge-fischer-igel-2013",
         "quick": plan.mode != "full",
@@ -766,10 +791,10 @@ def run_bfi2013(
         "tasks_skipped": run.skipped,
         "seconds": seconds,
         "results": results,
-        "report": "bfi2013.md",
+        "report": f"{stem}.md",
         "files": files,
     }
-    save_json(summary, out / "bfi2013.json")
+    save_json(summary, out / f"{stem}.json")
     return summary
 
 
@@ -860,10 +885,18 @@ def _ll_section(
             lines.append(
                 f"| {c.label} | {c.lr:g} | {c.marked('a')} | {c.marked('b')} | {p} | {c.n_pairs} | {paper_g} | {paper_t} |"
             )
-        agree = [c for c in ours.values() if c.n_pairs]
-        if agree:
-            t_wins = sum(1 for c in agree if c.median_b > c.median_a)
-            lines += ["", f"T has the higher median in {t_wins} of {len(agree)} cells run here."]
+        reps = 2 if dataset == MNIST and plan.mode == "quick" else plan.reps
+        complete = [c for c in ours.values() if c.n_pairs >= reps]
+        partial = len([c for c in ours.values() if c.n_pairs]) - len(complete)
+        if complete or partial:
+            t_wins = sum(1 for c in complete if c.median_b > c.median_a)
+            lines += [
+                "",
+                f"T has the higher median in {t_wins} of {len(complete)} complete cells run here"
+                + (
+                    f" ({partial} incomplete, with fewer than {reps} pairs, not counted)." if partial else "."
+                ),
+            ]
     return "\n".join(lines), cells
 
 
@@ -1038,4 +1071,16 @@ def _plot_acf(panels, path: Path) -> None:
     plot_autocorrelations(panels, path)
 
 
-__all__ = ["PAPER_LL", "PAPER_TAU", "PARTS", "Plan", "make_plan", "parse_only", "run_bfi2013"]
+__all__ = [
+    "DATASETS",
+    "LL_TABLES",
+    "PAPER_LL",
+    "PAPER_TAU",
+    "PARTS",
+    "Plan",
+    "make_plan",
+    "parse_datasets",
+    "parse_only",
+    "restrict_plan",
+    "run_bfi2013",
+]

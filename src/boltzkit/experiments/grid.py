@@ -467,8 +467,10 @@ def aggregate(
 ) -> list[Comparison]:
     """Median maximum log-likelihoods of ``a`` and ``b`` per cell, with the signed-rank test.
 
-    Repetitions are paired by index (same initial weights and minibatches). Cells appear in the
-    order of the records.
+    Repetitions are paired by index (same initial weights and minibatches). The medians are taken
+    over the paired repetitions (each operator's own finished ones where no pair exists yet), so
+    that a cell whose grid is still running compares like with like. Cells appear in the order of
+    the records.
     """
     from scipy.stats import rankdata, wilcoxon
 
@@ -486,8 +488,8 @@ def aggregate(
         reps = sorted(set(ra) & set(rb))
         xa = [ra[r] for r in reps]
         xb = [rb[r] for r in reps]
-        fa = [v for v in ra.values() if math.isfinite(v)]
-        fb = [v for v in rb.values() if math.isfinite(v)]
+        fa = [v for v in (xa if reps else ra.values()) if math.isfinite(v)]
+        fb = [v for v in (xb if reps else rb.values()) if math.isfinite(v)]
         med_a = statistics.median(fa) if fa else math.nan
         med_b = statistics.median(fb) if fb else math.nan
         p = None
