@@ -454,6 +454,11 @@ def parse_only(only: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------- tasks
+def _reps(plan: Plan, dataset: str) -> int:
+    """Paired repetitions per likelihood cell (quick mode: 2 on MNIST)."""
+    return 2 if dataset == MNIST and plan.mode == "quick" else plan.reps
+
+
 def _ll_tasks(plan: Plan, parts: tuple[str, ...], seed: int, mnist: bool) -> list[GridTask]:
     keys = [k for k in plan.algorithms if k[0] in parts]
     if "fig3" in parts and ("table1", BAS) not in keys and BAS in plan.datasets:
@@ -467,7 +472,7 @@ def _ll_tasks(plan: Plan, parts: tuple[str, ...], seed: int, mnist: bool) -> lis
         else:
             algorithms, lrs = plan.algorithms[table, dataset], plan.lrs[table, dataset]
         hidden, batch = SHAPES[dataset]
-        reps = 2 if dataset == MNIST and plan.mode == "quick" else plan.reps
+        reps = _reps(plan, dataset)
         grid = make_grid(
             [dataset],
             algorithms,
@@ -885,7 +890,7 @@ def _ll_section(
             lines.append(
                 f"| {c.label} | {c.lr:g} | {c.marked('a')} | {c.marked('b')} | {p} | {c.n_pairs} | {paper_g} | {paper_t} |"
             )
-        reps = 2 if dataset == MNIST and plan.mode == "quick" else plan.reps
+        reps = _reps(plan, dataset)
         complete = [c for c in ours.values() if c.n_pairs >= reps]
         partial = len([c for c in ours.values() if c.n_pairs]) - len(complete)
         if complete or partial:
