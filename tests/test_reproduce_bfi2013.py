@@ -67,6 +67,13 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5", finished_only=True)
     finished = (tmp_path / "bfi2013-finished.md").read_text()
     assert "| 1 |" in finished and "in 0 of 0 complete cells run here (1 incomplete" in finished
+    flip_r0 = tmp_path / "tasks" / next(t for t in tasks if "_flip_r0_" in t)
+    kept = flip_r0.read_bytes()
+    flip_r0.unlink()  # no pair at all: still an incomplete cell
+    run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5", finished_only=True)
+    finished = (tmp_path / "bfi2013-finished.md").read_text()
+    assert "| 0 |" in finished and "in 0 of 0 complete cells run here (1 incomplete" in finished
+    flip_r0.write_bytes(kept)
     with pytest.raises(BoltzkitError, match="likelihood tables only"):
         run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table2", finished_only=True)
     for part in ("table3", "fig3"):

@@ -892,7 +892,7 @@ def _ll_section(
             )
         reps = _reps(plan, dataset)
         complete = [c for c in ours.values() if c.n_pairs >= reps]
-        partial = len([c for c in ours.values() if c.n_pairs]) - len(complete)
+        partial = len(ours) - len(complete)  # cells with records but fewer pairs than planned
         if complete or partial:
             t_wins = sum(1 for c in complete if c.median_b > c.median_a)
             lines += [
