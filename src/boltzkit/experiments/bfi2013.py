@@ -54,7 +54,7 @@ from boltzkit.diagnostics.autocorrelation import (
 from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
 from boltzkit.diagnostics.transition_matrix import slem_study
 from boltzkit.errors import BoltzkitError
-from boltzkit.experiments.engine import stage
+from boltzkit.experiments.engine import finite_or_none, stage
 from boltzkit.experiments.grid import (
     Comparison,
     GridTask,
@@ -735,7 +735,7 @@ def run_bfi2013(
         if table in parts:
             text, cells = _ll_section(table, plan, ll_records, mnist)
             sections.append(text)
-            results[table] = [asdict(c) for c in cells]
+            results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
     if act:
         taus = {
             name: [{op: _act_record(out, t, op, plan, seed, dev) for op in OPERATORS} for t in ts]

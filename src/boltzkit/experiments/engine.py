@@ -509,14 +509,14 @@ def log_prob_stage(
 VARIATIONAL_METHODS = ("mean-field", "bethe", "tap", "trw")
 
 
-def _finite(x: Any) -> Any:
+def finite_or_none(x: Any) -> Any:
     """``x`` with every non-finite float replaced by ``None`` (strict JSON)."""
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
+        return {k: finite_or_none(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
+        return [finite_or_none(v) for v in x]
     return x
 
 
@@ -544,7 +544,7 @@ def variational_stage(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 result = variational_log_z(model, method, **kwargs)
-            return {"model": name, "result": _finite(result.to_dict()), "seconds": result.seconds}
+            return {"model": name, "result": finite_or_none(result.to_dict()), "seconds": result.seconds}
 
         cfg = {**config, "method": method, "options": kwargs}
         out[method] = stage(ctx.path("variational", f"{name}-{method}.json"), cfg, compute)["result"]
@@ -584,6 +584,7 @@ __all__ = [
     "check_config",
     "cores",
     "exact_stage",
+    "finite_or_none",
     "first_runs",
     "load_json",
     "load_stage",
