@@ -58,7 +58,8 @@ def command(
         typer.Option(
             "--finished-only",
             help="bruegge-fischer-igel-2013: train nothing; report Tables 1, 5 and 6 from the task records "
-            "already in --out (with --only table1, table5 or table6), each cell with its number of pairs.",
+            "already in --out (those three by default, or the ones --only names), each cell with its "
+            "number of pairs.",
         ),
     ] = False,
     executor: Annotated[
@@ -103,14 +104,15 @@ def command(
             "--no-zoo applies to the salakhutdinov-murray-2008 tables and salakhutdinov-2008-table2 only",
             got=name,
         )
-    if datasets is not None:
+    for option, key, value in (
+        ("--datasets", "datasets", datasets),
+        ("--finished-only", "finished_only", finished_only),
+    ):
+        if value is None or value is False:
+            continue
         if name != "bruegge-fischer-igel-2013":
-            raise BoltzkitError("--datasets applies to bruegge-fischer-igel-2013 only", got=name)
-        extra["datasets"] = datasets
-    if finished_only:
-        if name != "bruegge-fischer-igel-2013":
-            raise BoltzkitError("--finished-only applies to bruegge-fischer-igel-2013 only", got=name)
-        extra["finished_only"] = True
+            raise BoltzkitError(f"{option} applies to bruegge-fischer-igel-2013 only", got=name)
+        extra[key] = value
     grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
     if grid_options:
         if name not in ("bruegge-fischer-igel-2013", "learning-recipes"):
