@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from functools import partial
 
 import pytest
@@ -344,6 +345,30 @@ def test_trainer_works_with_any_optimizer_and_scheduler():
     assert hist[-1]["lr"] == pytest.approx(0.05) and hist[0]["lr"] == pytest.approx(0.1)
     assert "train_log_lik" in hist[19] and "train_log_lik" not in hist[18]
     assert hist[-1]["train_log_lik"] > ll0 + 1.0
+
+
+@pytest.mark.parametrize("monitor_seconds, warns", [(5.0, True), (0.5, False)])
+def test_a_monitor_that_dominates_the_run_warns_once_and_names_its_every(monkeypatch, monitor_seconds, warns):
+    """A measurement over COSTLY epochs of training (and over a second) warns once, naming the
+    --monitor-every that keeps it within the training time; a cheap one stays silent."""
+    import boltzkit.learning.callbacks as callbacks
+
+    clock = [0.0]  # a clock that only the monitor advances: training takes no time on it
+    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: clock[0])
+
+    def slow_monitor(model, datasets):
+        clock[0] += monitor_seconds
+        return EXACT(model, datasets)
+
+    x = bars_and_stripes()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, hist = train_rbm(x, n_hidden=3, epochs=4, batch_size=8, progress=False, monitor=slow_monitor)
+    said = [str(w.message) for w in caught if "log-likelihood monitor" in str(w.message)]
+    assert len(said) == (1 if warns else 0), said
+    if warns:
+        assert "--monitor-every 5000" in said[0] and "in epoch 1" in said[0]  # 5 s / the 1 ms floor
+    assert all("train_log_lik" in r for r in hist.records)  # the warning changes nothing measured
 
 
 def test_progress_bar_goes_to_stderr(capsys):

@@ -396,6 +396,15 @@ def command(
             help="Exact log Z and log-likelihoods when at most N units must be enumerated (0: never).",
         ),
     ] = 20,
+    monitor_every: Annotated[
+        int,
+        typer.Option(
+            "--monitor-every",
+            min=1,
+            help="Measure the exact log-likelihoods every N epochs (and after the last); a large "
+            "enumeration per epoch can cost more than the training.",
+        ),
+    ] = 1,
     checkpoint: Annotated[
         Path | None,
         typer.Option(
@@ -618,6 +627,7 @@ def command(
         history_path=history,
         progress=show_progress(progress),
         monitor=monitor,
+        monitor_every=monitor_every,
     )
     last = dict(hist.last or {})
     # a resumed run counts the epochs of its earlier runs too (the history's elapsed time carries on)

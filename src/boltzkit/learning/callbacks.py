@@ -10,9 +10,11 @@ belongs to training, and touching it would break exact resumption.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -67,9 +69,18 @@ class LogLikelihood(Callback):
         Evaluate every ``every`` epochs (and always at the last one).
     train_x, valid_x
         Data to evaluate; default the trainer's training and validation data.
+
+    Warns
+    -----
+    Once, when one measurement takes more than :attr:`COSTLY` times the epoch's training (and over
+    :attr:`NOTICEABLE` seconds): the
+    monitor then sets the run's pace (an exact log-likelihood enumerates ``2^bits`` states per
+    example), and the warning names the ``every`` that keeps it within the training time.
     """
 
     order = 0
+    COSTLY = 2.0
+    NOTICEABLE = 1.0
 
     def __init__(
         self,
@@ -83,6 +94,7 @@ class LogLikelihood(Callback):
         self.every = max(1, int(every))
         self.train_x = train_x
         self.valid_x = valid_x
+        self._warned = False
 
     def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
         epoch = record["epoch"]
@@ -92,7 +104,25 @@ class LogLikelihood(Callback):
         valid_x = self.valid_x if self.valid_x is not None else trainer.valid_x
         if valid_x is not None:
             datasets["valid"] = valid_x
+        t0 = time.perf_counter()
         record.update(self.evaluate(trainer.model, datasets))
+        self._check_cost(time.perf_counter() - t0, float(record.get("seconds") or 0.0), trainer, epoch)
+
+    def _check_cost(self, seconds: float, epoch_seconds: float, trainer: Trainer, epoch: int) -> None:
+        """Warn once when measuring costs more than :attr:`COSTLY` epochs of training."""
+        if self._warned or epoch == trainer.epochs:
+            return
+        if seconds <= max(self.COSTLY * epoch_seconds, self.NOTICEABLE):
+            return
+        self._warned = True
+        every = math.ceil(seconds / max(epoch_seconds, 1e-3))
+        warnings.warn(
+            f"the log-likelihood monitor took {seconds:.2f} s after {epoch_seconds:.2f} s of training "
+            f"in epoch {epoch}: measuring every {self.every} epoch(s) is most of this run's time; "
+            f"measure every {every} epochs (--monitor-every {every}, or monitor_every={every}) to "
+            "keep it within the training time",
+            stacklevel=2,
+        )
 
 
 class HistoryWriter(Callback):
