@@ -60,6 +60,22 @@ def test_tasks_run_once_and_resume(tmp_path: Path) -> None:
         engine.run_tasks([Square(1), Square(1)], square, tmp_path, args=(0,), progress=False)
 
 
+def square_and_finish_the_last_elsewhere(task: Square, folder: Path, last: Square) -> dict:
+    """``square``, and meanwhile another run (a second process on the folder) finishes ``last``."""
+    if task.x == 0:
+        engine.save_stage(folder / f"{last.key}.json", last.identity(), {"y": -1})
+    return {"y": task.x**2}
+
+
+def test_a_task_another_run_finished_meanwhile_is_taken_from_its_record(tmp_path: Path) -> None:
+    tasks = [Square(i) for i in range(3)]
+    run = engine.run_tasks(
+        tasks, square_and_finish_the_last_elsewhere, tmp_path, args=(tmp_path, tasks[-1]), progress=False
+    )
+    assert (run.ran, run.skipped) == (2, 1)
+    assert [r["y"] for r in run.records] == [0, 1, -1]  # the other run's record, not computed again
+
+
 def test_unreliable_estimates_are_marked_and_their_bands_withheld() -> None:
     verdicts = Verdicts()
     good = {"reliable": True}

@@ -177,6 +177,11 @@ def run_tasks(
 ) -> TaskRun:
     """Run ``fn(task, *args)`` for every task whose record is not yet in ``folder``.
 
+    Inline, each task's record is looked for again just before it runs, so that several runs may
+    share one folder (two processes on one machine, or sessions one after another): a task another
+    run finished meanwhile is taken from its record, not computed twice (a task both start at once
+    is still computed by both; the records are written atomically, and the last one stays).
+
     Parameters
     ----------
     tasks
@@ -212,8 +217,8 @@ def run_tasks(
     records: dict[str, dict[str, Any]] = {}
     todo = []
     for task in tasks:
-        rec = load_json(folder / f"{task.key}.json")
-        if rec is not None and rec.get("config") == normalized(task.identity()):
+        rec = _finished_record(folder, task)
+        if rec is not None:
             records[task.key] = rec
         else:
             todo.append(task)
@@ -231,6 +236,14 @@ def run_tasks(
     try:
         if todo and executor == "inline":
             for task in todo:
+                # another run on the same folder (a second process, another session) may have
+                # finished it meanwhile: take its record rather than compute it again
+                rec = _finished_record(folder, task)
+                if rec is not None:
+                    records[task.key] = rec
+                    skipped += 1
+                    bar.update(1)
+                    continue
                 finish(task, fn(task, *args))
         elif todo and executor == "processes":
             import multiprocessing
@@ -249,12 +262,18 @@ def run_tasks(
         bar.close()
     return TaskRun(
         records=[records[t.key] for t in tasks if t.key in records],
-        ran=len(todo),
+        ran=len(tasks) - skipped,
         skipped=skipped,
         seconds=time.perf_counter() - t0,
         executor=executor,
         workers=workers if executor == "processes" else 1,
     )
+
+
+def _finished_record(folder: Path, task: Any) -> dict[str, Any] | None:
+    """The task's record in ``folder`` when it is there and written for this very task."""
+    rec = load_json(folder / f"{task.key}.json")
+    return rec if rec is not None and rec.get("config") == normalized(task.identity()) else None
 
 
 def _run_ray(todo, fn, args, address, ray_init, finish) -> None:
