@@ -54,11 +54,20 @@ def test_readme_opens_with_install_then_test_command():
     assert 'pip install -e ".[test]"' in ci and "-m pytest -q" in ci  # CI runs the README's commands
 
 
-@needs_mnist
-@pytest.mark.mnist
-def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
-    """Every ``boltzkit ...`` line of the README, in order, in one folder (the later ones use the
-    model the main job saved)."""
+#: A command whose README comment states a time of at least this many seconds, e.g. ``(27 s)``,
+#: writes nothing later commands read and runs only in the slow run (its feature is tested elsewhere).
+LONG_SECONDS = 15
+
+
+def stated_seconds(command: str) -> int:
+    """The time a README command's comment states, ``(N s)``, or 0."""
+    found = re.search(r"#.*\((\d+) s\)", command)
+    return int(found.group(1)) if found else 0
+
+
+def run_readme_commands(tmp_path, monkeypatch, *, long: bool) -> None:
+    """The README's ``boltzkit ...`` lines, in order, in one folder (the later ones use the model the
+    main job saved); those stated to take ``LONG_SECONDS`` or more only when ``long``."""
     monkeypatch.chdir(tmp_path)
     for block in data_blocks():  # the files the commands read (the Ising lattice, the spin glass)
         exec(compile(block, str(README), "exec"), {})  # noqa: S102 - the README's own example
@@ -66,6 +75,8 @@ def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
     commands = [c for c in shell_commands() if c.startswith("boltzkit ")]
     assert commands and commands[0].startswith("boltzkit train"), commands
     for command in commands:
+        if not long and stated_seconds(command) >= LONG_SECONDS:
+            continue
         args = shlex.split(command, comments=True)[1:]
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (command, result.output)
@@ -73,6 +84,28 @@ def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
             json.loads(result.stdout.strip().splitlines()[-1])
     main_job = runner.invoke(app, ["logz", "rbm.safetensors", "--method", "exact", "--json"])
     assert json.loads(main_job.stdout.strip().splitlines()[-1])["log_z"] > 0
+
+
+@needs_mnist
+@pytest.mark.mnist
+def test_readme_boltzkit_commands_run(tmp_path, monkeypatch):
+    """Every ``boltzkit ...`` line of the README but the few stated to take long."""
+    run_readme_commands(tmp_path, monkeypatch, long=False)
+
+
+@needs_mnist
+@pytest.mark.mnist
+@pytest.mark.slow
+def test_readme_boltzkit_commands_run_all(tmp_path, monkeypatch):
+    """Every ``boltzkit ...`` line of the README, the long ones included (``-m slow``)."""
+    run_readme_commands(tmp_path, monkeypatch, long=True)
+
+
+def test_the_long_readme_commands_are_few_and_stated():
+    """The default run leaves out only commands whose README comment states their time."""
+    long = [c for c in shell_commands() if stated_seconds(c) >= LONG_SECONDS]
+    assert len(long) <= 2, long
+    assert all(c.startswith("boltzkit logz") for c in long), long
 
 
 def test_readme_python_example_runs(tmp_path, monkeypatch):
