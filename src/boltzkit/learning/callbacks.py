@@ -73,9 +73,9 @@ class LogLikelihood(Callback):
     Warns
     -----
     Once, when one measurement takes more than :attr:`COSTLY` times the epoch's training (and over
-    :attr:`NOTICEABLE` seconds): the
-    monitor then sets the run's pace (an exact log-likelihood enumerates ``2^bits`` states per
-    example), and the warning names the ``every`` that keeps it within the training time.
+    :attr:`NOTICEABLE` seconds): the monitor then sets the run's pace (an exact log-likelihood
+    enumerates ``2^bits`` states per example), and the warning names the ``every`` that keeps it
+    within the training time.
     """
 
     order = 0
