@@ -371,6 +371,40 @@ def test_a_monitor_that_dominates_the_run_warns_once_and_names_its_every(monkeyp
     assert all("train_log_lik" in r for r in hist.records)  # the warning changes nothing measured
 
 
+@pytest.mark.parametrize(("scale", "cut"), [(4.0, True), (0.01, False)])
+def test_a_cut_tempering_ladder_warns_once_and_names_the_pair(scale, cut):
+    """Two temperatures, beta = 0 and 1: on a sharp RBM the uniform state of the hot replica is
+    (almost) never accepted at beta = 1, no replica makes a round trip, and training says so once;
+    on a flat RBM the pair swaps freely and nothing is said. Either way the records hold the rates."""
+    from boltzkit.learning.api import train
+
+    model = random_rbm(16, 8, seed=5, scale=scale)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hist = train(
+            model,
+            bars_and_stripes(),
+            generator=torch.Generator().manual_seed(6),
+            method="pt",
+            temperatures=2,
+            n_chains=20,
+            epochs=3,
+            batch_size=8,
+            lr=1e-4,
+            progress=False,
+        )
+    said = [str(w.message) for w in caught if "ladder is cut" in str(w.message)]
+    rates = [r["swap_rates"][0] for r in hist.records]
+    assert len(said) == (1 if cut else 0), said
+    if cut:
+        assert max(rates) < 0.01 and hist.records[-1]["round_trips"] == 0
+        assert (
+            "between beta = 0 and 1" in said[0] and "in epoch 1" in said[0] and "--ladder adaptive" in said[0]
+        )
+    else:
+        assert min(rates) > 0.1 and hist.records[-1]["round_trips"] > 0  # far above BLOCKED
+
+
 def test_progress_bar_goes_to_stderr(capsys):
     train_rbm(bars_and_stripes(), n_hidden=3, epochs=2, progress=True)
     captured = capsys.readouterr()

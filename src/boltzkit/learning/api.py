@@ -24,9 +24,9 @@ from boltzkit.learning.callbacks import (
     Callback,
     Checkpointer,
     HistoryWriter,
-    LambdaCallback,
     LogLikelihood,
     ProgressBar,
+    SwapRates,
 )
 from boltzkit.learning.centering import Centering, parse_centering
 from boltzkit.learning.gradients import PTLearner, make_learner
@@ -507,12 +507,7 @@ def train(
     if monitor is not None:
         cbs.append(LogLikelihood(monitor, every=monitor_every))
     if isinstance(learner, PTLearner):
-
-        def swaps(trainer: Trainer, record: dict[str, Any]) -> None:
-            record["swap_rates"] = [round(float(r), 4) for r in learner.swap_rates]
-            record["round_trips"] = learner.round_trips
-
-        cbs.append(LambdaCallback(on_epoch_end=swaps))
+        cbs.append(SwapRates(learner))
     cbs.extend(callbacks)
     if history_path is not None:
         cbs.append(HistoryWriter(history_path))

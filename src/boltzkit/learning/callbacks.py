@@ -221,6 +221,65 @@ class Checkpointer(Callback):
             self._last_save = time.perf_counter()
 
 
+class SwapRates(Callback):
+    """Parallel tempering's ladder in each epoch's record: the swap acceptance of every pair of
+    adjacent temperatures (``swap_rates``) and the replicas' round trips so far (``round_trips``).
+
+    Parameters
+    ----------
+    learner
+        A tempering learner (:class:`~boltzkit.learning.gradients.PTLearner`): anything with
+        ``swap_rates`` (a ``(t - 1,)`` tensor) and ``round_trips`` (an int).
+
+    Warns
+    -----
+    Once, when an epoch ends in which no replica completed a round trip (hottest temperature to
+    ``beta = 1`` and back) while some adjacent pair swaps in fewer than :attr:`BLOCKED` of its tries.
+    The ladder is then cut at that pair: the chains at ``beta = 1`` never receive a state from the
+    hot end, whose smoothed distributions are what makes tempering mix faster (S3 Sec. 1; Desjardins
+    et al. 2010), and the negative phase is Gibbs sampling at ``t`` times its cost. The warning
+    names the pair and the remedies: more temperatures, a ladder that moves towards equal swap rates
+    (``--ladder adaptive``), or Gibbs chains at the same cost.
+    """
+
+    order = 0
+    BLOCKED = 0.01
+
+    def __init__(self, learner: Any) -> None:
+        self.learner = learner
+        self._trips = 0
+        self._warned = False
+
+    def on_train_begin(self, trainer: Trainer) -> None:
+        self._trips = int(self.learner.round_trips)
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        rates = [float(r) for r in self.learner.swap_rates]
+        trips = int(self.learner.round_trips)
+        record["swap_rates"] = [round(r, 4) for r in rates]
+        record["round_trips"] = trips
+        new_trips, self._trips = trips - self._trips, trips
+        if self._warned or new_trips or not rates or min(rates) >= self.BLOCKED:
+            return
+        self._warned = True
+        pair = min(range(len(rates)), key=rates.__getitem__)
+        betas = getattr(self.learner, "betas", None)
+        where = (
+            f"between beta = {float(betas[pair]):.3g} and {float(betas[pair + 1]):.3g}"
+            if betas is not None and len(betas) == len(rates) + 1
+            else f"between temperatures {pair} and {pair + 1}"
+        )
+        warnings.warn(
+            f"parallel tempering's ladder is cut: in epoch {record['epoch']} no replica made a round "
+            f"trip, and the swaps {where} were accepted in {rates[pair]:.2%} of tries (every pair's "
+            f"rates: {', '.join(f'{r:.3f}' for r in rates)}); the chains at beta = 1 get nothing from "
+            "the hot replicas, so this negative phase is Gibbs sampling at "
+            f"{len(rates) + 1} times its cost. Use more temperatures (--temperatures), a ladder that "
+            "moves towards equal swap rates (--ladder adaptive), or persistent Gibbs chains",
+            stacklevel=2,
+        )
+
+
 class LambdaCallback(Callback):
     """A callback from plain functions, e.g. ``LambdaCallback(on_epoch_end=lambda t, r: ...)``."""
 
@@ -265,4 +324,5 @@ __all__ = [
     "LambdaCallback",
     "LogLikelihood",
     "ProgressBar",
+    "SwapRates",
 ]
