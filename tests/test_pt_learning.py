@@ -121,6 +121,28 @@ def test_adaptive_learner_moves_its_ladder():
     assert learner.negative.monitor.n_rounds == 0  # the window restarted after the move
 
 
+def test_an_epochs_swap_rates_survive_the_adaptive_ladders_restart():
+    """An adaptive ladder restarts its window of rates after each move; when an epoch ends on a
+    move, the window is empty. The epoch's record takes its rates from the never-reset totals."""
+    from boltzkit.learning.callbacks import SwapRates
+
+    rbm = random_rbm(5, 3, 2, scale=2.5)
+    learner = make_learner("pt", temperatures=4, n_chains=200, ladder="adaptive", adapt_every=10)
+    g = torch.Generator().manual_seed(0)
+    v = bit_matrix(5)[:9]
+    learner.setup(rbm, v, g)
+    record = {"epoch": 1}
+    swaps = SwapRates(learner)
+    swaps.on_epoch_begin(None, 1)
+    for _ in range(10):  # an epoch of 10 updates ends on the ladder's move
+        learner.phases(rbm, v, g)
+    swaps.on_epoch_end(None, record)
+    accepted, rounds = learner.swap_totals
+    assert learner.negative.monitor.n_rounds == 0 and rounds == 10
+    assert record["swap_rates"] == [round(float(a) / 10, 4) for a in accepted]
+    assert min(record["swap_rates"]) > 0.0
+
+
 def test_persistent_chains_with_a_tempering_sampler_return_the_target_chains():
     rbm = random_rbm(5, 3, 1)
     phase = Persistent(n_chains=13, k=2, sampler="pt:3:flip")

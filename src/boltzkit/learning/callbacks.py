@@ -223,13 +223,15 @@ class Checkpointer(Callback):
 
 class SwapRates(Callback):
     """Parallel tempering's ladder in each epoch's record: the swap acceptance of every pair of
-    adjacent temperatures (``swap_rates``) and the replicas' round trips so far (``round_trips``).
+    adjacent temperatures during the epoch (``swap_rates``) and the replicas' round trips so far
+    (``round_trips``).
 
     Parameters
     ----------
     learner
         A tempering learner (:class:`~boltzkit.learning.gradients.PTLearner`): anything with
-        ``swap_rates`` (a ``(t - 1,)`` tensor) and ``round_trips`` (an int).
+        ``swap_totals`` (acceptances per pair summed over all rounds, and the rounds),
+        ``round_trips`` (an int), ``betas`` and ``adaptive_ladder``.
 
     Warns
     -----
@@ -239,7 +241,7 @@ class SwapRates(Callback):
     hot end, whose smoothed distributions are what makes tempering mix faster (S3 Sec. 1; Desjardins
     et al. 2010), and the negative phase is Gibbs sampling at ``t`` times its cost. The warning
     names the pair and the remedies: more temperatures, a ladder that moves towards equal swap rates
-    (``--ladder adaptive``), or Gibbs chains at the same cost.
+    (``--ladder adaptive``, unless it already does), or Gibbs chains at the same cost.
     """
 
     order = 0
@@ -247,19 +249,23 @@ class SwapRates(Callback):
 
     def __init__(self, learner: Any) -> None:
         self.learner = learner
-        self._trips = 0
+        self._start: tuple[torch.Tensor, int, int] | None = None
         self._warned = False
 
-    def on_train_begin(self, trainer: Trainer) -> None:
-        self._trips = int(self.learner.round_trips)
+    def on_epoch_begin(self, trainer: Trainer, epoch: int) -> None:
+        accepted, rounds = self.learner.swap_totals
+        self._start = (accepted, rounds, int(self.learner.round_trips))
 
     def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
-        rates = [float(r) for r in self.learner.swap_rates]
+        accepted, rounds = self.learner.swap_totals
+        start_accepted, start_rounds, start_trips = self._start or (torch.zeros_like(accepted), 0, 0)
+        if rounds <= start_rounds:  # no swap round this epoch: nothing to say
+            return
+        rates = ((accepted - start_accepted) / (rounds - start_rounds)).tolist()
         trips = int(self.learner.round_trips)
         record["swap_rates"] = [round(r, 4) for r in rates]
         record["round_trips"] = trips
-        new_trips, self._trips = trips - self._trips, trips
-        if self._warned or new_trips or not rates or min(rates) >= self.BLOCKED:
+        if self._warned or trips > start_trips or not rates or min(rates) >= self.BLOCKED:
             return
         self._warned = True
         pair = min(range(len(rates)), key=rates.__getitem__)
@@ -274,8 +280,13 @@ class SwapRates(Callback):
             f"trip, and the swaps {where} were accepted in {rates[pair]:.2%} of tries (every pair's "
             f"rates: {', '.join(f'{r:.3f}' for r in rates)}); the chains at beta = 1 get nothing from "
             "the hot replicas, so this negative phase is Gibbs sampling at "
-            f"{len(rates) + 1} times its cost. Use more temperatures (--temperatures), a ladder that "
-            "moves towards equal swap rates (--ladder adaptive), or persistent Gibbs chains",
+            f"{len(rates) + 1} times its cost. Use more temperatures (--temperatures), "
+            + (
+                ""
+                if getattr(self.learner, "adaptive_ladder", False)
+                else "a ladder that moves towards equal swap rates (--ladder adaptive), "
+            )
+            + "or persistent Gibbs chains",
             stacklevel=2,
         )
 

@@ -391,6 +391,18 @@ class PTLearner(PCDLearner):
         return self.negative.monitor.round_trips
 
     @property
+    def swap_totals(self) -> tuple[Tensor, int]:
+        """Acceptances per adjacent pair summed over all swap rounds so far, and the rounds
+        (never reset: the rates of an epoch are the difference of two readings)."""
+        monitor = self.negative.monitor
+        return monitor.total_accepted.clone(), monitor.total_rounds
+
+    @property
+    def adaptive_ladder(self) -> bool:
+        """Whether the ladder moves towards equal swap rates (``ladder="adaptive"``)."""
+        return bool(self.negative.operator.adaptive)
+
+    @property
     def betas(self) -> Tensor:
         return self.negative.betas
 

@@ -344,7 +344,11 @@ class SwapMonitor:
     Attributes
     ----------
     swap_rates
-        Mean acceptance per pair, ``(t - 1,)``.
+        Mean acceptance per pair in the current window (since the start or the last
+        :meth:`reset_rates`), ``(t - 1,)``.
+    total_accepted, total_rounds
+        Acceptances per pair summed over every swap round, and the rounds: never reset, so that
+        the rates of any stretch (an epoch of training) are differences of two readings.
     round_trips
         Completed round trips, summed over all replicas of all chains (each of the ``t`` replicas
         of a chain is a walker on the ladder).
@@ -357,6 +361,8 @@ class SwapMonitor:
         self.direction = torch.zeros(self.t, self.n, dtype=torch.int8, device=device)
         self._accepted = torch.zeros(self.t - 1, dtype=torch.float64)
         self._steps = 0
+        self.total_accepted = torch.zeros(self.t - 1, dtype=torch.float64)
+        self.total_rounds = 0
         self.round_trips = 0
 
     def __call__(self, step: int, state: ChainState, info: StepInfo) -> None:
@@ -364,7 +370,10 @@ class SwapMonitor:
         if acc is None:
             return
         self._steps += 1
-        self._accepted += acc.to(torch.float64).mean(1).cpu()
+        rates = acc.to(torch.float64).mean(1).cpu()
+        self._accepted += rates
+        self.total_rounds += 1
+        self.total_accepted += rates
         walker = self.walker
         for first in (0, 1):  # replay the swaps on the walkers' labels, in the operator's order
             lo = torch.arange(first, self.t - 1, 2, device=walker.device)
@@ -406,6 +415,8 @@ class SwapMonitor:
             "direction": self.direction.cpu().tolist(),
             "accepted": self._accepted.tolist(),
             "steps": self._steps,
+            "total_accepted": self.total_accepted.tolist(),
+            "total_rounds": self.total_rounds,
             "round_trips": self.round_trips,
         }
 
@@ -415,6 +426,11 @@ class SwapMonitor:
         self.direction = torch.tensor(state["direction"], dtype=torch.int8, device=device)
         self._accepted = torch.tensor(state["accepted"], dtype=torch.float64)
         self._steps = int(state["steps"])  # type: ignore[arg-type]
+        # checkpoints written before the totals existed: the window is the best record left
+        self.total_accepted = torch.tensor(
+            state.get("total_accepted", state["accepted"]), dtype=torch.float64
+        )
+        self.total_rounds = int(state.get("total_rounds", state["steps"]))  # type: ignore[arg-type]
         self.round_trips = int(state["round_trips"])  # type: ignore[arg-type]
 
 
