@@ -26,6 +26,7 @@ from boltzkit.learning.callbacks import (
     LambdaCallback,
     LogLikelihood,
     ProgressBar,
+    SwapRates,
 )
 from boltzkit.learning.checkpoint import (
     load_checkpoint,
@@ -83,6 +84,7 @@ __all__ = [
     "PTLearner",
     "Phases",
     "ProgressBar",
+    "SwapRates",
     "Statistics",
     "StepK",
     "Trainer",

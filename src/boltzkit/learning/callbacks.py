@@ -239,7 +239,8 @@ class SwapRates(Callback):
     ``beta = 1`` and back) while some adjacent pair swaps in fewer than :attr:`BLOCKED` of its tries.
     The ladder is then cut at that pair: the chains at ``beta = 1`` never receive a state from the
     hot end, whose smoothed distributions are what makes tempering mix faster (S3 Sec. 1; Desjardins
-    et al. 2010), and the negative phase is Gibbs sampling at ``t`` times its cost. The warning
+    et al. 2010), and the negative phase is single-temperature sampling at ``t`` times its cost. An
+    epoch of fewer than ``2 (t - 1)`` swap rounds, too short for any round trip, is not judged. The warning
     names the pair and the remedies: more temperatures, a ladder that moves towards equal swap rates
     (``--ladder adaptive``, unless it already does), or Gibbs chains at the same cost.
     """
@@ -265,13 +266,15 @@ class SwapRates(Callback):
         trips = int(self.learner.round_trips)
         record["swap_rates"] = [round(r, 4) for r in rates]
         record["round_trips"] = trips
-        if self._warned or trips > start_trips or not rates or min(rates) >= self.BLOCKED:
+        # a round trip takes at least 2 (t - 1) swap rounds: a shorter epoch proves nothing
+        too_short = rounds - start_rounds < 2 * len(rates)
+        if self._warned or too_short or trips > start_trips or not rates or min(rates) >= self.BLOCKED:
             return
         self._warned = True
         pair = min(range(len(rates)), key=rates.__getitem__)
         betas = getattr(self.learner, "betas", None)
         where = (
-            f"between beta = {float(betas[pair]):.3g} and {float(betas[pair + 1]):.3g}"
+            f"between beta = {float(betas[pair]):.3g} and {float(betas[pair + 1]):.3g} (the ladder now)"
             if betas is not None and len(betas) == len(rates) + 1
             else f"between temperatures {pair} and {pair + 1}"
         )
@@ -279,7 +282,7 @@ class SwapRates(Callback):
             f"parallel tempering's ladder is cut: in epoch {record['epoch']} no replica made a round "
             f"trip, and the swaps {where} were accepted in {rates[pair]:.2%} of tries (every pair's "
             f"rates: {', '.join(f'{r:.3f}' for r in rates)}); the chains at beta = 1 get nothing from "
-            "the hot replicas, so this negative phase is Gibbs sampling at "
+            "the hot replicas, so this negative phase is single-temperature sampling at "
             f"{len(rates) + 1} times its cost. Use more temperatures (--temperatures), "
             + (
                 ""
