@@ -240,9 +240,9 @@ class SwapRates(Callback):
     The ladder is then cut at that pair: the chains at ``beta = 1`` never receive a state from the
     hot end, whose smoothed distributions are what makes tempering mix faster (S3 Sec. 1; Desjardins
     et al. 2010), and the negative phase is single-temperature sampling at ``t`` times its cost. An
-    epoch of fewer than ``2 (t - 1)`` swap rounds, too short for any round trip, is not judged. The warning
-    names the pair and the remedies: more temperatures, a ladder that moves towards equal swap rates
-    (``--ladder adaptive``, unless it already does), or Gibbs chains at the same cost.
+    epoch of fewer than ``2 (t - 1)`` swap rounds, too short for any round trip, is not judged. The
+    warning names the pair and the remedies: more temperatures, a ladder that moves towards equal
+    swap rates (``--ladder adaptive``, unless it already does), or Gibbs chains at the same cost.
     """
 
     order = 0
