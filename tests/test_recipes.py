@@ -164,6 +164,21 @@ def test_a_recipe_initialises_as_it_says() -> None:
     assert 0.2 < float(model.W.detach().std()) < 1.0
 
 
+def test_the_command_line_overrides_a_recipes_initialisation(tmp_path) -> None:
+    from test_cli import last_json, run
+
+    from boltzkit.io import load_model
+
+    out = tmp_path / "zero.safetensors"
+    last_json(
+        run("train", "--data", "bars-and-stripes", "--hidden", 3, "--recipe", "sm2008-cd1", "--epochs", 1,
+            "--lr", 1e-9, "--init-vbias", "zero", "--init-scale", 0.5, "--out", out, "--json")
+    )  # fmt: skip
+    model, metadata = load_model(out)
+    assert float(model.vbias.detach().abs().max()) < 1e-6  # not the data's log-odds
+    assert metadata["training"]["init_vbias"] == "zero" and metadata["training"]["recipe"] == "sm2008-cd1"
+
+
 # ----------------------------------------------------------------------------- reconstruction
 @pytest.mark.parametrize("k", [1, 3])
 def test_cd_mean_reconstruction_is_the_visible_mean_given_the_last_hidden_draw(k: int) -> None:

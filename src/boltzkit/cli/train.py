@@ -50,7 +50,7 @@ from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.learning import train_model
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
-from boltzkit.learning.recipes import RECIPES, Recipe, get_recipe, recipe_settings
+from boltzkit.learning.recipes import RECIPES, VBIAS_INITS, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.unit_dbm import UnitDBM
@@ -65,6 +65,7 @@ LayerData = Enum("LayerData", {k: k for k in ("samples", "probs")}, type=str)
 TrainMethod = Enum("TrainMethod", {k: k for k in ("cd", "pcd", "sap", "pt")}, type=str)
 Ladder = Enum("Ladder", {k: k for k in ("uniform", "geometric", "adaptive")}, type=str)
 Reconstruction = Enum("Reconstruction", {k: k for k in ("sample", "mean")}, type=str)
+VbiasInit = Enum("VbiasInit", {k: k for k in VBIAS_INITS}, type=str)
 PositiveKind = Enum(
     "PositiveKind", {k: k for k in ("auto", "exact", "mean-field", "clamped-chains")}, type=str
 )
@@ -351,6 +352,13 @@ def command(
     init_scale: Annotated[
         float, positive_float_option("--init-scale", help="Standard deviation of the initial couplings.")
     ] = 0.01,
+    init_vbias: Annotated[
+        VbiasInit,
+        typer.Option(
+            "--init-vbias",
+            help="Initial visible biases: the log-odds of the data means (Hinton's guide, Sec. 8) or zero.",
+        ),
+    ] = VbiasInit["data"],
     recipe: Annotated[
         str | None,
         typer.Option(
@@ -481,6 +489,7 @@ def command(
         "lr_schedule": lr_schedule, "batch_size": batch_size, "sampler": sampler, "n_chains": chains,
         "momentum": momentum, "weight_decay": weight_decay, "reconstruction": reconstruction.value,
         "centering": centering, "average": average, "temperatures": temperatures, "init_scale": init_scale,
+        "init_vbias": init_vbias.value,
     }  # fmt: skip
     if recipe is not None:  # the recipe's settings, with the options given explicitly on top
         overrides = {key: value for key, value in given.items() if _given(ctx, key)}
