@@ -8,9 +8,11 @@ import math
 import pytest
 import torch
 from conftest import F64, STRUCTURES, random_machine, random_rbm
+from test_cli import last_json, run
 
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.exact import exact_log_prob
+from boltzkit.io import load_model
 from boltzkit.learning import train, train_dbn, train_model
 from boltzkit.learning.centering import Centering, centered_biases, centered_energy, parse_centering
 from boltzkit.learning.phases import ContrastiveDivergence, ExactConditional, sample_means
@@ -165,10 +167,6 @@ def test_a_recipe_initialises_as_it_says() -> None:
 
 
 def test_the_command_line_overrides_a_recipes_initialisation(tmp_path) -> None:
-    from test_cli import last_json, run
-
-    from boltzkit.io import load_model
-
     out = tmp_path / "zero.safetensors"
     last_json(
         run("train", "--data", "bars-and-stripes", "--hidden", 3, "--recipe", "sm2008-cd1", "--epochs", 1,
