@@ -104,8 +104,11 @@ def test_local_processes_give_the_in_process_records(tmp_path):
     assert [r["log_lik"] for r in procs.records] == [r["log_lik"] for r in inline.records]
 
 
-def test_ray_local_cluster_gives_the_in_process_records(tmp_path):
+def test_ray_local_cluster_gives_the_in_process_records(tmp_path, monkeypatch):
     pytest.importorskip("ray")
+    # Ray starts its workers at nice 15: beside the suite's other worker they would wait a minute
+    # for a share of the CPU, so this local cluster starts them at the suite's own priority.
+    monkeypatch.setenv("RAY_worker_niceness", "0")
     tasks = tiny_grid(("cd:2",), repetitions=1)
     inline = run_grid(tasks, tmp_path / "inline", progress=False)
     on_ray = run_grid(
