@@ -30,7 +30,6 @@ from boltzkit.cli.common import (
     JsonFlag,
     ModelArg,
     ProgressFlag,
-    SamplerOpt,
     SeedOpt,
     device_from,
     emit,
@@ -61,7 +60,14 @@ def command(
             "model with an alphabet).",
         ),
     ],
-    sampler: SamplerOpt = "gibbs",
+    sampler: Annotated[
+        str,
+        typer.Option(
+            "--sampler",
+            help="Transition operator: gibbs, flip, blend:A[,B], a cycle A+B, a repeat A*N, or parallel "
+            "tempering pt:T over T temperatures.",
+        ),
+    ] = "gibbs",
     chains: Annotated[int, typer.Option("--chains", min=1, help="Number of independent chains.")] = 100,
     steps: Annotated[
         int, typer.Option("--steps", min=0, help="Sweeps per chain from a uniform start.")

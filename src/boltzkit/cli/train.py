@@ -422,7 +422,13 @@ def command(
         ),
     ] = None,
     checkpoint_every: Annotated[
-        int, typer.Option("--checkpoint-every", min=0, help="Checkpoint every N epochs [default: 1].")
+        int,
+        typer.Option(
+            "--checkpoint-every",
+            min=0,
+            show_default=False,
+            help="Checkpoint every N epochs [default: 1, or by time for the implicit checkpoint].",
+        ),
     ] = 0,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue from the checkpoint when it exists.")
