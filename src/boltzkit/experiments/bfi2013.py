@@ -32,7 +32,6 @@ training set (the 50,000 binarized training images of Larochelle's split; Shark'
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
@@ -43,28 +42,26 @@ import numpy as np
 import torch
 
 from boltzkit.data import load_dataset
-from boltzkit.data.registry import derive_seed
-from boltzkit.data.synthetic import artificial_modes_prototypes
-from boltzkit.diagnostics.autocorrelation import (
-    autocorrelation,
-    energy_trace,
-    integrated_time_ar,
-    integrated_time_sokal,
-)
-from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
-from boltzkit.diagnostics.transition_matrix import slem_study
 from boltzkit.errors import BoltzkitError
-from boltzkit.experiments.engine import finite_or_none, stage
+from boltzkit.experiments.engine import finite_or_none
 from boltzkit.experiments.grid import (
     Comparison,
     GridTask,
     aggregate,
     algorithm_label,
     load_record,
-    load_task_model,
     make_grid,
+    mean_curves,
     min_significant_pairs,
     run_grid,
+)
+from boltzkit.experiments.mixing_study import (
+    autocorrelation_stage,
+    class_change_stage,
+    finite_mean,
+    mean_acf,
+    quartiles,
+    slem_stage,
 )
 from boltzkit.jsonio import save_json
 
@@ -565,76 +562,6 @@ def _cc_tasks(plan: Plan, seed: int) -> dict[str, list[GridTask]]:
     }
 
 
-# ------------------------------------------------------------------------------- sampling
-def _act_record(out: Path, task: GridTask, op: str, plan: Plan, seed: int, device: str) -> dict[str, Any]:
-    steps = plan.mnist500_steps if task.n_hidden == 500 else plan.act_steps
-    settings = {
-        "model": task.task_id,
-        "operator": op,
-        "steps": steps,
-        "burn_in": plan.act_burn_in,
-        "seed": seed,
-    }
-
-    def compute() -> dict[str, Any]:
-        t0 = time.perf_counter()
-        model = load_task_model(out, task, device=device if task.n_hidden == 500 else None)
-        g = torch.Generator(device=model.device).manual_seed(derive_seed(seed, task.task_id, "act"))
-        x = energy_trace(model, op, n_chains=1, n_steps=steps, generator=g, burn_in=plan.act_burn_in)
-        ar = integrated_time_ar(x)
-        sokal = integrated_time_sokal(x)
-        lag = min(plan.act_max_lag, steps - 1)
-        return {
-            "tau_ar": ar.tau,
-            "ar_order": ar.order,
-            "tau_sokal": sokal.tau,
-            "sokal_window": sokal.window,
-            "reliable": bool(ar.reliable),
-            "acf": [float(v) for v in autocorrelation(x, lag)],
-            "seconds": time.perf_counter() - t0,
-        }
-
-    return stage(out / "act" / f"{task.task_id}_{op}.json", settings, compute)
-
-
-def _cc_record(
-    out: Path, task: GridTask, op: str, plan: Plan, seed: int, data_dir: str | None
-) -> dict[str, Any]:
-    settings = {
-        "model": task.task_id, "operator": op, "steps": plan.cc_steps, "starts": plan.cc_starts,
-        "max_steps": plan.cc_max_steps, "seed": seed,
-    }  # fmt: skip
-
-    def compute() -> dict[str, Any]:
-        t0 = time.perf_counter()
-        model = load_task_model(out, task)
-        protos = artificial_modes_prototypes()
-        g = torch.Generator().manual_seed(derive_seed(seed, task.task_id, "classes"))
-        changes = class_changes_from_ones(model, op, protos, n_steps=plan.cc_steps, generator=g)
-        data = load_dataset(task.dataset, data_dir=data_dir, seed=task.data_seed).x
-        idx = torch.randint(data.shape[0], (plan.cc_starts,), generator=g)
-        first = steps_to_first_change(model, op, protos, data[idx], max_steps=plan.cc_max_steps, generator=g)
-        return {
-            "class_changes": int(changes[0]),
-            "first_change": first.tolist(),
-            "censored": int((first > plan.cc_max_steps).sum()),
-            "seconds": time.perf_counter() - t0,
-        }
-
-    return stage(out / "classes" / f"{task.task_id}_{op}.json", settings, compute)
-
-
-def _slem(out: Path, plan: Plan, seed: int) -> list[dict[str, Any]]:
-    settings = {"sizes": [2, 3, 4], "bounds": list(range(1, 11)), "n_models": plan.slem_models, "seed": seed}
-
-    def compute() -> dict[str, Any]:
-        g = torch.Generator().manual_seed(derive_seed(seed, "slem"))
-        rows = slem_study((2, 3, 4), tuple(range(1, 11)), plan.slem_models, generator=g)
-        return {"rows": [asdict(r) for r in rows]}
-
-    return stage(out / "slem.json", settings, compute)["rows"]
-
-
 # --------------------------------------------------------------------------------- the run
 def run_bfi2013(
     *,
@@ -705,6 +632,8 @@ def run_bfi2013(
             hint="add --only table5 (or table1, table6)",
         )
     dev = str(device)
+    from boltzkit.plots.mixing import plot_autocorrelations, plot_curves_with_difference, plot_slem_fraction
+
     # finished_only reads records, never the data: MNIST records count without the MNIST files
     mnist = plan.include_mnist and MNIST in plan.datasets and (finished_only or _mnist_available(data_dir))
     grid_kw = {
@@ -738,7 +667,22 @@ def run_bfi2013(
             results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
     if act:
         taus = {
-            name: [{op: _act_record(out, t, op, plan, seed, dev) for op in OPERATORS} for t in ts]
+            name: [
+                {
+                    op: autocorrelation_stage(
+                        out,
+                        t,
+                        op,
+                        steps=plan.mnist500_steps if name == "mnist500" else plan.act_steps,
+                        burn_in=plan.act_burn_in,
+                        max_lag=plan.act_max_lag,
+                        seed=seed,
+                        device=dev if name == "mnist500" else None,
+                    )  # fmt: skip
+                    for op in OPERATORS
+                }
+                for t in ts
+            ]
             for name, ts in act.items()
         }
         if "table2" in parts:
@@ -748,8 +692,8 @@ def run_bfi2013(
             for name, rows in taus.items()
         }
         if "fig4" in parts or "table2" in parts:
-            panels = {NAMES[name]: _mean_acf(rows) for name, rows in taus.items()}
-            if _plot(lambda: _plot_acf(panels, out / "fig4_acf.png")):
+            panels = {NAMES[name]: mean_acf(rows, OPERATORS) for name, rows in taus.items()}
+            if _plot(lambda: plot_autocorrelations(panels, out / "fig4_acf.png")):
                 files.append("fig4_acf.png")
                 sections.append(
                     "### Fig. 4: autocorrelation functions of the energy\n\n![Fig. 4](fig4_acf.png)\n\n"
@@ -758,7 +702,22 @@ def run_bfi2013(
                 )
     if cc:
         classes = {
-            d: [{op: _cc_record(out, t, op, plan, seed, data_dir) for op in OPERATORS} for t in ts]
+            d: [
+                {
+                    op: class_change_stage(
+                        out,
+                        t,
+                        op,
+                        steps=plan.cc_steps,
+                        starts=plan.cc_starts,
+                        max_steps=plan.cc_max_steps,
+                        seed=seed,
+                        data_dir=data_dir,
+                    )  # fmt: skip
+                    for op in OPERATORS
+                }
+                for t in ts
+            ]
             for d, ts in cc.items()
         }
         sections.append(_classes_section(classes, plan, parts))
@@ -767,14 +726,25 @@ def run_bfi2013(
             for d, rows in classes.items()
         }
     if "fig3" in parts:
-        slem_rows = _slem(out, plan, seed)
+        slem_rows = slem_stage(
+            out, sizes=(2, 3, 4), bounds=range(1, 11), n_models=plan.slem_models, seed=seed
+        )
         results["slem"] = slem_rows
-        curves = _fig3_curves(ll_records)
+        curves = mean_curves(ll_records, dataset=BAS, algorithm="cd:5", lr=0.05)
         text = _fig3_section(slem_rows, curves, plan)
-        if _plot(lambda: _plot_slem(slem_rows, out / "fig3_slem.png")):
+        if _plot(lambda: plot_slem_fraction(slem_rows, out / "fig3_slem.png")):
             files.append("fig3_slem.png")
             text += "\n\n![Fig. 3 top](fig3_slem.png)"
-        if curves and _plot(lambda: _plot_curves(curves, out / "fig3_curves.png")):
+        if curves and _plot(
+            lambda: plot_curves_with_difference(
+                curves["updates"],
+                curves["gibbs"],
+                curves["flip"],
+                out / "fig3_curves.png",
+                optimum=BAS_OPTIMUM,
+                title=f"CD_5 on Bars and Stripes, η = 0.05 (mean of {curves['runs']} runs)",
+            )  # fmt: skip
+        ):
             files.append("fig3_curves.png")
             text += "\n\n![Fig. 3 bottom](fig3_curves.png)"
         sections.append(text)
@@ -916,11 +886,6 @@ def _table_of(plan: Plan, task: dict[str, Any]) -> str:
     return "fig3"
 
 
-def _mean(values: list[float]) -> float:
-    finite = [v for v in values if math.isfinite(v)]
-    return statistics.fmean(finite) if finite else math.nan
-
-
 def _table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan) -> str:
     lines = [
         "## Table 2: integrated autocorrelation times of the energy",
@@ -942,10 +907,10 @@ def _table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan
         if not rows:
             lines.append(f"| {NAMES[name]} | 0 | not run | | | | | | {pg:.2f} | {pt:.2f} | {pgain:.2f} |")
             continue
-        g = _mean([r["gibbs"]["tau_ar"] for r in rows])
-        t = _mean([r["flip"]["tau_ar"] for r in rows])
-        gs = _mean([r["gibbs"]["tau_sokal"] for r in rows])
-        ts = _mean([r["flip"]["tau_sokal"] for r in rows])
+        g = finite_mean([r["gibbs"]["tau_ar"] for r in rows])
+        t = finite_mean([r["flip"]["tau_ar"] for r in rows])
+        gs = finite_mean([r["gibbs"]["tau_sokal"] for r in rows])
+        ts = finite_mean([r["flip"]["tau_sokal"] for r in rows])
         gain = 100.0 * (1.0 - t / g) if g > 0 else math.nan
         ok = sum(bool(r[op]["reliable"]) for r in rows for op in OPERATORS)
         lines.append(
@@ -957,20 +922,6 @@ def _table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan
         "A chain shorter than 50 τ does not pin τ down (emcee's rule); S3's chains of 10^6 steps are for τ of hundreds.",
     ]
     return "\n".join(lines)
-
-
-def _mean_acf(rows: list[dict[str, dict[str, Any]]]) -> dict[str, list[float]]:
-    out = {}
-    for op in OPERATORS:
-        acfs = [r[op]["acf"] for r in rows]
-        n = min(len(a) for a in acfs)
-        out[op] = np.mean([a[:n] for a in acfs], axis=0).tolist()
-    return out
-
-
-def _quartiles(values: list[float]) -> tuple[float, float, float]:
-    q = np.quantile(np.asarray(values, dtype=float), [0.25, 0.5, 0.75])
-    return float(q[0]), float(q[1]), float(q[2])
 
 
 def _classes_section(classes: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan, parts) -> str:
@@ -991,7 +942,7 @@ def _classes_section(classes: dict[str, list[dict[str, dict[str, Any]]]], plan: 
         ]
         for d, rows in classes.items():
             for op in OPERATORS:
-                q = _quartiles([r[op]["class_changes"] for r in rows])
+                q = quartiles([r[op]["class_changes"] for r in rows])
                 p = PAPER_CLASS_CHANGES[d, op]
                 lines.append(
                     f"| {NAMES[d]} | {name[op]} | {q[0]:g} | {q[1]:g} | {q[2]:g} | {p[0]} | {p[1]} | {p[2]} |"
@@ -1008,25 +959,12 @@ def _classes_section(classes: dict[str, list[dict[str, dict[str, Any]]]], plan: 
             for op in OPERATORS:
                 pooled = [v for r in rows for v in r[op]["first_change"]]
                 censored = sum(r[op]["censored"] for r in rows)
-                q = _quartiles(pooled)
+                q = quartiles(pooled)
                 p = PAPER_FIRST_CHANGE[d, op]
                 lines.append(
                     f"| {NAMES[d]} | {name[op]} | {q[0]:g} | {q[1]:g} | {q[2]:g} | {censored} | {p[0]} | {p[1]} | {p[2]} |"
                 )
     return "\n".join(lines)
-
-
-def _fig3_curves(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    sel = {
-        op: [r for r in records if r["task"]["dataset"] == BAS and r["task"]["algorithm"] == "cd:5"
-             and float(r["task"]["lr"]) == 0.05 and r["task"]["operator"] == op]
-        for op in OPERATORS
-    }  # fmt: skip
-    if not sel["gibbs"] or not sel["flip"]:
-        return None
-    updates = sel["gibbs"][0]["updates"]
-    mean = {op: np.mean([r["log_lik"] for r in rs], axis=0).tolist() for op, rs in sel.items()}
-    return {"updates": updates, "gibbs": mean["gibbs"], "flip": mean["flip"], "runs": len(sel["gibbs"])}
 
 
 def _fig3_section(rows: list[dict[str, Any]], curves: dict[str, Any] | None, plan: Plan) -> str:
@@ -1053,27 +991,6 @@ def _fig3_section(rows: list[dict[str, Any]], curves: dict[str, Any] | None, pla
             f"{diff.max():+.4f}, smallest {diff.min():+.4f}). S3: G is slightly better early, T better later.",
         ]
     return "\n".join(lines)
-
-
-def _plot_slem(rows, path: Path) -> None:
-    from boltzkit.plots.mixing import plot_slem_fraction
-
-    plot_slem_fraction(rows, path)
-
-
-def _plot_curves(curves, path: Path) -> None:
-    from boltzkit.plots.mixing import plot_curves_with_difference
-
-    plot_curves_with_difference(
-        curves["updates"], curves["gibbs"], curves["flip"], path, optimum=BAS_OPTIMUM,
-        title=f"CD_5 on Bars and Stripes, η = 0.05 (mean of {curves['runs']} runs)",
-    )  # fmt: skip
-
-
-def _plot_acf(panels, path: Path) -> None:
-    from boltzkit.plots.mixing import plot_autocorrelations
-
-    plot_autocorrelations(panels, path)
 
 
 __all__ = [

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from boltzkit._numerics import resolve_device
@@ -506,6 +507,33 @@ def aggregate(
     return out
 
 
+def mean_curves(
+    records: Iterable[dict[str, Any]],
+    *,
+    dataset: str,
+    algorithm: str,
+    lr: float,
+    a: str = "gibbs",
+    b: str = "flip",
+) -> dict[str, Any] | None:
+    """The mean learning curves (exact log-likelihood at each evaluation) of one cell's runs with
+    ``a`` and with ``b``: ``{"updates", a, b, "runs"}``, or ``None`` while either has no run."""
+    sel: dict[str, list[dict[str, Any]]] = {a: [], b: []}
+    for rec in records:
+        t = rec["task"]
+        if (
+            t["dataset"] == dataset
+            and t["algorithm"] == algorithm
+            and float(t["lr"]) == lr
+            and t["operator"] in sel
+        ):
+            sel[t["operator"]].append(rec)
+    if not sel[a] or not sel[b]:
+        return None
+    means = {op: np.mean([r["log_lik"] for r in rs], axis=0).tolist() for op, rs in sel.items()}
+    return {"updates": sel[a][0]["updates"], **means, "runs": len(sel[a])}
+
+
 def min_significant_pairs(alpha: float = ALPHA) -> int:
     """Fewest pairs with which the exact two-sided signed-rank test can reach ``p < alpha``
     (``2 / 2^n < alpha``): 6 at 0.05."""
@@ -527,6 +555,7 @@ __all__ = [
     "load_task_model",
     "model_path",
     "make_grid",
+    "mean_curves",
     "min_significant_pairs",
     "parse_algorithm",
     "run_grid",

@@ -1,0 +1,181 @@
+"""Mixing evidence as engine stages: how fast a transition operator forgets, on kept grid models.
+
+A reproduction that compares samplers (Brügge, Fischer & Igel 2013, "S3", Secs. 4.1, 4.3, 4.4)
+trains models with :mod:`boltzkit.experiments.grid` (``keep_model=True``) and then measures each
+model under each operator. Every measurement here is one resumable stage
+(:func:`boltzkit.experiments.engine.stage`): a JSON record under the run's folder, keyed by its
+settings, computed once and found again by a later run with the same settings.
+
+* :func:`autocorrelation_stage`: the energy trace of one chain, its integrated autocorrelation
+  time by an AR fit (Thompson 2010, as S3 Sec. 4.3) and by Sokal's window, and its normalised
+  autocorrelation function (S3 Table 2, Fig. 4);
+* :func:`class_change_stage`: class changes from the all-ones start and samples before the first
+  change from training examples, on Artificial Modes (S3 Tables 3, 4);
+* :func:`slem_stage`: the second-largest eigenvalue modulus of the exact transition matrices of
+  random small RBMs (S3 Fig. 3, top);
+
+and the summaries a report takes of them (:func:`mean_acf`, :func:`quartiles`,
+:func:`finite_mean`). Seeds derive from the run's seed and the model's task id, so a record does
+not depend on which other models a run includes.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from boltzkit.data import load_dataset
+from boltzkit.data.registry import derive_seed
+from boltzkit.data.synthetic import artificial_modes_prototypes
+from boltzkit.diagnostics.autocorrelation import (
+    autocorrelation,
+    energy_trace,
+    integrated_time_ar,
+    integrated_time_sokal,
+)
+from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
+from boltzkit.diagnostics.transition_matrix import slem_study
+from boltzkit.experiments.engine import stage
+from boltzkit.experiments.grid import GridTask, load_task_model
+
+
+def autocorrelation_stage(
+    out: Path,
+    task: GridTask,
+    operator: str,
+    *,
+    steps: int,
+    burn_in: int,
+    max_lag: int,
+    seed: int,
+    device: str | torch.device | None = None,
+) -> dict[str, Any]:
+    """The energy autocorrelation of one chain of ``task``'s kept model under ``operator``.
+
+    One chain of ``steps`` steps after ``burn_in`` from a uniform start; the record
+    ``out/act/TASK_OPERATOR.json`` holds ``tau_ar`` (AR-fit integrated time, Thompson 2010, and its
+    ``ar_order``), ``tau_sokal`` (Sokal's window estimate, and ``sokal_window``), ``reliable``
+    (the chain spans at least 50 τ) and ``acf`` (the normalised autocorrelation function up to
+    ``min(max_lag, steps - 1)``), with the ``seconds`` it took.
+    """
+    settings = {"model": task.task_id, "operator": operator, "steps": steps, "burn_in": burn_in, "seed": seed}
+
+    def compute() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        model = load_task_model(out, task, device=device)
+        g = torch.Generator(device=model.device).manual_seed(derive_seed(seed, task.task_id, "act"))
+        x = energy_trace(model, operator, n_chains=1, n_steps=steps, generator=g, burn_in=burn_in)
+        ar = integrated_time_ar(x)
+        sokal = integrated_time_sokal(x)
+        return {
+            "tau_ar": ar.tau,
+            "ar_order": ar.order,
+            "tau_sokal": sokal.tau,
+            "sokal_window": sokal.window,
+            "reliable": bool(ar.reliable),
+            "acf": [float(v) for v in autocorrelation(x, min(max_lag, steps - 1))],
+            "seconds": time.perf_counter() - t0,
+        }
+
+    return stage(out / "act" / f"{task.task_id}_{operator}.json", settings, compute)
+
+
+def class_change_stage(
+    out: Path,
+    task: GridTask,
+    operator: str,
+    *,
+    steps: int,
+    starts: int,
+    max_steps: int,
+    seed: int,
+    data_dir: str | None = None,
+) -> dict[str, Any]:
+    """Class changes of ``task``'s kept Artificial Modes model under ``operator`` (S3 Sec. 4.4).
+
+    Samples are assigned to the nearest of the four modes by Hamming distance (ties discarded).
+    The record ``out/classes/TASK_OPERATOR.json`` holds ``class_changes`` (changes in ``steps``
+    samples from the all-ones state, S3 Table 3), ``first_change`` (per start, the samples before
+    the first change from ``starts`` training examples drawn at random, S3 Table 4) and
+    ``censored`` (starts with no change within ``max_steps``).
+    """
+    settings = {
+        "model": task.task_id, "operator": operator, "steps": steps, "starts": starts,
+        "max_steps": max_steps, "seed": seed,
+    }  # fmt: skip
+
+    def compute() -> dict[str, Any]:
+        t0 = time.perf_counter()
+        model = load_task_model(out, task)
+        protos = artificial_modes_prototypes()
+        g = torch.Generator().manual_seed(derive_seed(seed, task.task_id, "classes"))
+        changes = class_changes_from_ones(model, operator, protos, n_steps=steps, generator=g)
+        data = load_dataset(task.dataset, data_dir=data_dir, seed=task.data_seed).x
+        idx = torch.randint(data.shape[0], (starts,), generator=g)
+        first = steps_to_first_change(model, operator, protos, data[idx], max_steps=max_steps, generator=g)
+        return {
+            "class_changes": int(changes[0]),
+            "first_change": first.tolist(),
+            "censored": int((first > max_steps).sum()),
+            "seconds": time.perf_counter() - t0,
+        }
+
+    return stage(out / "classes" / f"{task.task_id}_{operator}.json", settings, compute)
+
+
+def slem_stage(
+    out: Path, *, sizes: Sequence[int], bounds: Sequence[int], n_models: int, seed: int
+) -> list[dict[str, Any]]:
+    """S3 Fig. 3 (top): for ``n_models`` random n x n RBMs per size and weight bound c (weights
+    uniform on [-c, c], zero biases), the fraction whose flip-the-state chain has the smaller
+    SLEM than Gibbs sampling (:func:`boltzkit.diagnostics.slem_study`); record ``out/slem.json``."""
+    settings = {"sizes": list(sizes), "bounds": list(bounds), "n_models": n_models, "seed": seed}
+
+    def compute() -> dict[str, Any]:
+        g = torch.Generator().manual_seed(derive_seed(seed, "slem"))
+        rows = slem_study(tuple(sizes), tuple(bounds), n_models, generator=g)
+        return {"rows": [asdict(r) for r in rows]}
+
+    return stage(out / "slem.json", settings, compute)["rows"]
+
+
+# ------------------------------------------------------------------------------ summaries
+def finite_mean(values: Sequence[float]) -> float:
+    """The mean of the finite values (NaN when there are none)."""
+    finite = [v for v in values if math.isfinite(v)]
+    return statistics.fmean(finite) if finite else math.nan
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """The 25 %, 50 % and 75 % quantiles (numpy's linear interpolation)."""
+    q = np.quantile(np.asarray(values, dtype=float), [0.25, 0.5, 0.75])
+    return float(q[0]), float(q[1]), float(q[2])
+
+
+def mean_acf(rows: Sequence[dict[str, dict[str, Any]]], operators: Sequence[str]) -> dict[str, list[float]]:
+    """Per operator, the mean over models (``rows[i][operator]`` records of
+    :func:`autocorrelation_stage`) of their autocorrelation functions, cut to the shortest."""
+    out = {}
+    for op in operators:
+        acfs = [r[op]["acf"] for r in rows]
+        n = min(len(a) for a in acfs)
+        out[op] = np.mean([a[:n] for a in acfs], axis=0).tolist()
+    return out
+
+
+__all__ = [
+    "autocorrelation_stage",
+    "class_change_stage",
+    "finite_mean",
+    "mean_acf",
+    "quartiles",
+    "slem_stage",
+]
