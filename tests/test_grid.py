@@ -20,6 +20,7 @@ from boltzkit.experiments.grid import (
     load_record,
     load_task_model,
     make_grid,
+    mean_curves,
     min_significant_pairs,
     model_path,
     parse_algorithm,
@@ -27,6 +28,7 @@ from boltzkit.experiments.grid import (
     run_task,
     task_path,
 )
+from boltzkit.experiments.mixing_study import autocorrelation_stage, finite_mean, mean_acf, quartiles
 
 TINY = {"n_hidden": 3, "n_updates": 30, "eval_every": 10}
 DATA = "bars-and-stripes:size=3"
@@ -159,3 +161,42 @@ def test_bad_executor_and_duplicates_are_refused(tmp_path):
     with pytest.raises(BoltzkitError, match="workers"):
         run_grid(tasks, tmp_path, executor="processes", workers=0)
     assert torch.get_num_threads() >= 1
+
+
+def test_mean_curves_average_one_cells_runs_per_operator(tmp_path):
+    tasks = tiny_grid(("cd:2", "pt:3:1"), repetitions=2)
+    records = run_grid(tasks, tmp_path, progress=False).records
+    curves = mean_curves(records, dataset=DATA, algorithm="cd:2", lr=0.1)
+    mine = {
+        op: [
+            r["log_lik"] for r in records if r["task"]["algorithm"] == "cd:2" and r["task"]["operator"] == op
+        ]
+        for op in ("gibbs", "flip")
+    }
+    assert curves["runs"] == 2 and curves["updates"] == [0, 10, 20, 30]
+    for op, runs in mine.items():
+        assert curves[op] == pytest.approx([(a + b) / 2 for a, b in zip(*runs, strict=True)], abs=1e-12)
+    # a cell with no run of one operator has no curves
+    assert (
+        mean_curves(
+            [r for r in records if r["task"]["operator"] == "gibbs"], dataset=DATA, algorithm="cd:2", lr=0.1
+        )
+        is None
+    )
+    assert mean_curves(records, dataset=DATA, algorithm="cd:2", lr=0.05) is None
+
+
+def test_mixing_stages_on_a_kept_model_are_computed_once(tmp_path):
+    task = GridTask(DATA, "cd:2", 0.1, "gibbs", 0, keep_model=True, **TINY)
+    run_grid([task], tmp_path, progress=False)
+    first = autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=50, seed=3)
+    assert len(first["acf"]) == 51 and first["acf"][0] == pytest.approx(1.0)
+    assert first["tau_ar"] > 0 and first["tau_sokal"] is not None
+    again = autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=50, seed=3)
+    assert again == first  # read back from out/act, not recomputed
+    with pytest.raises(BoltzkitError):  # other settings never silently reuse a record
+        autocorrelation_stage(tmp_path, task, "flip", steps=300, burn_in=10, max_lag=50, seed=3)
+    acf = mean_acf([{"gibbs": {"acf": [1.0, 0.5, 0.2]}}, {"gibbs": {"acf": [1.0, 0.3]}}], ("gibbs",))
+    assert acf["gibbs"] == pytest.approx([1.0, 0.4])
+    assert quartiles([1, 2, 3, 4, 5]) == (2.0, 3.0, 4.0)
+    assert finite_mean([1.0, math.nan, 3.0]) == 2.0 and math.isnan(finite_mean([math.inf]))
