@@ -666,24 +666,16 @@ def run_bfi2013(
             sections.append(text)
             results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
     if act:
+
+        def act_record(name: str, task: GridTask, op: str) -> dict[str, Any]:
+            big = name == "mnist500"  # the 784 x 500 RBMs: their own chain length and device
+            return autocorrelation_stage(
+                out, task, op, steps=plan.mnist500_steps if big else plan.act_steps, burn_in=plan.act_burn_in,
+                max_lag=plan.act_max_lag, seed=seed, device=dev if big else None,
+            )  # fmt: skip
+
         taus = {
-            name: [
-                {
-                    op: autocorrelation_stage(
-                        out,
-                        t,
-                        op,
-                        steps=plan.mnist500_steps if name == "mnist500" else plan.act_steps,
-                        burn_in=plan.act_burn_in,
-                        max_lag=plan.act_max_lag,
-                        seed=seed,
-                        device=dev if name == "mnist500" else None,
-                    )  # fmt: skip
-                    for op in OPERATORS
-                }
-                for t in ts
-            ]
-            for name, ts in act.items()
+            name: [{op: act_record(name, t, op) for op in OPERATORS} for t in ts] for name, ts in act.items()
         }
         if "table2" in parts:
             sections.append(_table2_section(taus, plan))
@@ -701,25 +693,14 @@ def run_bfi2013(
                     "chains (S3 Fig. 4 shows MNIST with 500 hidden units: the T curve below the G curve)."
                 )
     if cc:
-        classes = {
-            d: [
-                {
-                    op: class_change_stage(
-                        out,
-                        t,
-                        op,
-                        steps=plan.cc_steps,
-                        starts=plan.cc_starts,
-                        max_steps=plan.cc_max_steps,
-                        seed=seed,
-                        data_dir=data_dir,
-                    )  # fmt: skip
-                    for op in OPERATORS
-                }
-                for t in ts
-            ]
-            for d, ts in cc.items()
-        }
+
+        def cc_record(task: GridTask, op: str) -> dict[str, Any]:
+            return class_change_stage(
+                out, task, op, steps=plan.cc_steps, starts=plan.cc_starts, max_steps=plan.cc_max_steps,
+                seed=seed, data_dir=data_dir,
+            )  # fmt: skip
+
+        classes = {d: [{op: cc_record(t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
         sections.append(_classes_section(classes, plan, parts))
         results["classes"] = {
             d: {op: {"class_changes": [r[op]["class_changes"] for r in rows]} for op in OPERATORS}
@@ -743,7 +724,7 @@ def run_bfi2013(
                 out / "fig3_curves.png",
                 optimum=BAS_OPTIMUM,
                 title=f"CD_5 on Bars and Stripes, η = 0.05 (mean of {curves['runs']} runs)",
-            )  # fmt: skip
+            )
         ):
             files.append("fig3_curves.png")
             text += "\n\n![Fig. 3 bottom](fig3_curves.png)"
