@@ -12,7 +12,7 @@ import pytest
 from boltzkit.data import mnist_available
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import engine
-from boltzkit.experiments.report import UNRELIABLE, Verdicts, band
+from boltzkit.experiments.report import UNRELIABLE, Table, Verdicts, band, cell, log_z_cells
 
 
 def test_a_stage_is_computed_once_and_refuses_other_settings(tmp_path: Path) -> None:
@@ -86,6 +86,64 @@ def test_unreliable_estimates_are_marked_and_their_bands_withheld() -> None:
     text = "\n".join(verdicts.lines())
     assert "ESS 1.4 of 100" in text and "longer schedule" in text
     assert band(1.0, 2.0, bad) == "unsupported" and band(1.0, 2.0, good) == "1.00, 2.00"
+
+
+def _ais(log_z: float, reliable: bool) -> dict:
+    return {
+        "log_z": log_z, "log_z_minus_sigma": log_z - 0.1, "log_z_plus_sigma": log_z + 0.1,
+        "log_z_minus_3sigma": log_z - 0.3, "log_z_plus_3sigma": log_z + 0.3, "log_z_stderr": 0.01,
+        "n_chains": 100, "seconds": 1.0, "reliable": reliable,
+        "reliability_reason": None if reliable else "Pareto k-hat 0.9 > 0.7", "advice": "more steps",
+    }  # fmt: skip
+
+
+def test_a_table_writes_the_same_rows_as_markdown_and_csv() -> None:
+    table = Table(("model", "ln Z"), ("model", "log_z", "paper_log_z"))
+    table.add(["RBM", cell("1.00", "2.00")], model="RBM", log_z=1.0, paper_log_z=2.0)
+    table.add(["BM", cell("3.00", "—")], model="BM", log_z=3.0)
+    assert table.markdown() == ["| model | ln Z |", "|---|---|", "| RBM | 1.00 / 2.00 |", "| BM | 3.00 / — |"]
+    assert table.csv() == "model,log_z,paper_log_z\nRBM,1.0,2.0\nBM,3.0,\n"
+    with pytest.raises(ValueError, match="2 columns"):
+        table.add(["one cell"], model="x")
+    with pytest.raises(ValueError, match="no column"):
+        table.add(["x", "y"], log_Z=1.0)
+
+
+def test_log_z_cells_withhold_the_bands_of_an_unreliable_estimate() -> None:
+    verdicts = Verdicts()
+    paper = (10.0, (9.9, 10.1), (9.7, 10.3))
+    good = log_z_cells(_ais(5.0, True), paper, verdicts, "A")
+    assert good == ["5.00 / 10.00", "4.90, 5.10 / 9.90, 10.10", "4.70, 5.30 / 9.70, 10.30"]
+    bad = log_z_cells(_ais(5.0, False), None, verdicts, "B")
+    assert bad == [f"5.00 {UNRELIABLE}1 / —", "unsupported / —", "unsupported / —"]
+    assert "B: Pareto k-hat 0.9 > 0.7 (advice: more steps)" in "\n".join(verdicts.lines())
+
+
+@pytest.mark.parametrize("module", ["s2008_table1", "s2008_table2"])
+def test_s2_tables_mark_an_unreliable_ais_estimate_and_print_no_band_for_it(module: str) -> None:
+    """S2's Tables 1 and 2: the 10-run row of a small AIS run is often unreliable; its bands, and
+    those of the log-probabilities that subtract it, are not printed."""
+    import importlib
+
+    mod = importlib.import_module(f"boltzkit.experiments.{module}")
+    rec = {"model": "RBM", "exact": {"log_z": 5.05}, "bethe_log_z": 4.0, "trw_log_z": 6.0, "bound": "exact"}
+    rec["ais"], rec["ais_10"] = _ais(5.0, True), _ais(5.2, False)
+    lp = {"mean_log_prob": -90.0, "mean_log_prob_minus_3sigma": -90.3, "mean_log_prob_plus_3sigma": -89.7}
+    rec["test"], rec["train"] = {**lp, "data_stderr": 0.2}, lp
+    verdicts = Verdicts()
+    if module == "s2008_table1":
+        table = mod._table([rec], 100, verdicts)
+    else:
+        rec["ais"] = _ais(5.0, False)
+        table = mod._table([rec], verdicts)
+    md = "\n".join(table.markdown())
+    assert "unsupported" in md and UNRELIABLE in md and "Pareto k-hat" in "\n".join(verdicts.lines())
+    rows = [dict(zip(table.csv_columns, r, strict=True)) for r in table.csv_rows()]
+    # the CSV carries each row's verdict: table 1's first row is the 10-run estimate
+    expected = [(5.2, False), (5.0, True)] if module == "s2008_table1" else [(5.0, False)]
+    assert [(r["log_z"], r["reliable"]) for r in rows] == expected
+    if module == "s2008_table2":
+        assert "-90.00 ‡1" in md  # the test log-probability subtracts the unreliable ln Ẑ
 
 
 @pytest.mark.mnist

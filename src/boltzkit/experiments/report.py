@@ -5,7 +5,9 @@ An estimate the library does not trust (its record says ``reliable: false``: Par
 sample size, a sandwich whose ends disagree; :mod:`boltzkit.estimators.reliability`) is never
 printed as a plain number with a band: :class:`Verdicts` marks the cell with ``‡`` and numbered
 footnotes give the reason and the advice, and the band columns say the band is unsupported
-(:func:`band`). The comparison of every ``log Z`` method per model (exact, AIS, mean-field, Bethe,
+(:func:`band`). A reproduction builds each table once, row by row, as a :class:`Table`, which
+writes both its markdown and its CSV; :func:`log_z_cells` gives an AIS estimate's cells beside
+the paper's with its verdict. The comparison of every ``log Z`` method per model (exact, AIS, mean-field, Bethe,
 TAP, TRW), its CSV and its plot are here too; the stages that compute them are in
 :mod:`boltzkit.experiments.engine`.
 """
@@ -31,11 +33,12 @@ UNRELIABLE = "‡"
 
 
 # ---------------------------------------------------------------------------------- formatting
-def fmt(x: float | None, digits: int = 2) -> str:
-    """A number with ``digits`` decimals, or a dash for a missing or non-finite value."""
+def fmt(x: float | None, digits: int = 2, *, sign: bool = False) -> str:
+    """A number with ``digits`` decimals (and its sign, ``+`` too, where ``sign``), or a dash for
+    a missing or non-finite value."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return DASH
-    return f"{x:.{digits}f}"
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
 
 
 def pair(a: float | None, b: float | None) -> str:
@@ -99,6 +102,83 @@ def band(lo: float | None, hi: float | None, record: dict[str, Any] | None = Non
     if record is not None and record.get("reliable") is False:
         return "unsupported"
     return pair(lo, hi)
+
+
+# ------------------------------------------------------------------------ ours-vs-paper tables
+@dataclass
+class Table:
+    """One table of a reproduction, built once row by row and written both as markdown (each cell
+    as shown, e.g. ``ours / paper``) and as CSV (the raw numbers under ``csv_columns``, empty where
+    missing), so that the two forms of a report cannot disagree.
+
+    Examples
+    --------
+    >>> t = Table(("model", "ln Z"), ("model", "log_z", "paper_log_z"))
+    >>> t.add(["RBM", cell("1.00", "2.00")], model="RBM", log_z=1.0, paper_log_z=2.0)
+    >>> t.markdown()
+    ['| model | ln Z |', '|---|---|', '| RBM | 1.00 / 2.00 |']
+    >>> t.csv()
+    'model,log_z,paper_log_z\\nRBM,1.0,2.0\\n'
+    """
+
+    headings: Sequence[str]
+    csv_columns: Sequence[str]
+    rows: list[tuple[list[str], dict[str, Any]]] = field(default_factory=list)
+
+    def add(self, cells: Sequence[str], **values: Any) -> None:
+        """One row: its markdown ``cells`` (one per heading) and its CSV ``values`` by column."""
+        if len(cells) != len(self.headings):
+            raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.headings)} columns")
+        unknown = sorted(set(values) - set(self.csv_columns))
+        if unknown:
+            raise ValueError(f"CSV values {unknown} have no column (columns: {', '.join(self.csv_columns)})")
+        self.rows.append((list(cells), values))
+
+    def markdown(self) -> list[str]:
+        """The heading line, the rule and one line per row."""
+        lines = ["| " + " | ".join(self.headings) + " |", "|" + "---|" * len(self.headings)]
+        return lines + ["| " + " | ".join(cells) + " |" for cells, _ in self.rows]
+
+    def csv_rows(self) -> list[list[Any]]:
+        """The CSV values of each row, in the order of ``csv_columns`` (``None`` where missing)."""
+        return [[values.get(c) for c in self.csv_columns] for _, values in self.rows]
+
+    def csv(self) -> str:
+        """The rows as CSV (:func:`csv_text`)."""
+        return csv_text(self.csv_columns, self.csv_rows())
+
+
+#: CSV columns of an AIS estimate (keys of :func:`boltzkit.experiments.engine.log_z_summary`).
+AIS_CSV_COLUMNS = (
+    "log_z",
+    "log_z_minus_sigma",
+    "log_z_plus_sigma",
+    "log_z_minus_3sigma",
+    "log_z_plus_3sigma",
+    "log_z_stderr",
+)
+
+
+def log_z_cells(
+    ais: dict[str, Any],
+    paper: tuple[float, tuple[float, float], tuple[float, float]] | None,
+    verdicts: Verdicts,
+    what: str,
+) -> list[str]:
+    """The cells ``ln Ẑ``, ``ln (Ẑ ± σ̂)`` and ``ln (Ẑ ± 3σ̂)`` of an AIS record (S1 Eq. 12's
+    ``ln(Ẑ ± σ̂)`` convention) beside the paper's ``(log_z, sigma_band, three_sigma_band)``, or a
+    dash where ``paper`` is ``None``. Where the record's verdict is ``reliable: false`` the estimate
+    carries :class:`Verdicts`' mark and both bands read ``unsupported``."""
+    mark = verdicts.mark(what, ais)
+    return [
+        cell(fmt(ais["log_z"]) + mark, fmt(paper[0]) if paper else DASH),
+        cell(
+            band(ais["log_z_minus_sigma"], ais["log_z_plus_sigma"], ais), pair(*paper[1]) if paper else DASH
+        ),
+        cell(
+            band(ais["log_z_minus_3sigma"], ais["log_z_plus_3sigma"], ais), pair(*paper[2]) if paper else DASH
+        ),
+    ]
 
 
 #: Column headings of the log Z methods.
@@ -513,12 +593,14 @@ def plot_logz_methods(panels: Sequence[MethodsPanel], path: Path, *, suptitle: s
 
 
 __all__ = [
+    "AIS_CSV_COLUMNS",
     "DASH",
     "METHOD_CSV_COLUMNS",
     "METHOD_LABELS",
     "UNRELIABLE",
     "MethodsPanel",
     "RunsPanel",
+    "Table",
     "VariationalSettings",
     "Verdicts",
     "band",
@@ -526,6 +608,7 @@ __all__ = [
     "comparison_markdown",
     "csv_text",
     "fmt",
+    "log_z_cells",
     "machine_note",
     "matplotlib_pyplot",
     "method_rows",

@@ -35,18 +35,20 @@ from boltzkit.estimators.exact import exact_log_z
 from boltzkit.experiments.engine import ais_record
 from boltzkit.experiments.engine import stage as cached_stage
 from boltzkit.experiments.report import (
+    AIS_CSV_COLUMNS,
     DASH,
     RunsPanel,
+    Table,
     VariationalSettings,
+    Verdicts,
     cell,
     comparison_markdown,
-    csv_text,
     fmt,
+    log_z_cells,
     machine_note,
     method_rows,
     methods_csv,
     methods_panels,
-    pair,
     plot_ais_runs,
     plot_logz_methods,
     with_variational_overrides,
@@ -225,7 +227,53 @@ def _ais_row(rec: dict[str, Any], runs: int) -> dict[str, Any] | None:
     return rec["ais"] if runs == rec["ais"]["n_chains"] else rec.get(f"ais_{runs}")
 
 
+#: CSV columns of ``table1.csv``: ours, then the paper's.
+CSV_COLUMNS = (
+    "model", "runs", "true_log_z", *AIS_CSV_COLUMNS, "ais_seconds", "reliable", "bethe_log_z", "trw_log_z",
+    "paper_true_log_z", "paper_log_z", "paper_log_z_minus_sigma", "paper_log_z_plus_sigma",
+    "paper_log_z_minus_3sigma", "paper_log_z_plus_3sigma", "paper_bethe", "paper_trw",
+)  # fmt: skip
+
+
+def _table(records: Sequence[dict[str, Any]], n_chains: int, verdicts: Verdicts) -> Table:
+    """Table 1, ours beside the paper's, one row per model for the first 10 AIS runs and for all
+    ``n_chains`` (the paper's AIS columns stand beside the latter only)."""
+    table = Table(
+        ("AIS runs", "model", "true ln Z", "ln Ẑ", "ln (Ẑ ± σ̂)", "ln (Ẑ ± 3σ̂)", "ln Ẑ − ln Z", "Bethe ln Z",
+         "TRW ln Z"),
+        CSV_COLUMNS,
+    )  # fmt: skip
+    for runs in sorted({10, n_chains} if n_chains > 10 else {n_chains}):
+        for rec in records:
+            a = _ais_row(rec, runs)
+            if a is None:
+                continue
+            p = PAPER.get(rec["model"])
+            full = p if runs == n_chains else None  # the paper's AIS columns: its 100 runs
+            true = rec["exact"]["log_z"]
+            table.add(
+                [
+                    str(runs), rec["model"], cell(fmt(true), fmt(p.true_log_z) if p else DASH),
+                    *log_z_cells(a, full and (full.log_z, full.sigma_band, full.three_sigma_band), verdicts,
+                                 f"{rec['model']}, ln Ẑ from {runs} runs"),
+                    cell(fmt(a["log_z"] - true, 3), fmt(full.log_z - full.true_log_z, 2) if full else DASH),
+                    cell(fmt(rec.get("bethe_log_z")), fmt(p.bethe) if p else DASH),
+                    cell(fmt(rec.get("trw_log_z")), fmt(p.trw) if p else DASH),
+                ],
+                model=rec["model"], runs=runs, true_log_z=true, **{k: a[k] for k in AIS_CSV_COLUMNS},
+                ais_seconds=a["seconds"], reliable=a.get("reliable"), bethe_log_z=rec.get("bethe_log_z"),
+                trw_log_z=rec.get("trw_log_z"), paper_true_log_z=p and p.true_log_z, paper_bethe=p and p.bethe,
+                paper_trw=p and p.trw,
+                **({"paper_log_z": full.log_z, "paper_log_z_minus_sigma": full.sigma_band[0],
+                    "paper_log_z_plus_sigma": full.sigma_band[1], "paper_log_z_minus_3sigma": full.three_sigma_band[0],
+                    "paper_log_z_plus_3sigma": full.three_sigma_band[1]} if full else {}),
+            )  # fmt: skip
+    return table
+
+
 def _markdown(
+    table: Table,
+    verdicts: Verdicts,
     records: Sequence[dict[str, Any]],
     settings: TrainingSettings,
     variational: VariationalSettings,
@@ -246,45 +294,9 @@ def _markdown(
         f"{variational.trw_label()} (boltzkit.variational). The variational columns do not depend on "
         "the AIS runs: they repeat in the 10-run rows.",
         "",
-        "| AIS runs | model | true ln Z | ln Ẑ | ln (Ẑ ± σ̂) | ln (Ẑ ± 3σ̂) | ln Ẑ − ln Z "
-        "| Bethe ln Z | TRW ln Z |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *table.markdown(),
+        *verdicts.lines(),
     ]
-    run_counts = sorted({10, n_chains} if n_chains > 10 else {n_chains})
-    for runs in run_counts:
-        for rec in records:
-            a = _ais_row(rec, runs)
-            if a is None:
-                continue
-            p = PAPER.get(rec["model"])
-            paper_row = p is not None and runs == n_chains
-            true = rec["exact"]["log_z"]
-            lines.append(
-                "| "
-                + " | ".join(
-                    [
-                        str(runs),
-                        rec["model"],
-                        cell(fmt(true), fmt(p.true_log_z) if p else DASH),
-                        cell(fmt(a["log_z"]), fmt(p.log_z) if paper_row else DASH),
-                        cell(
-                            pair(a["log_z_minus_sigma"], a["log_z_plus_sigma"]),
-                            pair(*p.sigma_band) if paper_row else DASH,
-                        ),
-                        cell(
-                            pair(a["log_z_minus_3sigma"], a["log_z_plus_3sigma"]),
-                            pair(*p.three_sigma_band) if paper_row else DASH,
-                        ),
-                        cell(
-                            fmt(a["log_z"] - true, 3),
-                            fmt(p.log_z - p.true_log_z, 2) if paper_row else DASH,
-                        ),
-                        cell(fmt(rec.get("bethe_log_z")), fmt(p.bethe) if p else DASH),
-                        cell(fmt(rec.get("trw_log_z")), fmt(p.trw) if p else DASH),
-                    ]
-                )
-                + " |"
-            )
     lines += ["", *comparison_markdown(records, variational)]
     lines += [
         "## Time per stage (seconds, this machine)",
@@ -328,61 +340,6 @@ def _markdown(
     if quick:
         lines.append("- Quick mode: few epochs at a larger learning rate (see above).")
     return "\n".join(lines) + "\n"
-
-
-def _csv(records: Sequence[dict[str, Any]], n_chains: int) -> str:
-    cols = [
-        "model",
-        "runs",
-        "true_log_z",
-        "log_z",
-        "log_z_minus_sigma",
-        "log_z_plus_sigma",
-        "log_z_minus_3sigma",
-        "log_z_plus_3sigma",
-        "log_z_stderr",
-        "ais_seconds",
-        "bethe_log_z",
-        "trw_log_z",
-        "paper_true_log_z",
-        "paper_log_z",
-        "paper_log_z_minus_sigma",
-        "paper_log_z_plus_sigma",
-        "paper_log_z_minus_3sigma",
-        "paper_log_z_plus_3sigma",
-        "paper_bethe",
-        "paper_trw",
-    ]
-    rows = []
-    for runs in sorted({10, n_chains} if n_chains > 10 else {n_chains}):
-        for rec in records:
-            a = _ais_row(rec, runs)
-            if a is None:
-                continue
-            p = PAPER.get(rec["model"])
-            paper = (
-                [p.true_log_z, p.log_z, *p.sigma_band, *p.three_sigma_band, p.bethe, p.trw]
-                if p is not None and runs == n_chains
-                else [p.true_log_z if p else None] + [None] * 7
-            )
-            rows.append(
-                [
-                    rec["model"],
-                    runs,
-                    rec["exact"]["log_z"],
-                    a["log_z"],
-                    a["log_z_minus_sigma"],
-                    a["log_z_plus_sigma"],
-                    a["log_z_minus_3sigma"],
-                    a["log_z_plus_3sigma"],
-                    a["log_z_stderr"],
-                    a["seconds"],
-                    rec.get("bethe_log_z"),
-                    rec.get("trw_log_z"),
-                    *paper,
-                ]
-            )
-    return csv_text(cols, rows)
 
 
 def run_table1(
@@ -471,11 +428,13 @@ def run_table1(
         f"{machine_note(dev)}; this invocation took {seconds:.0f} s "
         "(stages reused from earlier runs keep their times)."
     )
+    verdicts = Verdicts()
+    table = _table(records, n_chains, verdicts)
     atomic_write_text(
         out_dir / "table1.md",
-        _markdown(records, settings, variational, schedule_label, n_chains, quick, note),
+        _markdown(table, verdicts, records, settings, variational, schedule_label, n_chains, quick, note),
     )
-    atomic_write_text(out_dir / "table1.csv", _csv(records, n_chains))
+    atomic_write_text(out_dir / "table1.csv", table.csv())
     paper_values = {
         k: {"exact": v.true_log_z, "ais": v.log_z, "bethe": v.bethe, "trw": v.trw} for k, v in PAPER.items()
     }

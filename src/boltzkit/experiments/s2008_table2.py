@@ -39,19 +39,22 @@ from boltzkit.estimators.likelihood import dataset_log_prob
 from boltzkit.experiments.engine import ais_record
 from boltzkit.experiments.engine import stage as cached_stage
 from boltzkit.experiments.report import (
+    AIS_CSV_COLUMNS,
     DASH,
     RunsPanel,
+    Table,
     VariationalSettings,
+    Verdicts,
+    band,
     cell,
     comparison_markdown,
-    csv_text,
     fmt,
+    log_z_cells,
     machine_note,
     matplotlib_pyplot,
     method_rows,
     methods_csv,
     methods_panels,
-    pair,
     plot_ais_runs,
     plot_logz_methods,
     with_variational_overrides,
@@ -290,7 +293,51 @@ def plot_samples(
     return True
 
 
+#: CSV columns of ``table2.csv``: ours, then the paper's.
+CSV_COLUMNS = (
+    "model", "runs", *AIS_CSV_COLUMNS, "reliable", "test_log_prob", "train_log_prob", "bound", "bethe_log_z",
+    "ais_seconds", "paper_log_z", "paper_log_z_minus_sigma", "paper_log_z_plus_sigma", "paper_log_z_minus_3sigma",
+    "paper_log_z_plus_3sigma", "paper_test_log_prob", "paper_train_log_prob", "paper_bethe",
+)  # fmt: skip
+
+
+def _table(records: Sequence[dict[str, Any]], verdicts: Verdicts) -> Table:
+    """Table 2, ours beside the paper's; the average log-probabilities carry the mark of the
+    ``ln Ẑ`` they subtract."""
+    table = Table(
+        ("AIS runs", "model", "ln Ẑ", "ln (Ẑ ± σ̂)", "ln (Ẑ ± 3σ̂)", "test", "train", "log-prob is", "Bethe ln Z"),
+        CSV_COLUMNS,
+    )  # fmt: skip
+    for rec in records:
+        a, p = rec["ais"], PAPER.get(rec["model"])
+        what = f"{rec['model']}: ln Ẑ"
+        paper_test = DASH
+        if p is not None:
+            paper_test = fmt(p.test) + (f" (text: {fmt(p.test_text)})" if p.test_text is not None else "")
+        test, train = rec["test"]["mean_log_prob"], rec["train"]["mean_log_prob"]
+        table.add(
+            [
+                str(a["n_chains"]), rec["model"],
+                *log_z_cells(a, p and (p.log_z, p.sigma_band, p.three_sigma_band), verdicts, what),
+                cell(fmt(test) + verdicts.mark(what, a), paper_test),
+                cell(fmt(train) + verdicts.mark(what, a), fmt(p.train) if p else DASH),
+                "exact" if rec["bound"] == "exact" else "lower bound",
+                cell(fmt(rec.get("bethe_log_z")), fmt(p.bethe) if p else DASH),
+            ],
+            model=rec["model"], runs=a["n_chains"], **{k: a[k] for k in AIS_CSV_COLUMNS}, reliable=a.get("reliable"),
+            test_log_prob=test, train_log_prob=train, bound=rec["bound"], bethe_log_z=rec.get("bethe_log_z"),
+            ais_seconds=a["seconds"],
+            **({"paper_log_z": p.log_z, "paper_log_z_minus_sigma": p.sigma_band[0],
+                "paper_log_z_plus_sigma": p.sigma_band[1], "paper_log_z_minus_3sigma": p.three_sigma_band[0],
+                "paper_log_z_plus_3sigma": p.three_sigma_band[1], "paper_test_log_prob": p.test,
+                "paper_train_log_prob": p.train, "paper_bethe": p.bethe} if p else {}),
+        )  # fmt: skip
+    return table
+
+
 def _markdown(
+    table: Table,
+    verdicts: Verdicts,
     records: Sequence[dict[str, Any]],
     samples: Sequence[dict[str, Any]],
     settings: TrainingSettings,
@@ -312,38 +359,8 @@ def _markdown(
         "Average log-probabilities: exact log p*(v) minus ln Ẑ for the RBM and SRBM; for the BM the "
         "mean-field lower bound (S2 Eq. 53) minus ln Ẑ. Bethe: damped loopy BP (boltzkit.variational).",
         "",
-        "| AIS runs | model | ln Ẑ | ln (Ẑ ± σ̂) | ln (Ẑ ± 3σ̂) | test | train | log-prob is | Bethe ln Z |",
-        "|---|---|---|---|---|---|---|---|---|",
+        *table.markdown(),
     ]
-    for rec in records:
-        a = rec["ais"]
-        p = PAPER.get(rec["model"])
-        paper_test = DASH
-        if p is not None:
-            paper_test = fmt(p.test) + (f" (text: {fmt(p.test_text)})" if p.test_text is not None else "")
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    str(a["n_chains"]),
-                    rec["model"],
-                    cell(fmt(a["log_z"]), fmt(p.log_z) if p else DASH),
-                    cell(
-                        pair(a["log_z_minus_sigma"], a["log_z_plus_sigma"]),
-                        pair(*p.sigma_band) if p else DASH,
-                    ),
-                    cell(
-                        pair(a["log_z_minus_3sigma"], a["log_z_plus_3sigma"]),
-                        pair(*p.three_sigma_band) if p else DASH,
-                    ),
-                    cell(fmt(rec["test"]["mean_log_prob"]), paper_test),
-                    cell(fmt(rec["train"]["mean_log_prob"]), fmt(p.train) if p else DASH),
-                    "exact" if rec["bound"] == "exact" else "lower bound",
-                    cell(fmt(rec.get("bethe_log_z")), fmt(p.bethe) if p else DASH),
-                ]
-            )
-            + " |"
-        )
     lines += [
         "",
         "Log-probability bands from the AIS uncertainty alone (ln(Ẑ ∓ 3σ̂) carried through; test set):",
@@ -352,10 +369,10 @@ def _markdown(
     for rec in records:
         t = rec["test"]
         lines.append(
-            f"- {rec['model']}: {pair(t['mean_log_prob_minus_3sigma'], t['mean_log_prob_plus_3sigma'])} "
+            f"- {rec['model']}: {band(t['mean_log_prob_minus_3sigma'], t['mean_log_prob_plus_3sigma'], rec['ais'])} "
             f"(sampling error of the test mean: ± {fmt(t['data_stderr'], 3)})"
         )
-    lines += ["", *comparison_markdown(records, variational)]
+    lines += [*verdicts.lines(), "", *comparison_markdown(records, variational)]
     lines += [
         "S2 gives no TRW values for these models (“TRW did not provide any meaningful upper bounds”).",
         "",
@@ -413,56 +430,6 @@ def _markdown(
         "- Mean-field and TAP are not in the paper's table; they are in the comparison above.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _csv(records: Sequence[dict[str, Any]]) -> str:
-    cols = [
-        "model",
-        "runs",
-        "log_z",
-        "log_z_minus_sigma",
-        "log_z_plus_sigma",
-        "log_z_minus_3sigma",
-        "log_z_plus_3sigma",
-        "log_z_stderr",
-        "test_log_prob",
-        "train_log_prob",
-        "bound",
-        "bethe_log_z",
-        "ais_seconds",
-        "paper_log_z",
-        "paper_log_z_minus_sigma",
-        "paper_log_z_plus_sigma",
-        "paper_log_z_minus_3sigma",
-        "paper_log_z_plus_3sigma",
-        "paper_test_log_prob",
-        "paper_train_log_prob",
-        "paper_bethe",
-    ]
-    rows = []
-    for rec in records:
-        a = rec["ais"]
-        p = PAPER.get(rec["model"])
-        paper = [p.log_z, *p.sigma_band, *p.three_sigma_band, p.test, p.train, p.bethe] if p else [None] * 8
-        rows.append(
-            [
-                rec["model"],
-                a["n_chains"],
-                a["log_z"],
-                a["log_z_minus_sigma"],
-                a["log_z_plus_sigma"],
-                a["log_z_minus_3sigma"],
-                a["log_z_plus_3sigma"],
-                a["log_z_stderr"],
-                rec["test"]["mean_log_prob"],
-                rec["train"]["mean_log_prob"],
-                rec["bound"],
-                rec.get("bethe_log_z"),
-                a["seconds"],
-                *paper,
-            ]
-        )
-    return csv_text(cols, rows)
 
 
 def run_table2(
@@ -585,7 +552,11 @@ def run_table2(
         f"{machine_note(dev)}; this invocation took {seconds:.0f} s "
         "(stages reused from earlier runs keep their times)."
     )
+    verdicts = Verdicts()
+    table = _table(records, verdicts)
     md = _markdown(
+        table,
+        verdicts,
         records,
         samples,
         settings,
@@ -598,7 +569,7 @@ def run_table2(
         note,
     )
     atomic_write_text(out_dir / "table2.md", md)
-    atomic_write_text(out_dir / "table2.csv", _csv(records))
+    atomic_write_text(out_dir / "table2.csv", table.csv())
     rows = method_rows(records, {k: {"ais": v.log_z, "bethe": v.bethe} for k, v in PAPER.items()})
     atomic_write_text(out_dir / "logz_methods.csv", methods_csv(rows))
     summary: dict[str, Any] = {

@@ -38,13 +38,15 @@ from boltzkit.experiments.engine import (
     train_stage,
 )
 from boltzkit.experiments.report import (
+    AIS_CSV_COLUMNS,
     DASH,
     RunsPanel,
+    Table,
     Verdicts,
     band,
     cell,
-    csv_text,
     fmt,
+    log_z_cells,
     machine_note,
     pair,
     plot_ais_runs,
@@ -176,49 +178,69 @@ def _ratio(ctx: Context, n_chains: int, betas: int, models: dict[str, Any]) -> d
     return {**rec, "true_log_ratio": b["exact"]["log_z"] - a["exact"]["log_z"], "betas": betas}
 
 
-def _rows(records: list[dict[str, Any]], n_chains: int, verdicts: Verdicts) -> list[str]:
-    lines = [
-        "| AIS runs | model | true ln Z | ln Ẑ | ln (Ẑ ± σ̂) | ln (Ẑ ± 3σ̂) | reverse AIS ln Ẑ (heuristic upper) "
-        "| AIS seconds | test true | test estimate | train true | train estimate |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+#: CSV columns of ``table1.csv``: ours, then the paper's.
+CSV_COLUMNS = (
+    "model", "runs", "true_log_z", *AIS_CSV_COLUMNS, "reliable", "ais_seconds", "reverse_log_z", "test_true",
+    "test_estimate", "train_true", "train_estimate", "paper_true_log_z", "paper_log_z", "paper_log_z_minus_sigma",
+    "paper_log_z_plus_sigma", "paper_log_z_minus_3sigma", "paper_log_z_plus_3sigma", "paper_test_true",
+    "paper_test", "paper_train_true", "paper_train",
+)  # fmt: skip
+
+
+def _table(records: list[dict[str, Any]], n_chains: int, verdicts: Verdicts) -> Table:
+    """Table 1, ours beside the paper's: one row per model for the first 10 AIS runs and for all
+    ``n_chains`` (the estimates of the mean log-probabilities and the paper's AIS columns stand in
+    the latter only)."""
+    table = Table(
+        ("AIS runs", "model", "true ln Z", "ln Ẑ", "ln (Ẑ ± σ̂)", "ln (Ẑ ± 3σ̂)", "reverse AIS ln Ẑ (heuristic upper)",
+         "AIS seconds", "test true", "test estimate", "train true", "train estimate"),
+        CSV_COLUMNS,
+    )  # fmt: skip
     for runs in sorted({10, n_chains}):
         for rec in records:
             p, a = PAPER.get(rec["model"]), rec["ais"] if runs == n_chains else rec.get("ais_10")
             if a is None:
                 continue
-            full = runs == n_chains and p is not None
-            mark = verdicts.mark(f"{rec['model']}, ln Ẑ from {runs} runs", a)
+            full = p if runs == n_chains else None  # the paper's AIS columns: its 100 runs
+            what = f"{rec['model']}, ln Ẑ from {runs} runs"
+            mark = verdicts.mark(what, a)
             rev = rec.get("reverse") if runs == n_chains else None
             rev_text = (
                 DASH
                 if rev is None
                 else fmt(rev.get("log_z")) + verdicts.mark(f"{rec['model']}, reverse AIS", rev)
             )
-            true, est = rec.get("true") or {}, rec["estimate"]
+            exact = (rec.get("exact") or {}).get("log_z")
+            true, est = rec.get("true") or {}, rec["estimate"] if runs == n_chains else {}
 
-            def lp(split: str, record: dict[str, Any], show: bool, mark: str = mark) -> str:
-                return fmt(record[split]["mean_log_prob"]) + mark if show and record else DASH
+            def lp(split: str, record: dict[str, Any]) -> float | None:
+                return (record.get(split) or {}).get("mean_log_prob")
 
-            cells = [
-                str(runs), rec["model"],
-                cell(fmt((rec.get("exact") or {}).get("log_z")), fmt(p.true_log_z if p else None)),
-                cell(fmt(a["log_z"]) + mark, fmt(p.log_z) if full else DASH),
-                cell(band(a["log_z_minus_sigma"], a["log_z_plus_sigma"], a), pair(*p.sigma_band) if full else DASH),
-                cell(band(a["log_z_minus_3sigma"], a["log_z_plus_3sigma"], a), pair(*p.three_sigma_band) if full else DASH),
-                rev_text,
-                cell(fmt(a["seconds"], 1), fmt(p.minutes * 60, 0) if full else DASH),
-                cell(lp("test", true, True, ""), fmt(p.test_true if p else None)),
-                cell(lp("test", est, runs == n_chains), fmt(p.test_estimate) if full else DASH),
-                cell(lp("train", true, True, ""), fmt(p.train_true if p else None)),
-                cell(lp("train", est, runs == n_chains), fmt(p.train_estimate) if full else DASH),
-            ]  # fmt: skip
-            lines.append("| " + " | ".join(cells) + " |")
-    return lines
+            table.add(
+                [
+                    str(runs), rec["model"], cell(fmt(exact), fmt(p.true_log_z if p else None)),
+                    *log_z_cells(a, full and (full.log_z, full.sigma_band, full.three_sigma_band), verdicts, what),
+                    rev_text,
+                    cell(fmt(a["seconds"], 1), fmt(full.minutes * 60, 0) if full else DASH),
+                    cell(fmt(lp("test", true)), fmt(p.test_true if p else None)),
+                    cell(fmt(lp("test", est)) + (mark if est else ""), fmt(full.test_estimate) if full else DASH),
+                    cell(fmt(lp("train", true)), fmt(p.train_true if p else None)),
+                    cell(fmt(lp("train", est)) + (mark if est else ""), fmt(full.train_estimate) if full else DASH),
+                ],
+                model=rec["model"], runs=runs, true_log_z=exact, **{k: a[k] for k in AIS_CSV_COLUMNS},
+                reliable=a.get("reliable"), ais_seconds=a["seconds"], reverse_log_z=(rev or {}).get("log_z"),
+                test_true=lp("test", true), test_estimate=lp("test", est), train_true=lp("train", true),
+                train_estimate=lp("train", est), paper_true_log_z=p and p.true_log_z,
+                paper_test_true=p and p.test_true, paper_train_true=p and p.train_true,
+                **({"paper_log_z": full.log_z, "paper_log_z_minus_sigma": full.sigma_band[0],
+                    "paper_log_z_plus_sigma": full.sigma_band[1], "paper_log_z_minus_3sigma": full.three_sigma_band[0],
+                    "paper_log_z_plus_3sigma": full.three_sigma_band[1], "paper_test": full.test_estimate,
+                    "paper_train": full.train_estimate} if full else {}),
+            )  # fmt: skip
+    return table
 
 
-def _markdown(records, ratio, settings, seconds, note) -> str:
-    verdicts = Verdicts()
+def _markdown(table: Table, verdicts: Verdicts, records, ratio, settings, seconds, note) -> str:
     lines = [
         "# Salakhutdinov & Murray (2008), Table 1 — reproduced with boltzkit",
         "",
@@ -229,7 +251,7 @@ def _markdown(records, ratio, settings, seconds, note) -> str:
         f"{settings['n_chains']} runs. Reverse AIS starts from the forward runs' final states (approximate "
         "samples), so its upper end is heuristic.",
         "",
-        *_rows(records, settings["n_chains"], verdicts),
+        *table.markdown(),
     ]
     if ratio is not None:
         lines += [
@@ -268,23 +290,6 @@ def _markdown(records, ratio, settings, seconds, note) -> str:
         f"This invocation took {seconds:.0f} s (stages reused from earlier runs keep their own times).",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _csv(records: list[dict[str, Any]]) -> str:
-    cols = ["model", "true_log_z", "log_z", "log_z_minus_3sigma", "log_z_plus_3sigma", "reliable", "reverse_log_z",
-            "test_true", "test_estimate", "train_true", "train_estimate", "paper_log_z", "paper_test", "paper_train"]  # fmt: skip
-    rows = []
-    for rec in records:
-        p, a = PAPER.get(rec["model"]), rec["ais"]
-        true = rec.get("true") or {}
-        rows.append([
-            rec["model"], (rec.get("exact") or {}).get("log_z"), a["log_z"], a["log_z_minus_3sigma"],
-            a["log_z_plus_3sigma"], a.get("reliable"), (rec.get("reverse") or {}).get("log_z"),
-            (true.get("test") or {}).get("mean_log_prob"), rec["estimate"]["test"]["mean_log_prob"],
-            (true.get("train") or {}).get("mean_log_prob"), rec["estimate"]["train"]["mean_log_prob"],
-            p.log_z if p else None, p.test_estimate if p else None, p.train_estimate if p else None,
-        ])  # fmt: skip
-    return csv_text(cols, rows)
 
 
 def run_table1(
@@ -353,10 +358,13 @@ def run_table1(
         loaded[spec.name] = (rec, model)
     ratio = _ratio(ctx, n_chains, int(ratio_betas), loaded)
     seconds = time.perf_counter() - t0
+    verdicts = Verdicts()
+    table = _table(records, n_chains, verdicts)
+    note = machine_note(ctx.device)
     atomic_write_text(
-        out_dir / "table1.md", _markdown(records, ratio, settings, seconds, machine_note(ctx.device))
+        out_dir / "table1.md", _markdown(table, verdicts, records, ratio, settings, seconds, note)
     )
-    atomic_write_text(out_dir / "table1.csv", _csv(records))
+    atomic_write_text(out_dir / "table1.csv", table.csv())
     summary = {
         "experiment": NAME,
         "quick": quick,

@@ -57,7 +57,7 @@ from boltzkit.experiments.engine import (
     train_stage,
     zoo_model,
 )
-from boltzkit.experiments.report import Verdicts, machine_note
+from boltzkit.experiments.report import Table, Verdicts, cell, csv_text, fmt, machine_note
 from boltzkit.io import load_model, save_model
 from boltzkit.jsonio import save_json
 from boltzkit.learning import train_dbn, train_mixture
@@ -368,10 +368,50 @@ def _figure(ctx: Context, mode: Mode, data, models: dict[str, Any], quick: bool)
 
 
 # ------------------------------------------------------------------------------------ report
-def _f(x: float | None, digits: int = 2, sign: bool = False) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—"
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+#: CSV columns of ``table2.csv``: ours, then the paper's.
+CSV_COLUMNS = (
+    "split", "model", "bound", "mc_3std", "pooled_3std", "ais_minus", "ais_plus", "total_3std", "log_z",
+    "reliable", "rbm_log_prob", "paper_bound", "paper_3std", "paper_ais_minus", "paper_ais_plus",
+    "paper_rbm_log_prob",
+)  # fmt: skip
+
+
+def _bound_values(b: dict[str, Any], ais: dict[str, Any]) -> dict[str, Any]:
+    """The CSV values of one bound (S1 Eq. 24) and the AIS estimate of its top's ``log Z``."""
+    return {
+        "bound": b["mean_log_prob"], "mc_3std": b["mc_error_3std"], "pooled_3std": b["pooled_error_3std"],
+        "ais_minus": b["ais_error_minus_3sigma"], "ais_plus": b["ais_error_plus_3sigma"],
+        "total_3std": b["total_error_3std"], "log_z": b["log_z"], "reliable": ais.get("reliable"),
+    }  # fmt: skip
+
+
+def _table(records, verdicts: Verdicts) -> Table:
+    """Table 2, ours beside the paper's: one row per split and DBN, with the RBM below it."""
+    table = Table(
+        ("split", "model", "bound", "MC ±3 std", "pooled ±3 std", "AIS error", "total ±3 std",
+         "RBM below (test/train log p)"),
+        CSV_COLUMNS,
+    )  # fmt: skip
+    for split in ("test", "train"):
+        for rec in records:
+            b, p = rec[split], PAPER[rec["model"]][split]
+            paper_rbm = PAPER_RBM[rec["bottom"].split("(")[0]][0 if split == "test" else 1]
+            bound, ais_err, total = _bound_cells(
+                b, rec["ais"], f"{rec['model']}: ln Ẑ of the top RBM", verdicts
+            )
+            rbm_mark = verdicts.mark(f"{rec['bottom']}: ln Ẑ", rec["rbm"]["ais"])
+            table.add(
+                [
+                    split, rec["model"], cell(bound, fmt(p[0])), f"±{fmt(b['mc_error_3std'])}",
+                    cell(f"±{fmt(b['pooled_error_3std'])}", f"±{fmt(p[1])}"),
+                    cell(ais_err, f"{fmt(p[2][0], sign=True)}, {fmt(p[2][1], sign=True)}"), total,
+                    f"{rec['bottom']}: " + cell(fmt(rec["rbm"][split]) + rbm_mark, fmt(paper_rbm)),
+                ],
+                split=split, model=rec["model"], **_bound_values(b, rec["ais"]), rbm_log_prob=rec["rbm"][split],
+                paper_bound=p[0], paper_3std=p[1], paper_ais_minus=p[2][0], paper_ais_plus=p[2][1],
+                paper_rbm_log_prob=paper_rbm,
+            )  # fmt: skip
+    return table
 
 
 def _bound_cells(
@@ -381,16 +421,24 @@ def _bound_cells(
     ``unsupported``)."""
     mark = verdicts.mark(what, ais)
     if mark:
-        return _f(b["mean_log_prob"]) + mark, "unsupported", "unsupported"
+        return fmt(b["mean_log_prob"]) + mark, "unsupported", "unsupported"
     return (
-        _f(b["mean_log_prob"]),
-        f"{_f(b['ais_error_minus_3sigma'], sign=True)}, {_f(b['ais_error_plus_3sigma'], sign=True)}",
-        f"±{_f(b['total_error_3std'])}",
+        fmt(b["mean_log_prob"]),
+        f"{fmt(b['ais_error_minus_3sigma'], sign=True)}, {fmt(b['ais_error_plus_3sigma'], sign=True)}",
+        f"±{fmt(b['total_error_3std'])}",
     )
 
 
-def _markdown(records, transposed, mobs, mode: Mode, settings: dict[str, Any], note: str) -> str:
-    verdicts = Verdicts()
+def _markdown(
+    table: Table,
+    verdicts: Verdicts,
+    records,
+    transposed,
+    mobs,
+    mode: Mode,
+    settings: dict[str, Any],
+    note: str,
+) -> str:
     lines = [
         "# Salakhutdinov & Murray (2008), Table 2 — reproduced with boltzkit",
         "",
@@ -403,29 +451,14 @@ def _markdown(records, transposed, mobs, mode: Mode, settings: dict[str, Any], n
         "scaling between the test and training sets match it). AIS error: log(Ẑ ± 3σ̂) − log Ẑ. Total: "
         "3·sqrt(Var r_B + Var log Ẑ) with the MC standard error.",
         "",
-        "| split | model | bound | MC ±3 std | pooled ±3 std | AIS error | total ±3 std | RBM below (test/train log p) |",
-        "|---|---|---|---|---|---|---|---|",
+        *table.markdown(),
     ]
-    for split in ("test", "train"):
-        for rec in records:
-            b, p = rec[split], PAPER[rec["model"]][split]
-            bottom = rec["bottom"].split("(")[0]
-            bound, ais_err, total = _bound_cells(
-                b, rec["ais"], f"{rec['model']}: ln Ẑ of the top RBM", verdicts
-            )
-            rbm_mark = verdicts.mark(f"{rec['bottom']}: ln Ẑ", rec["rbm"]["ais"])
-            lines.append(
-                f"| {split} | {rec['model']} | {bound} / {_f(p[0])} | ±{_f(b['mc_error_3std'])} | "
-                f"±{_f(b['pooled_error_3std'])} / ±{_f(p[1])} | {ais_err} / {_f(p[2][0], sign=True)}, "
-                f"{_f(p[2][1], sign=True)} | {total} | {rec['bottom']}: {_f(rec['rbm'][split])}{rbm_mark} / "
-                f"{_f(PAPER_RBM[bottom][0 if split == 'test' else 1])} |"
-            )
     lines += [
         "",
         "Top-RBM AIS: "
         + "; ".join(
-            f"{r['model']}: ln Ẑ = {_f(r['ais']['log_z'])} ({r['ais']['n_chains']} runs, {r['ais']['n_betas']:,} steps, "
-            f"ESS {_f(r['ais'].get('ess'), 1)}, {_f(r['ais']['seconds'], 0)} s)"
+            f"{r['model']}: ln Ẑ = {fmt(r['ais']['log_z'])} ({r['ais']['n_chains']} runs, {r['ais']['n_betas']:,} steps, "
+            f"ESS {fmt(r['ais'].get('ess'), 1)}, {fmt(r['ais']['seconds'], 0)} s)"
             for r in records
         )
         + ".",
@@ -448,9 +481,9 @@ def _markdown(records, transposed, mobs, mode: Mode, settings: dict[str, Any], n
             bound_tr, _, total_tr = _bound_cells(
                 rec["train"], rec["ais"], f"transposed start, {label}: ln Ẑ", verdicts
             )
-            paper_text = "" if paper is None else f" / {_f(paper)}"
+            paper_text = "" if paper is None else f" / {fmt(paper)}"
             rows.append(
-                f"| {label} | {bound_te} {total_te}{paper_text} | {bound_tr} {total_tr} | {_f(rec['ais']['log_z'])} |"
+                f"| {label} | {bound_te} {total_te}{paper_text} | {bound_tr} {total_tr} | {fmt(rec['ais']['log_z'])} |"
             )
         lines += [
             "",
@@ -458,8 +491,8 @@ def _markdown(records, transposed, mobs, mode: Mode, settings: dict[str, Any], n
             "",
             "At the start the two-layer DBN defines exactly the RBM's p(v) and q is its true posterior, so the "
             "bound equals the RBM's log-probability up to Monte Carlo and AIS error; training the second layer "
-            f"can only raise the bound on the training data. The RBM: test {_f(rbm['test'] if rbm else None)}, "
-            f"train {_f(rbm['train'] if rbm else None)}.",
+            f"can only raise the bound on the training data. The RBM: test {fmt(rbm['test'] if rbm else None)}, "
+            f"train {fmt(rbm['train'] if rbm else None)}.",
             "",
             "| | test bound | train bound | ln Ẑ of the top |",
             "|---|---|---|---|",
@@ -470,7 +503,7 @@ def _markdown(records, transposed, mobs, mode: Mode, settings: dict[str, Any], n
                   "| components | test log p (exact) | train log p | EM iterations |", "|---|---|---|---|"]  # fmt: skip
         for m in mobs:
             lines.append(
-                f"| {m['components']} | {_f(m['test'])} / {_f(PAPER_MOB[m['components']])} | {_f(m['train'])} | "
+                f"| {m['components']} | {fmt(m['test'])} / {fmt(PAPER_MOB[m['components']])} | {fmt(m['train'])} | "
                 f"{m['iterations']}{'' if m['converged'] else ' (cap)'} |"
             )
     lines += verdicts.lines()
@@ -498,28 +531,18 @@ def _markdown(records, transposed, mobs, mode: Mode, settings: dict[str, Any], n
     return "\n".join(lines) + "\n"
 
 
-def _csv(records, transposed) -> str:
-    cols = [
-        "split", "model", "bound", "mc_3std", "pooled_3std", "ais_minus", "ais_plus", "total_3std", "log_z",
-        "reliable", "paper_bound", "paper_3std", "paper_ais_minus", "paper_ais_plus",
-    ]  # fmt: skip
-    rows = [",".join(cols)]
-
-    def row(split, name, b, ais, paper):
-        vals = [split, name, b["mean_log_prob"], b["mc_error_3std"], b["pooled_error_3std"], b["ais_error_minus_3sigma"],
-                b["ais_error_plus_3sigma"], b["total_error_3std"], b["log_z"], ais.get("reliable"), *paper]  # fmt: skip
-        rows.append(",".join("" if v is None else str(v) for v in vals))
-
-    for split in ("test", "train"):
-        for rec in records:
-            p = PAPER[rec["model"]][split]
-            row(split, rec["model"], rec[split], rec["ais"], [p[0], p[1], p[2][0], p[2][1]])
-        if transposed is not None:
-            for part in ("start", "trained"):
-                paper = PAPER_TRANSPOSED_TEST if (split, part) == ("test", "trained") else None
-                rec = transposed[part]
-                row(split, f"DBN-CD25 transposed ({part})", rec[split], rec["ais"], [paper, None, None, None])
-    return "\n".join(rows) + "\n"
+def _csv(table: Table, transposed) -> str:
+    """The table's rows, then the bounds of the transposed start (S1 Sec. 5.2) before and after
+    training its second layer."""
+    rows = table.csv_rows()
+    for split in ("test", "train") if transposed is not None else ():
+        for part in ("start", "trained"):
+            rec = transposed[part]
+            paper = PAPER_TRANSPOSED_TEST if (split, part) == ("test", "trained") else None
+            values = {"split": split, "model": f"DBN-CD25 transposed ({part})", "paper_bound": paper}
+            values.update(_bound_values(rec[split], rec["ais"]))
+            rows.append([values.get(c) for c in CSV_COLUMNS])
+    return csv_text(CSV_COLUMNS, rows)
 
 
 # ------------------------------------------------------------------------------------ runner
@@ -596,8 +619,11 @@ def run_table2(
     note = (
         f"{machine_note(ctx.device)}; this invocation took {seconds:.0f} s (reused stages keep their times)."
     )
-    atomic_write_text(out_dir / "table2.md", _markdown(records, transposed, mobs, mode, settings, note))
-    atomic_write_text(out_dir / "table2.csv", _csv(records, transposed))
+    verdicts = Verdicts()
+    table = _table(records, verdicts)
+    md = _markdown(table, verdicts, records, transposed, mobs, mode, settings, note)
+    atomic_write_text(out_dir / "table2.md", md)
+    atomic_write_text(out_dir / "table2.csv", _csv(table, transposed))
     summary = {
         "experiment": EXPERIMENT, "quick": quick, "mode": asdict(mode), "dbns": records, "transposed": transposed,
         "mixtures": mobs, "seconds": seconds,
