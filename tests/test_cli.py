@@ -510,3 +510,30 @@ def test_ctrl_c_names_the_checkpoint_and_exits_130(tmp_path, monkeypatch):
     assert result.exit_code == 130 and "Traceback" not in result.output
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("error: interrupted") and "m.safetensors.ckpt" in line and "--resume" in line
+
+
+def test_the_human_summaries_print_no_band_for_an_unreliable_log_z() -> None:
+    """``evaluate``, a DBN's bound and ``zoo show`` put a band beside an estimate only where its
+    verdict holds; an unreliable one says why there is none (the JSON keeps every field)."""
+    from boltzkit.cli.common import band_text
+    from boltzkit.cli.evaluate import _summary
+    from boltzkit.cli.stack import _bound_summary
+
+    record = {
+        "data": "x", "split": "test", "n": 10, "mean_log_prob": -90.0, "mean_log_prob_minus_3sigma": -91.0,
+        "mean_log_prob_plus_3sigma": -89.0, "log_z_method": "ais", "log_z": 300.0, "seconds": 1.0,
+        "data_stderr": 0.2,
+    }  # fmt: skip
+    assert "[-91.0000, -89.0000]" in _summary({**record, "reliable": True})
+    text = _summary({**record, "reliable": False})
+    assert "-89.0000" not in text and "no band" in text and "-90.0000" in text
+    bound = {
+        **record, "n_samples": 5, "mc_error_3std": 0.1, "pooled_error_3std": 0.2,
+        "ais_error_minus_3sigma": -0.5, "ais_error_plus_3sigma": 0.4, "total_error_3std": 0.6,
+    }  # fmt: skip
+    assert "[-91.0000, -89.0000]" in _bound_summary({**bound, "logz": {"reliable": True}})
+    text = _bound_summary({**bound, "logz": {"reliable": False}})
+    assert "-89.0000" not in text and "0.4000" not in text and "no band" in text
+    log_z = {"log_z": 1.0, "log_z_minus_3sigma": 0.5, "log_z_plus_3sigma": 1.5}
+    assert band_text(log_z, "log_z") == "[0.5000, 1.5000] (±3σ)"
+    assert "no band" in band_text({**log_z, "reliable": False}, "log_z")

@@ -193,6 +193,23 @@ def fmt(value: float | None, digits: int = 4) -> str:
     return f"{float(value):.{digits}f}"
 
 
+def band_text(
+    record: Mapping[str, Any],
+    key: str,
+    *,
+    verdict: Mapping[str, Any] | None = None,
+    digits: int = 4,
+    note: str = "±3σ",
+) -> str:
+    """``[lo, hi] (note)``: the band ``KEY_minus_3sigma, KEY_plus_3sigma`` of ``record`` for the
+    human summaries, or why there is none where the estimate behind it (``verdict``, else the
+    record itself) says ``reliable: false``: an unreliable estimate supports no band."""
+    if (record if verdict is None else verdict).get("reliable") is False:
+        return "(no band: the estimate of log Z is unreliable, see the warning)"
+    lo, hi = record.get(f"{key}_minus_3sigma"), record.get(f"{key}_plus_3sigma")
+    return f"[{fmt(lo, digits)}, {fmt(hi, digits)}] ({note})"
+
+
 def show_progress(flag: bool | None) -> bool:
     """``--progress/--no-progress``; by default, progress bars only when stderr is a terminal."""
     if flag is not None:

@@ -35,6 +35,7 @@ from boltzkit.cli.common import (
     SamplerOpt,
     SeedOpt,
     SweepsOpt,
+    band_text,
     device_from,
     emit,
     estimate,
@@ -73,10 +74,7 @@ def _summary(record: dict[str, Any]) -> str:
     what = "mean log p(v)" if record.get("bound") != "lower" else "mean-field lower bound on mean log p(v)"
     line = f"{what} on {where}: {fmt(record['mean_log_prob'])}"
     if record["log_z_method"] != "exact":
-        line += (
-            f"  [{fmt(record['mean_log_prob_minus_3sigma'])}, {fmt(record['mean_log_prob_plus_3sigma'])}] "
-            "(log Z ±3σ)"
-        )
+        line += "  " + band_text(record, "mean_log_prob", note="log Z ±3σ")
     lines = [line]
     if record.get("data_stderr") is not None:
         lines.append(

@@ -30,6 +30,7 @@ from boltzkit.cli.common import (
     SamplerOpt,
     SeedOpt,
     SweepsOpt,
+    band_text,
     device_from,
     emit,
     estimate,
@@ -52,29 +53,22 @@ from boltzkit.models.ising import IsingModel
 EXACT_BESIDE_BITS = 20
 
 
-def _band_text(record: dict[str, Any], key: str) -> str:
-    """``[lo, hi] (±3σ)``, or why there is no band to show (an unreliable estimate's)."""
-    if record.get("reliable") is False:
-        return "  (no band: the estimate is unreliable, see below)"
-    return f"  [{fmt(record.get(f'{key}_minus_3sigma'))}, {fmt(record.get(f'{key}_plus_3sigma'))}] (±3σ)"
-
-
 def _summary(record: dict[str, Any]) -> str:
     """Human-readable lines for a log Z record: the estimate, both ends of a sandwich, what a
     reverse run's upper end is worth, the checks, and the verdict (as in the JSON)."""
     lines = []
     if record.get("log_ratio") is not None:
         lines.append(
-            f"log Z_B/Z_A ({record['method']}): {fmt(record['log_ratio'])}" + _band_text(record, "log_ratio")
+            f"log Z_B/Z_A ({record['method']}): {fmt(record['log_ratio'])}  " + band_text(record, "log_ratio")
         )
     if record.get("log_z") is not None:
         line = f"log Z ({record['method']}): {fmt(record['log_z'])}"
         if record.get("converged") is not None and record.get("log_z_plus_3sigma") is None:
             line += f"  (bound: {record.get('bound')}, converged: {record['converged']})"
         elif record["method"] == "sandwich":
-            line += "  (the forward end; the band spans both ends)" + _band_text(record, "log_z")
+            line += "  (the forward end; the band spans both ends)  " + band_text(record, "log_z")
         elif record["method"] != "exact":
-            line += _band_text(record, "log_z")
+            line += "  " + band_text(record, "log_z")
         lines.append(line)
     if record.get("log_z_upper") is not None or record.get("log_z_lower") is not None:
         lines.append(

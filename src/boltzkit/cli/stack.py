@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.cli.common import LogZOptions, emit, fmt, unit_values
+from boltzkit.cli.common import LogZOptions, band_text, emit, fmt, unit_values
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
@@ -348,14 +348,20 @@ def _bound_summary(record: dict[str, Any]) -> str:
         f"  Monte Carlo error of r_B: ±{fmt(record['mc_error_3std'])} (3 std, given the data); "
         f"±{fmt(record['pooled_error_3std'])} (3 std, S1 Table 2's pooled convention)",
     ]
-    if record["log_z_method"] != "exact":
+    verdict = record.get("logz") or {}
+    if verdict.get("reliable") is False:
+        lines.append(f"  {band_text(record, 'mean_log_prob', verdict=verdict)}")
+    else:
+        if record["log_z_method"] != "exact":
+            lines.append(
+                f"  error of log Z ({record['log_z_method']}): {fmt(record['ais_error_minus_3sigma'])}, "
+                f"+{fmt(record['ais_error_plus_3sigma'])} (log(Z ± 3σ) - log Z)"
+            )
         lines.append(
-            f"  error of log Z ({record['log_z_method']}): {fmt(record['ais_error_minus_3sigma'])}, "
-            f"+{fmt(record['ais_error_plus_3sigma'])} (log(Z ± 3σ) - log Z)"
+            f"  total: ±{fmt(record['total_error_3std'])} (3 std); range "
+            + band_text(record, "mean_log_prob", note="3 std")
         )
     lines += [
-        f"  total: ±{fmt(record['total_error_3std'])} (3 std); range "
-        f"[{fmt(record['mean_log_prob_minus_3sigma'])}, {fmt(record['mean_log_prob_plus_3sigma'])}]",
         f"log Z of the top RBM ({record['log_z_method']}): {fmt(record['log_z'])}",
         f"time: {fmt(record['seconds'], 2)} s",
     ]

@@ -22,6 +22,7 @@ from boltzkit.cli.common import (
     JsonFlag,
     ProgressFlag,
     SeedOpt,
+    band_text,
     device_from,
     emit,
     fmt,
@@ -123,8 +124,7 @@ def show_command(
             f"  trained by: {card.get('command')}",
             f"  recipe: {card.get('recipe')}; seed {card.get('seed')}; "
             f"{fmt(card.get('training_seconds'), 0)} s on {card.get('machine')}",
-            f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))} "
-            f"[{fmt(log_z.get('log_z_minus_3sigma'))}, {fmt(log_z.get('log_z_plus_3sigma'))}]",
+            f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))} {band_text(log_z, 'log_z')}",
         ]
         if log_z.get("reliable") is False:
             lines.append(f"  UNRELIABLE: {log_z.get('reliability_reason')} (advice: {log_z.get('advice')})")
