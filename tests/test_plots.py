@@ -21,6 +21,7 @@ from boltzkit.estimators import LogZResult, ais, ais_trace, base_rate_path, log_
 from boltzkit.estimators.trace import AISTrace
 from boltzkit.learning import History
 from boltzkit.plots import plot_ais_course, plot_history, plot_logz_runs, plot_samples
+from boltzkit.plots.ais import course_title
 
 pytest.importorskip("matplotlib")
 
@@ -116,6 +117,19 @@ def test_ais_trace_is_the_ais_estimate_with_its_course(tmp_path):
     np.savez(tmp_path / "not-a-trace.npz", x=np.zeros(3))
     with pytest.raises(BoltzkitError, match="AIS trace"):
         AISTrace.load(tmp_path / "not-a-trace.npz")
+
+
+def test_the_course_title_gives_a_band_only_to_a_reliable_estimate():
+    ok = LogZResult.from_log_weights(
+        "ais", torch.zeros(50, dtype=torch.float64) + 0.01 * torch.arange(50), log_z_start=0.0, n_betas=100
+    )
+    heavy = torch.zeros(50, dtype=torch.float64)
+    heavy[0] = 40.0  # one run carries the estimate
+    bad = LogZResult.from_log_weights("ais", heavy, log_z_start=0.0, n_betas=100)
+    assert ok.reliability().reliable and not bad.reliability().reliable
+    assert "(±3σ)" in course_title(ok, 4) and "50 chains (4 shown), 100 steps" in course_title(ok, 4)
+    title = course_title(bad, 4)
+    assert "(±3σ)" not in title and "unreliable" in title and bad.reliability().reason in title
 
 
 def test_plot_ais_course_from_logz_trace(written):

@@ -31,6 +31,18 @@ from boltzkit.plots.images import grid_layout, image_grid, image_shape_of, parse
 
 
 # ------------------------------------------------------------------------------ the course
+def course_title(result: LogZResult, n_show: int) -> str:
+    """The title of :func:`plot_ais_course`: ``ln Ẑ`` with its ±3σ band, or, where the estimate's
+    verdict is unreliable, with the reason instead of a band it cannot support."""
+    band, verdict = result.band, result.reliability()
+    if verdict is not None and not verdict.reliable:
+        shown = f"{band.value:.3f}, unreliable: {verdict.reason}"
+    else:
+        low = "n/a" if band.minus_3sigma is None else f"{band.minus_3sigma:.3f}"
+        shown = f"{band.value:.3f} [{low}, {band.plus_3sigma:.3f}] (±3σ)"
+    return f"AIS: ln Ẑ = {shown}, {result.n_chains} chains ({n_show} shown), {result.n_betas} steps"
+
+
 def plot_ais_course(
     trace: AISTrace | str | os.PathLike,
     out: str | os.PathLike,
@@ -80,14 +92,7 @@ def plot_ais_course(
     ess_ax.set_ylabel("effective sample size", color="C1")
     ess_ax.set_ylim(0, max(1.0, float(np.nanmax(tr.ess))) * 1.05)
     r = tr.result
-    if title is None:
-        band = r.band
-        low = "n/a" if band.minus_3sigma is None else f"{band.minus_3sigma:.3f}"
-        title = (
-            f"AIS: ln Ẑ = {band.value:.3f} [{low}, {band.plus_3sigma:.3f}] (±3σ), "
-            f"{r.n_chains} chains ({n_show} shown), {r.n_betas} steps"
-        )
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title or course_title(r, n_show), fontsize=10)
     return save_png(fig, out)
 
 
