@@ -61,6 +61,17 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     assert "> Finished tasks only: 4 of the 20 tasks of these tables have records;" in finished
     assert "### Artificial Modes, p_mut = 0.01 (not run)" in finished
     assert re.search(r"T has the higher median in [01] of 1 complete cells run here\.", finished)
+    # the same cells as CSV: every S3 row of these tables, ours where run (Table 5's PCD_1 on BAS)
+    import csv
+
+    with open(tmp_path / "bfi2013-finished.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert "bfi2013-finished.csv" in seen["files"]
+    assert {r["table"] for r in rows} == {"table1", "table5", "table6"}
+    ours = [r for r in rows if r["pairs"]]
+    assert [(r["table"], r["dataset"], r["pairs"]) for r in ours] == [("table5", BAS, "2")]
+    cell = seen["results"]["table5"][0]
+    assert float(ours[0]["median_gibbs"]) == cell["median_a"] and float(ours[0]["paper_gibbs"]) < 0
 
     # one repetition of one operator missing: one pair left, medians over it, the cell not counted
     (tmp_path / "tasks" / next(t for t in tasks if "_flip_r1_" in t)).unlink()

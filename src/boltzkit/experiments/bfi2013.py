@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments.engine import finite_or_none
@@ -63,6 +64,7 @@ from boltzkit.experiments.mixing_study import (
     quartiles,
     slem_stage,
 )
+from boltzkit.experiments.report import Table, csv_text
 from boltzkit.jsonio import save_json
 
 #: Parts of the reproduction (``--only``).
@@ -660,11 +662,18 @@ def run_bfi2013(
     stem = "bfi2013-finished" if finished_only else "bfi2013"
     files = [f"{stem}.md", f"{stem}.json"]
     ll_records = [records[t.task_id] for t in ll_tasks]
+    ll_tables: list[Table] = []
     for table in LL_TABLES:
         if table in parts:
-            text, cells = _ll_section(table, plan, ll_records, mnist)
+            text, tables, cells = _ll_section(table, plan, ll_records)
             sections.append(text)
+            ll_tables += tables
             results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
+    if ll_tables:
+        atomic_write_text(
+            out / f"{stem}.csv", csv_text(LL_CSV_COLUMNS, [r for t in ll_tables for r in t.csv_rows()])
+        )
+        files.append(f"{stem}.csv")
     if act:
 
         def act_record(name: str, task: GridTask, op: str) -> dict[str, Any]:
@@ -736,8 +745,6 @@ def run_bfi2013(
             f"\n\n> Finished tasks only: {len(ll_tasks)} of the {n_planned} tasks of these tables have "
             "records; a cell with fewer pairs than the plan's repetitions is incomplete."
         )
-    from boltzkit.atomic import atomic_write_text
-
     atomic_write_text(out / f"{stem}.md", header + "\n\n" + "\n\n".join(sections) + "\n")
     summary = {
         "experiment": "bruegge-fischer-igel-2013",
@@ -812,35 +819,46 @@ _TITLES = {
 }
 
 
+#: CSV columns of ``bfi2013.csv`` (the cells of Tables 1, 5 and 6): ours, then S3's.
+LL_CSV_COLUMNS = (
+    "table", "dataset", "algorithm", "lr", "median_gibbs", "median_flip", "p_value", "pairs", "better",
+    "paper_gibbs", "paper_flip", "paper_better",
+)  # fmt: skip
+
+
 def _ll_section(
-    table: str, plan: Plan, records: list[dict[str, Any]], mnist: bool
-) -> tuple[str, list[Comparison]]:
+    table: str, plan: Plan, records: list[dict[str, Any]]
+) -> tuple[str, list[Table], list[Comparison]]:
+    """One likelihood table (S3 Table 1, 5 or 6): per data set, S3's rows with ours beside them."""
     cells = aggregate(r for r in records if _table_of(plan, r["task"]) == table)
-    lines = [f"## {_TITLES[table]}"]
+    lines, tables = [f"## {_TITLES[table]}"], []
     for (tab, dataset), paper_rows in PAPER_LL.items():
         if tab != table:
             continue
         ours = {(c.algorithm, c.lr): c for c in cells if c.dataset == dataset}
-        lines += [
-            "",
-            f"### {NAMES[dataset]}" + ("" if ours else " (not run)"),
-            "",
-            "| algorithm | η | G (ours) | T (ours) | p | pairs | G (S3) | T (S3) |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
+        rows = Table(
+            ("algorithm", "η", "G (ours)", "T (ours)", "p", "pairs", "G (S3)", "T (S3)"), LL_CSV_COLUMNS
+        )
         for row in paper_rows:
             c = ours.get((row.algorithm, row.lr))
             paper_g = _fmt(row.gibbs, 7) + ("*" if row.star == "a" else "")
             paper_t = _fmt(row.flip, 7) + ("*" if row.star == "b" else "")
+            paper = {"paper_gibbs": row.gibbs, "paper_flip": row.flip, "paper_better": row.star}
+            key = {"table": table, "dataset": dataset, "algorithm": row.algorithm, "lr": row.lr}
             if c is None:
-                lines.append(
-                    f"| {algorithm_label(row.algorithm)} | {row.lr:g} | not run | not run | | | {paper_g} | {paper_t} |"
+                label = algorithm_label(row.algorithm)
+                rows.add(
+                    [label, f"{row.lr:g}", "not run", "not run", "", "", paper_g, paper_t], **key, **paper
                 )
                 continue
             p = "–" if c.p_value is None else f"{c.p_value:.3g}"
-            lines.append(
-                f"| {c.label} | {c.lr:g} | {c.marked('a')} | {c.marked('b')} | {p} | {c.n_pairs} | {paper_g} | {paper_t} |"
-            )
+            rows.add(
+                [c.label, f"{c.lr:g}", c.marked("a"), c.marked("b"), p, str(c.n_pairs), paper_g, paper_t],
+                **key, median_gibbs=finite_or_none(c.median_a), median_flip=finite_or_none(c.median_b),
+                p_value=c.p_value, pairs=c.n_pairs, better=c.better, **paper,
+            )  # fmt: skip
+        tables.append(rows)
+        lines += ["", f"### {NAMES[dataset]}" + ("" if ours else " (not run)"), "", *rows.markdown()]
         reps = _reps(plan, dataset)
         complete = [c for c in ours.values() if c.n_pairs >= reps]
         partial = len(ours) - len(complete)  # cells with records but fewer pairs than planned
@@ -853,7 +871,7 @@ def _ll_section(
                     f" ({partial} incomplete, with fewer than {reps} pairs, not counted)." if partial else "."
                 ),
             ]
-    return "\n".join(lines), cells
+    return "\n".join(lines), tables, cells
 
 
 def _table_of(plan: Plan, task: dict[str, Any]) -> str:
