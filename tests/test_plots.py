@@ -285,3 +285,27 @@ def test_plots_are_written_as_svg_and_pdf_by_extension(tmp_path) -> None:
     for suffix, magic in ((".svg", b"<?xml"), (".pdf", b"%PDF")):
         out = plot_logz_runs([result], tmp_path / f"runs{suffix}")
         assert out.read_bytes().startswith(magic)
+
+
+def test_image_panels_draw_samples_beside_training_images(tmp_path):
+    from boltzkit.plots.images import plot_image_panels
+
+    rng = np.random.default_rng(0)
+    panels = [
+        ("training", rng.random((10, 784))),
+        ("model", torch.rand(10, 784, generator=torch.Generator().manual_seed(0))),
+    ]
+    check_png(plot_image_panels(panels, tmp_path / "p.png", cols=5, suptitle="two panels"))
+    check_png(plot_image_panels(panels * 4, tmp_path / "rows.png", shape=(28, 28), panel_cols=3))
+
+
+def test_the_methods_plot_draws_an_unreliable_ais_estimate_without_its_band(tmp_path):
+    from boltzkit.experiments.report import MethodsPanel, plot_logz_methods
+
+    methods = [("mean-field", 9.0, "lower", True), ("TRW", 12.0, "upper", False)]
+    panels = [
+        MethodsPanel("reliable", 10.0, "exact ln Z", (10.1, 9.9, 10.3), methods),
+        MethodsPanel("unreliable", 10.0, "AIS ln Ẑ", (10.0, None, 10.4), methods, ais_reliable=False),
+    ]
+    assert plot_logz_methods(panels, tmp_path / "m.png", suptitle="methods")
+    check_png(tmp_path / "m.png")

@@ -35,6 +35,7 @@ from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.paths import base_rate_path
 from boltzkit.learning import train_rbm
+from boltzkit.plots._backend import optional_figure, save_png
 
 OPERATORS = ("gibbs", "flip", "blend:0.5")
 
@@ -166,15 +167,11 @@ def _markdown(rows, quick, seconds) -> str:
 
 
 def _plot(rows, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
     models = sorted({r["model"] for r in rows})
-    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 3.5), squeeze=False)
+    fig = optional_figure(5 * len(models), 3.5) if models else None
+    if fig is None:
+        return False
+    axes = fig.subplots(1, len(models), squeeze=False)
     for ax, model in zip(axes[0], models, strict=True):
         for op in OPERATORS:
             sel = [r for r in rows if r["model"] == model and r["sampler"] == op]
@@ -185,7 +182,5 @@ def _plot(rows, path: Path) -> bool:
         ax.set_ylabel("sd of log Ẑ over runs")
         ax.set_title(model)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_png(fig, path, dpi=120)
     return True

@@ -25,6 +25,7 @@ import torch
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.result import LogZResult
 from boltzkit.experiments.engine import VARIATIONAL_METHODS
+from boltzkit.plots._backend import optional_figure, save_png
 
 #: Missing value in a table.
 DASH = "—"
@@ -249,18 +250,6 @@ def with_variational_overrides(
 
 
 # -------------------------------------------------------------------------------------- plots
-def matplotlib_pyplot() -> Any | None:
-    """``matplotlib.pyplot`` with the Agg backend, or ``None`` when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 @dataclass(frozen=True)
 class RunsPanel:
     """One panel of S2 Fig. 3: a model's AIS log-weights and, when known, its exact ``log Z``."""
@@ -280,10 +269,10 @@ def plot_ais_runs(panels: Sequence[RunsPanel], path: Path, *, suptitle: str | No
     bar is drawn as long as the upper one and marked with an arrow. Returns ``False`` (and writes
     nothing) when matplotlib is missing.
     """
-    plt = matplotlib_pyplot()
-    if plt is None or not panels:
+    fig = optional_figure(4 * len(panels), 3.3) if panels else None
+    if fig is None:
         return False
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.3), squeeze=False)
+    axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
         lw = torch.tensor(list(panel.log_weights), dtype=torch.float64)
         counts = [m for m in (2, 5, 10, 20, 50, 100, 200, 500, 1000) if m <= lw.numel()]
@@ -311,10 +300,7 @@ def plot_ais_runs(panels: Sequence[RunsPanel], path: Path, *, suptitle: str | No
         ax.legend(fontsize=8)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path)
     return True
 
 
@@ -485,7 +471,8 @@ class MethodsPanel:
 
     ``reference_label`` is ``"exact ln Z"`` or ``"AIS ln Ẑ"``; ``ais`` is ``(ln Z_hat, ln(Z_hat
     - 3 sigma_hat), ln(Z_hat + 3 sigma_hat))`` (the lower end ``None`` where undefined);
-    ``methods`` holds ``(label, log Z, bound, converged)``.
+    ``methods`` holds ``(label, log Z, bound, converged)``. An AIS estimate whose verdict is
+    unreliable (``ais_reliable`` false) is drawn as a hollow point without its band.
     """
 
     title: str
@@ -493,6 +480,7 @@ class MethodsPanel:
     reference_label: str
     ais: tuple[float, float | None, float | None]
     methods: Sequence[tuple[str, float, str, bool]]
+    ais_reliable: bool = True
 
 
 def methods_panels(records: Sequence[dict[str, Any]]) -> list[MethodsPanel]:
@@ -513,6 +501,7 @@ def methods_panels(records: Sequence[dict[str, Any]]) -> list[MethodsPanel]:
                     for m in VARIATIONAL_METHODS
                     if m in var and var[m]["log_z"] is not None
                 ],
+                ais_reliable=a.get("reliable") is not False,
             )
         )
     return panels
@@ -529,22 +518,31 @@ def plot_logz_methods(panels: Sequence[MethodsPanel], path: Path, *, suptitle: s
     y-axis is the difference from the reference on a symmetric log scale (linear within ±1 nat), so
     that errors of a few nats and loose bounds of hundreds show on one panel. Returns ``False``
     (and writes nothing) when matplotlib is missing."""
-    plt = matplotlib_pyplot()
-    if plt is None or not panels:
+    fig = optional_figure(4.2 * len(panels), 3.9) if panels else None
+    if fig is None:
         return False
+    from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.9), squeeze=False)
+    axes = fig.subplots(1, len(panels), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
         ref = panel.reference
         value, lo, hi = panel.ais
         mid = value - ref
         hi_d = (hi if hi is not None else value) - ref
         lo_d = (lo - ref) if lo is not None else mid - (hi_d - mid)
-        ax.axhspan(lo_d, hi_d, color="tab:blue", alpha=0.15, lw=0)
-        ax.errorbar([0], [mid], yerr=[[mid - lo_d], [hi_d - mid]], fmt="s", color="tab:blue", ms=5, capsize=3)
-        if lo is None:
-            ax.annotate("↓", (0, lo_d), ha="center", va="top", fontsize=9)
+        if panel.ais_reliable:
+            ax.axhspan(lo_d, hi_d, color="tab:blue", alpha=0.15, lw=0)
+            ax.errorbar(
+                [0], [mid], yerr=[[mid - lo_d], [hi_d - mid]], fmt="s", color="tab:blue", ms=5, capsize=3
+            )
+            if lo is None:
+                ax.annotate("↓", (0, lo_d), ha="center", va="top", fontsize=9)
+        else:  # an unreliable estimate supports no band
+            ax.scatter([0], [mid], marker="s", s=30, color="none", edgecolors="tab:blue", zorder=3)
+            ax.annotate(f"{UNRELIABLE} unreliable", (0, mid), textcoords="offset points", xytext=(0, 7),
+                        ha="center", fontsize=7)  # fmt: skip
+            lo_d = hi_d = mid
         ax.axhline(0.0, color="k", ls="--", lw=1)
         labels, ys = ["AIS"], [lo_d, hi_d]
         for i, (label, log_z, bound, converged) in enumerate(panel.methods, start=1):
@@ -575,20 +573,23 @@ def plot_logz_methods(panels: Sequence[MethodsPanel], path: Path, *, suptitle: s
         ax.grid(axis="y", alpha=0.3, lw=0.5)
     ref_labels = sorted({p.reference_label for p in panels})
     handles = [
-        plt.Line2D([], [], color="k", ls="--", lw=1, label=" / ".join(ref_labels) + " (reference)"),
-        plt.Line2D([], [], ls="none", marker="s", color="tab:blue", label="AIS, ln (Ẑ ± 3σ̂) shaded"),
-        plt.Line2D([], [], ls="none", marker="^", color="tab:green", label="lower bound"),
-        plt.Line2D([], [], ls="none", marker="v", color="tab:red", label="upper bound"),
-        plt.Line2D([], [], ls="none", marker="o", color="tab:purple", label="no bound"),
-        plt.Line2D([], [], ls="none", marker="o", mfc="none", color="gray", label="not converged"),
+        Line2D([], [], color="k", ls="--", lw=1, label=" / ".join(ref_labels) + " (reference)"),
+        Line2D([], [], ls="none", marker="s", color="tab:blue", label="AIS, ln (Ẑ ± 3σ̂) shaded"),
+        Line2D([], [], ls="none", marker="^", color="tab:green", label="lower bound"),
+        Line2D([], [], ls="none", marker="v", color="tab:red", label="upper bound"),
+        Line2D([], [], ls="none", marker="o", color="tab:purple", label="no bound"),
+        Line2D([], [], ls="none", marker="o", mfc="none", color="gray", label="not converged"),
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=len(handles) if len(panels) >= 3 else 3,
+        fontsize=8,
+        frameon=False,
+    )
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_png(fig, path)
     return True
 
 
@@ -610,7 +611,6 @@ __all__ = [
     "fmt",
     "log_z_cells",
     "machine_note",
-    "matplotlib_pyplot",
     "method_rows",
     "methods_csv",
     "methods_panels",

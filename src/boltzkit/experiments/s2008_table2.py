@@ -51,7 +51,6 @@ from boltzkit.experiments.report import (
     fmt,
     log_z_cells,
     machine_note,
-    matplotlib_pyplot,
     method_rows,
     methods_csv,
     methods_panels,
@@ -78,6 +77,7 @@ from boltzkit.experiments.s2008_common import (
 )
 from boltzkit.jsonio import save_json
 from boltzkit.models import BoltzmannMachine
+from boltzkit.plots.images import plot_image_panels
 from boltzkit.samplers import sample
 
 NAME = "salakhutdinov-2008-table2"
@@ -253,44 +253,19 @@ def _samples(
     return cached_stage(out_dir / "samples" / f"{spec.slug}.json", config, compute)
 
 
-def _tile(images: np.ndarray, cols: int, side: int = 28, gap: int = 2) -> np.ndarray:
-    """Rows of ``side x side`` images on a grey grid, ``cols`` per row."""
-    n = images.shape[0]
-    rows = -(-n // cols)
-    out = np.full((rows * (side + gap) + gap, cols * (side + gap) + gap), 0.5)
-    for i, img in enumerate(images):
-        r, c = divmod(i, cols)
-        y, x = gap + r * (side + gap), gap + c * (side + gap)
-        out[y : y + side, x : x + side] = img.reshape(side, side)
-    return out
-
-
 def plot_samples(
     train_x: torch.Tensor, samples: Sequence[dict[str, Any]], path: Path, *, sweeps: int
 ) -> bool:
     """S2 Fig. 4: training images beside the samples of each model (visible states, white = 1).
     Returns ``False`` when matplotlib is missing or the images are not 28 x 28."""
-    plt = matplotlib_pyplot()
-    if plt is None or train_x.shape[1] != 784 or not samples:
+    if train_x.shape[1] != 784 or not samples:
         return False
     n = len(samples[0]["visible"])
-    cols = 5 if n <= 25 else 10
     idx = np.linspace(0, train_x.shape[0] - 1, n).astype(int)
     panels = [("training images", train_x[idx].numpy())]
     panels += [(f"{s['model']} samples", np.asarray(s["visible"], dtype=float)) for s in samples]
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=(2.6 * len(panels), 2.6 * (-(-n // cols)) / cols * 1.15 + 0.6)
-    )
-    for ax, (title, imgs) in zip(np.atleast_1d(axes), panels, strict=True):
-        ax.imshow(_tile(imgs, cols), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-        ax.set_title(title, fontsize=10)
-        ax.axis("off")
-    fig.suptitle(f"S2 Fig. 4: {sweeps:,} Gibbs sweeps from random states of all units", fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    title = f"S2 Fig. 4: {sweeps:,} Gibbs sweeps from random states of all units"
+    return plot_image_panels(panels, path, cols=5 if n <= 25 else 10, suptitle=title) is not None
 
 
 #: CSV columns of ``table2.csv``: ours, then the paper's.

@@ -32,7 +32,6 @@ settings for the top RBMs: 500 runs and 15,000 intermediate distributions.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +62,7 @@ from boltzkit.jsonio import save_json
 from boltzkit.learning import train_dbn, train_mixture
 from boltzkit.learning.recipes import RECIPES, Recipe
 from boltzkit.models import DBN, RBM
+from boltzkit.plots.images import plot_image_panels
 from boltzkit.samplers import sample, sample_dbn
 
 EXPERIMENT = "salakhutdinov-murray-2008-table2"
@@ -315,33 +315,6 @@ def _ais_course(ctx: Context, rbm: RBM, train_x, n: int, quick: bool) -> list[to
     return shots
 
 
-def plot_fig2(panels: list[tuple[str, torch.Tensor]], path: Path, ncols: int = 6) -> bool:
-    """S1 Fig. 2: panels of 16 images (4 x 4) each, two rows."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    rows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(rows, ncols, figsize=(2.1 * ncols, 2.4 * rows), squeeze=False)
-    for ax in axes.flat:
-        ax.axis("off")
-    for ax, (title, images) in zip(axes.flat, panels, strict=False):
-        imgs = images[:16].detach().float().cpu().reshape(-1, 28, 28)
-        grid = torch.ones(4 * 29 + 1, 4 * 29 + 1) * 0.5
-        for i in range(imgs.shape[0]):
-            r, c = divmod(i, 4)
-            grid[1 + r * 29 : 1 + r * 29 + 28, 1 + c * 29 : 1 + c * 29 + 28] = imgs[i]
-        ax.imshow(grid.numpy(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-        ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
 def _figure(ctx: Context, mode: Mode, data, models: dict[str, Any], quick: bool) -> bool:
     train_x = data["train"]
     gen = make_generator(ctx.seed_for("fig2", "samples"), ctx.device)
@@ -364,7 +337,8 @@ def _figure(ctx: Context, mode: Mode, data, models: dict[str, Any], quick: bool)
         else:
             state = sample(model, "gibbs", n_chains=16, n_steps=mode.sample_steps, generator=gen)
             panels.append((name, model.prob_v_given_h(state.hidden)))
-    return plot_fig2(panels, ctx.path("fig2_samples.png"))
+    shots = [(title, images[:16]) for title, images in panels]
+    return plot_image_panels(shots, ctx.path("fig2_samples.png"), panel_cols=6) is not None
 
 
 # ------------------------------------------------------------------------------------ report

@@ -36,6 +36,15 @@ def new_figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def optional_figure(width: float, height: float) -> Any | None:
+    """A fresh figure as :func:`new_figure`, or ``None`` where matplotlib is missing: for the
+    figures of a report, which goes on without them."""
+    try:
+        return new_figure(width, height)
+    except BoltzkitError:
+        return None
+
+
 #: The formats a plot is written in, by the file's extension.
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 
@@ -80,4 +89,12 @@ def require_matplotlib(what: str = "drawing a plot") -> None:
         raise _missing(what) from None
 
 
-__all__ = ["FORMATS", "INSTALL_HINT", "new_figure", "png_writer", "require_matplotlib", "save_png"]
+__all__ = [
+    "FORMATS",
+    "INSTALL_HINT",
+    "new_figure",
+    "optional_figure",
+    "png_writer",
+    "require_matplotlib",
+    "save_png",
+]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from boltzkit.errors import BoltzkitError
-from boltzkit.plots._backend import png_writer
+from boltzkit.plots._backend import optional_figure, png_writer, save_png
 from boltzkit.units import unit_type
 
 #: Width in pixels that a PNG grid is scaled up towards (by whole pixels per unit, at most 16).
@@ -199,6 +199,43 @@ def plot_samples(
     return p
 
 
+def plot_image_panels(
+    panels: Sequence[tuple[str, Any]],
+    out: str | os.PathLike,
+    *,
+    shape: tuple[int, int] = (28, 28),
+    cols: int = 4,
+    panel_cols: int | None = None,
+    suptitle: str | None = None,
+) -> Path | None:
+    """Panels of images side by side, each a grid of ``cols`` images a row (:func:`image_grid`)
+    under its title: samples of several models beside training images (S1 Fig. 2, S2 Fig. 4).
+
+    ``panels`` holds ``(title, images)`` with images of shape ``(n, h * w)`` in [0, 1] (arrays or
+    tensors); ``panel_cols`` panels a row (default: all in one row). Returns the file, or ``None``
+    where matplotlib is missing (a report goes on without its figure).
+    """
+    grids = []
+    for _, images in panels:
+        x = images.detach().cpu().numpy() if hasattr(images, "detach") else np.asarray(images)
+        grids.append(image_grid(x.astype(np.float64), shape, len(x), cols=cols, upscale=False))
+    per_row = min(panel_cols or len(panels), len(panels))
+    rows = math.ceil(len(panels) / per_row)
+    height, width = max(g.shape[0] for g in grids), max(g.shape[1] for g in grids)
+    fig = optional_figure(2.4 * per_row, 2.4 * rows * height / width + (0.5 if suptitle else 0.3))
+    if fig is None:
+        return None
+    axes = fig.subplots(rows, per_row, squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, (title, _), grid in zip(axes.flat, panels, grids, strict=False):
+        ax.imshow(grid, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_title(title, fontsize=9)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return save_png(fig, out)
+
+
 __all__ = [
     "GRID_TARGET_WIDTH",
     "grid_layout",
@@ -206,6 +243,7 @@ __all__ = [
     "image_shape_of",
     "load_states",
     "parse_image_shape",
+    "plot_image_panels",
     "plot_samples",
     "unit_grid",
 ]
