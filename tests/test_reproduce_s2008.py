@@ -228,6 +228,7 @@ def test_table1_variational_columns_and_bounds(table1: tuple[Path, dict[str, Any
     assert [r["method"] for r in rows[:6]] == ["exact", "ais", *VARIATIONAL_METHODS]
     assert len(rows) == 6 * len(TABLE1_MODELS)
     assert all(r["reference"] == "exact" and math.isfinite(r["minus_reference"]) for r in rows)
+    assert all((r["reliable"] is None) == (r["method"] != "ais") for r in rows)  # AIS's verdict alone
     paper = {(r["model"], r["method"]): r["paper_log_z"] for r in rows}
     assert (
         paper[("RBM", "bethe")] == 350.75 and paper[("BM", "trw")] == 20.28 and paper[("BM", "tap")] is None

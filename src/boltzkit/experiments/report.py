@@ -326,6 +326,7 @@ METHOD_CSV_COLUMNS = (
     "reference",
     "minus_reference",
     "paper_log_z",
+    "reliable",
 )
 
 
@@ -334,8 +335,9 @@ def method_rows(
 ) -> list[dict[str, Any]]:
     """One row per model and ``log Z`` method (exact when known, AIS with its ``ln(Z_hat ± 3
     sigma_hat)`` band, then the variational methods): value, bound, convergence, iterations,
-    residual, seconds, the difference from the reference (exact, else AIS) and the paper's value
-    (``paper[model][method]``) where it gives one. The JSON and CSV form of the comparison."""
+    residual, seconds, the difference from the reference (exact, else AIS), the paper's value
+    (``paper[model][method]``) where it gives one, and AIS's verdict (``reliable``; its band holds
+    only where that is true). The JSON and CSV form of the comparison."""
     rows: list[dict[str, Any]] = []
     for rec in records:
         ref, ref_name = _reference(rec)
@@ -365,6 +367,7 @@ def method_rows(
             row.update({c: extra.get(c) for c in METHOD_CSV_COLUMNS[4:11]})
             diff = None if log_z is None else log_z - ref
             row.update(reference=ref_name, minus_reference=diff, paper_log_z=given.get(method))
+            row["reliable"] = a.get("reliable") if method == "ais" else None  # AIS's verdict on its band
             rows.append(row)
     return rows
 
