@@ -31,7 +31,8 @@ from boltzkit.cli.common import (
 )
 from boltzkit.data import load_dataset
 from boltzkit.io import load_model
-from boltzkit.io.zoo import names, read_card, verify_file, zoo_dir
+from boltzkit.io.zoo import names, read_card, zoo_dir
+from boltzkit.zoo import verify_file
 
 app = typer.Typer(
     name="zoo",

@@ -27,8 +27,9 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -292,22 +293,36 @@ def _log_f_chunks(terms: _Terms, chunk_size: int, dtype: torch.dtype, device) ->
             yield log_f.reshape(-1)
 
 
+@dataclass(frozen=True)
+class ExactMethod:
+    """Exact ``log Z`` of a model class outside the Boltzmann machine family: ``bits(model)``, the
+    ``log2`` of the states it enumerates, and ``log_z(model, max_bits=...)``."""
+
+    bits: Callable[[Any], float]
+    log_z: Callable[..., LogZResult]
+
+
+#: Exact ``log Z`` of other model classes, by class: the seam through which the unit-type models
+#: (:mod:`boltzkit.estimators.unit_rbm`, :mod:`boltzkit.estimators.unit_dbm`, which register
+#: themselves when :mod:`boltzkit.estimators` is imported) join :func:`exact_log_z`.
+EXACT_METHODS: dict[type, ExactMethod] = {}
+
+
+def register_exact(model_type: type, method: ExactMethod) -> None:
+    """Let :func:`exact_log_z` and :func:`enumeration_bits` handle ``model_type`` by ``method``."""
+    EXACT_METHODS[model_type] = method
+
+
+def _registered(model: Any) -> ExactMethod | None:
+    return next((m for t, m in EXACT_METHODS.items() if isinstance(model, t)), None)
+
+
 def enumeration_bits(model: EnergyModel) -> float:
     """``log2`` of the number of states exact computations on ``model`` enumerate (any model with
     exact ``log Z``: the Boltzmann machine family, or an RBM with real-valued or categorical
     visible units)."""
-    from boltzkit.models.unit_dbm import UnitDBM
-    from boltzkit.models.unit_rbm import UnitRBM
-
-    if isinstance(model, UnitRBM):
-        from boltzkit.estimators.unit_rbm import enumeration_side
-
-        return math.log2(enumeration_side(model)[1])
-    if isinstance(model, UnitDBM):
-        from boltzkit.estimators.unit_dbm import odd_bits
-
-        return float(odd_bits(model))
-    return float(enumeration_plan(model).n_bits)
+    method = _registered(model)
+    return method.bits(model) if method is not None else float(enumeration_plan(model).n_bits)
 
 
 def _checked_plan(model: BoltzmannMachine, max_bits: int, what: str) -> EnumerationPlan:
@@ -347,17 +362,9 @@ def exact_log_z(
     LogZResult
         ``method="exact"``; ``settings`` name the enumerated layers and the number of states.
     """
-    from boltzkit.models.unit_dbm import UnitDBM
-    from boltzkit.models.unit_rbm import UnitRBM
-
-    if isinstance(model, UnitRBM):  # real-valued or categorical visible units
-        from boltzkit.estimators.unit_rbm import exact_log_z_units
-
-        return exact_log_z_units(model, max_bits=max_bits)
-    if isinstance(model, UnitDBM):
-        from boltzkit.estimators.unit_dbm import exact_log_z_unit_dbm
-
-        return exact_log_z_unit_dbm(model, max_bits=max_bits)
+    method = _registered(model)  # e.g. real-valued or categorical visible units
+    if method is not None:
+        return method.log_z(model, max_bits=max_bits)
     t0 = time.perf_counter()
     model = _as_machine(model)
     plan = _checked_plan(model, max_bits, "summing over the enumerated units")

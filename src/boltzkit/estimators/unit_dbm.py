@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from boltzkit.errors import BoltzkitError, IntractableError
+from boltzkit.estimators.exact import ExactMethod, register_exact
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.unit_rbm import UnitBaseRatePath, _softplus_increment, unit_base_rate_path
 from boltzkit.models.boltzmann import binary_entropy
@@ -298,6 +299,8 @@ def unit_dbm_path(model: UnitDBM, *, data: Tensor | None = None, max_bits: int =
     from the model's own visible parameters with no couplings."""
     return unit_base_rate_path(model, data=data, max_bits=max_bits, path_class=UnitDBMPath)
 
+
+register_exact(UnitDBM, ExactMethod(lambda m: float(odd_bits(m)), exact_log_z_unit_dbm))
 
 __all__ = [
     "UnitDBMPath",

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from boltzkit.errors import BoltzkitError, IntractableError
+from boltzkit.estimators.exact import ExactMethod, register_exact
 from boltzkit.estimators.paths import AnnealingPath
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.unit_rbm import UnitRBM
@@ -298,6 +299,8 @@ def log_prob_units(model: UnitRBM, x: Tensor, log_z: float) -> Tensor:
     """``log p(v) = log p*(v) - log Z`` per row (a log-density for Gaussian units), float64."""
     return model.log_unnormalized(model.check_data(x)) - float(log_z)
 
+
+register_exact(UnitRBM, ExactMethod(lambda m: math.log2(enumeration_side(m)[1]), exact_log_z_units))
 
 __all__ = [
     "UnitBaseRatePath",

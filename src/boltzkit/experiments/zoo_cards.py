@@ -256,7 +256,7 @@ def recompute_check(name: str, *, data_dir: PathLike | None = None) -> dict[str,
     whether the recomputed value lies inside the card's ±3σ band (widened by 1e-3 nats of
     rounding)."""
     from boltzkit.data import load_dataset
-    from boltzkit.io.zoo import load, read_card
+    from boltzkit.zoo import load, read_card
 
     card = read_card(name)
     model, _ = load(name)

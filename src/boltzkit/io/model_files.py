@@ -530,11 +530,10 @@ def save_model(model: nn.Module, path: PathLike, *, metadata: Mapping[str, Any] 
     >>> md["kind"], md["layer_sizes"], md["data"]
     ('rbm', [7, 3], 'bars-and-stripes')
     """
-    if Path(path).suffix.lower() == ".npz":
-        from boltzkit.io.npz import export_npz  # npz builds on this module
-
-        export_npz(model, path, metadata=metadata)
-        return
+    for fmt in FORMATS:
+        if Path(path).suffix.lower() == fmt.suffix:
+            fmt.write(model, path, metadata=metadata)
+            return
     tensors, md_text = prepare_save(model, metadata)
     from safetensors.torch import save as safetensors_save
 
@@ -560,7 +559,8 @@ def stat_model_file(path: PathLike) -> Path:
     return p
 
 
-def _read_bytes(p: Path) -> bytes:
+def read_bytes(p: Path) -> bytes:
+    """The bytes of a model file; an unreadable one is a :class:`ModelFileError`."""
     try:
         return p.read_bytes()
     except OSError as exc:
@@ -764,6 +764,30 @@ def model_from_arrays(
     return model, out
 
 
+@dataclass(frozen=True)
+class FileFormat:
+    """A model-file format besides safetensors: ``detect(first_16_bytes, path)`` says whether a file
+    is in it, ``read(raw, path)`` gives its arrays and metadata (or ``None``), and
+    ``write(model, path, metadata=...)`` writes a model to a file with ``suffix``."""
+
+    name: str
+    suffix: str
+    detect: Callable[[bytes, Path], bool]
+    read: Callable[[bytes, Path], tuple[dict[str, Tensor], dict[str, Any] | None]]
+    write: Callable[..., None]
+
+
+#: The formats other modules add (:mod:`boltzkit.io.npz` registers ``.npz`` when :mod:`boltzkit.io`
+#: is imported): the seam through which :func:`load_model` and :func:`save_model` read and write
+#: them, by content and by suffix.
+FORMATS: list[FileFormat] = []
+
+
+def register_format(fmt: FileFormat) -> None:
+    """Let :func:`load_model` and :func:`save_model` read and write ``fmt``."""
+    FORMATS[:] = [f for f in FORMATS if f.name != fmt.name] + [fmt]
+
+
 def is_npz(raw_head: bytes, p: Path) -> bool:
     """Whether a file is read as an ``.npz`` archive: by content, falling back to the extension."""
     if raw_head.startswith(ZIP_MAGIC):
@@ -816,16 +840,15 @@ def load_model(
         (counted per array), or laterals that are not symmetric or have a non-zero diagonal.
     """
     p = stat_model_file(resolve_model_path(path))
-    raw = _read_bytes(p)
-    if is_npz(raw[:16], p):
-        from boltzkit.io.npz import read_npz  # npz builds on this module
-
-        tensors, md = read_npz(raw, p)
-        source = "npz"
+    raw = read_bytes(p)
+    fmt = next((f for f in FORMATS if f.detect(raw[:16], p)), None)
+    if fmt is not None:
+        tensors, md = fmt.read(raw, p)
     else:
         tensors, md = _load_safetensors(raw, p)
-        source = "safetensors"
-    return model_from_arrays(tensors, md, p, source=source, dtype=dtype, device=device)
+    return model_from_arrays(
+        tensors, md, p, source=fmt.name if fmt else "safetensors", dtype=dtype, device=device
+    )
 
 
 def read_metadata(path: PathLike) -> dict[str, Any]:

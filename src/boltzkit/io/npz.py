@@ -30,11 +30,15 @@ from boltzkit.io.model_files import (
     METADATA_KEY,
     NOT_OURS,
     ZIP_MAGIC,
+    FileFormat,
     check_names,
+    is_npz,
     kind_for,
-    load_model,
+    model_from_arrays,
     parse_metadata_text,
     prepare_save,
+    read_bytes,
+    register_format,
     stat_model_file,
 )
 
@@ -182,4 +186,8 @@ def import_npz(
             got=f"{p} (first bytes {head[:8]!r})",
             hint="use load_model for .safetensors files.",
         )
-    return load_model(p, device=device, dtype=dtype)[0]
+    tensors, md = read_npz(read_bytes(p), p)
+    return model_from_arrays(tensors, md, p, source="npz", dtype=dtype, device=device)[0]
+
+
+register_format(FileFormat("npz", ".npz", detect=is_npz, read=read_npz, write=export_npz))

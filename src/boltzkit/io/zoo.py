@@ -9,9 +9,10 @@ a *check*: the mean log-probability of a fixed subset of the test images, which 
 recompute from the file (:func:`card_check_images`).
 
 ``zoo:NAME`` works wherever a model file does (:func:`resolve_model_path` is applied by
-:func:`~boltzkit.io.model_files.load_model`); :func:`load` returns the model and its metadata,
-:func:`names` and :func:`read_card` list and describe the zoo, :func:`verify_file` checks a card
-against its file (sha256, kind, layer sizes).
+:func:`~boltzkit.io.model_files.load_model`); :func:`names` and :func:`read_card` list and
+describe the zoo. Loading a zoo model (:func:`boltzkit.zoo.load`) and checking a card against its
+file (:func:`boltzkit.zoo.verify_file`) build on the model files, which build on this module, so
+they live in :mod:`boltzkit.zoo`.
 """
 
 from __future__ import annotations
@@ -100,35 +101,6 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict[str, Any]]:
-    """Zoo model ``name`` and its file metadata, as :func:`~boltzkit.io.model_files.load_model`
-    returns them; the card is :func:`read_card`."""
-    from boltzkit.io.model_files import load_model  # the model files build on this module
-
-    return load_model(model_path(name), device=device, dtype=dtype)
-
-
-def verify_file(name: str) -> list[str]:
-    """What disagrees between a card and its model file (empty when they agree): the sha256, the
-    kind, the layer sizes and the name the file was published under (its ``zoo_name``)."""
-    from boltzkit.io.model_files import load_model
-
-    card = read_card(name)
-    path = model_path(name)
-    problems = []
-    digest = file_sha256(path)
-    if card.get("sha256") != digest:
-        problems.append(f"sha256 {digest} != card's {card.get('sha256')}")
-    _, metadata = load_model(path)
-    if card.get("kind") != metadata.get("kind"):
-        problems.append(f"kind {metadata.get('kind')!r} != card's {card.get('kind')!r}")
-    if list(card.get("layer_sizes", [])) != list(metadata.get("layer_sizes", [])):
-        problems.append(f"layer sizes {metadata.get('layer_sizes')} != card's {card.get('layer_sizes')}")
-    if metadata.get("zoo_name") != name:
-        problems.append(f"the file was published as {metadata.get('zoo_name')!r}, not {name!r}")
-    return problems
-
-
 def card_check_images(n_test: int) -> slice:
     """The test images of a card's check: every :data:`CHECK_STRIDE`-th from the first."""
     return slice(0, n_test, CHECK_STRIDE)
@@ -142,11 +114,9 @@ __all__ = [
     "card_check_images",
     "card_path",
     "file_sha256",
-    "load",
     "model_path",
     "names",
     "read_card",
     "resolve_model_path",
-    "verify_file",
     "zoo_dir",
 ]

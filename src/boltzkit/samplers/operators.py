@@ -398,6 +398,17 @@ def _unit_operator(text: str) -> TransitionOperator | None:
     return None
 
 
+#: Parsers of sampler specs defined by other modules, by prefix: parallel tempering's ``pt:``
+#: (:mod:`boltzkit.samplers.tempering`, which registers itself when :mod:`boltzkit.samplers` is
+#: imported) — the seam through which an operator built on these ones joins :func:`make_operator`.
+SPEC_PARSERS: dict[str, Callable[[str], TransitionOperator]] = {}
+
+
+def register_spec(prefix: str, parse: Callable[[str], TransitionOperator]) -> None:
+    """Let :func:`make_operator` read specs that start with ``prefix`` by ``parse(spec)``."""
+    SPEC_PARSERS[prefix.lower()] = parse
+
+
 def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
     """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"blend:ALPHA_V,ALPHA_H"``, a cycle
     ``"A+B"``, a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``) and parallel tempering
@@ -405,10 +416,9 @@ def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
     if isinstance(spec, TransitionOperator):
         return spec
     text = str(spec).strip().lower()
-    if text.startswith("pt:"):
-        from boltzkit.samplers.tempering import parse_tempering
-
-        return parse_tempering(text)
+    for prefix, parse in SPEC_PARSERS.items():
+        if text.startswith(prefix):
+            return parse(text)
     parts = [p.strip() for p in text.split("+")]
     ops: list[TransitionOperator] = []
     for part in parts:

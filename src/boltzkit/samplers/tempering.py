@@ -34,7 +34,13 @@ from torch import Tensor
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.models.boltzmann import BoltzmannMachine
-from boltzkit.samplers.operators import StepInfo, TransitionOperator, UnitOperator, make_operator
+from boltzkit.samplers.operators import (
+    StepInfo,
+    TransitionOperator,
+    UnitOperator,
+    make_operator,
+    register_spec,
+)
 from boltzkit.state import ChainState
 
 #: Ladders of inverse temperatures by name (``"adaptive"`` starts uniform, then is tuned).
@@ -501,6 +507,8 @@ def parse_tempering(spec: str, *, kind: str = "uniform") -> ParallelTempering | 
             hint="for example --sampler pt:20 or pt:10:flip@5",
         ) from None
 
+
+register_spec("pt:", parse_tempering)
 
 __all__ = [
     "LADDERS",
