@@ -16,15 +16,29 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
+from torch import Tensor
 from tqdm.auto import tqdm
 
-from boltzkit.learning.history import history_paths
+from boltzkit.learning.history import History, history_paths
 
-if TYPE_CHECKING:
-    from boltzkit.learning.trainer import Trainer
+
+class Trainer(Protocol):
+    """What a callback sees of the training loop (:class:`boltzkit.learning.trainer.Trainer`
+    satisfies it): the model and its learner, the data, the history, the epoch (0-based, of the
+    epoch under way) and the planned number of epochs, and a checkpoint writer."""
+
+    model: Any
+    learner: Any
+    train_x: Tensor
+    valid_x: Tensor | None
+    history: History
+    epoch: int
+    epochs: int
+
+    def save_checkpoint(self, path: str | os.PathLike) -> None: ...
 
 
 class Callback:
