@@ -188,3 +188,32 @@ def test_a_small_reproduction_end_to_end_resumes_after_a_kill(tmp_path: Path, mo
     assert ratio["log_ratio_minus_3sigma"] <= ratio["true_log_ratio"] <= ratio["log_ratio_plus_3sigma"]
     rerun = t1.run_table1(**kw)  # a finished run only rewrites its report
     assert [r["ais"] for r in rerun["models"]] == [r["ais"] for r in summary["models"]]
+
+
+def test_a_stored_estimate_comes_back_with_its_band_and_verdict() -> None:
+    """record_log_z rebuilds what ais_record stored: a sandwich whole (its band spans both ends, its
+    verdict holds the gap check), and a plain AIS with the checks its weights cannot show."""
+    import torch
+    from conftest import random_rbm
+
+    from boltzkit.estimators import estimate_log_z
+    from boltzkit.estimators.result import LogZResult
+
+    model = random_rbm(12, 6, 3, scale=1.0)
+    data = (torch.rand(200, 12, generator=torch.Generator().manual_seed(0)) < 0.5).double()
+    for method in ("sandwich", "ais"):
+        result = estimate_log_z(model, method, base_rate_data=data, n_chains=30, betas=200, seed=1)
+        back = engine.record_log_z(json.loads(json.dumps(engine.ais_record(result))))
+        assert back.log_z == pytest.approx(result.log_z, abs=1e-9)
+        assert back.band.plus_3sigma == pytest.approx(result.band.plus_3sigma, abs=1e-9)
+        assert back.reliability().reliable == result.reliability().reliable
+        if method == "sandwich":  # the upper end is the reverse run's, not the forward run's
+            assert abs(back.band.plus_3sigma - result.forward.band.plus_3sigma) > 1e-6
+    failed = {"name": "halving", "passed": False, "reason": "the estimate moved", "advice": "more betas"}
+    spread = 0.01 * torch.randn(50, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    plain = LogZResult.from_log_weights("ais", spread, log_z_start=1.0, n_betas=9)
+    assert plain.reliability().reliable
+    rec = engine.ais_record(plain)
+    rec["ais_settings"] = {"checks": [failed], "trivial_path": False}
+    verdict = engine.record_log_z(rec).reliability()
+    assert not verdict.reliable and "the estimate moved" in verdict.reason

@@ -426,17 +426,21 @@ def first_runs(result: LogZResult, n: int) -> LogZResult:
 def ais_record(result: LogZResult, *, runs: Sequence[int] = (10,)) -> dict[str, Any]:
     """What an AIS stage stores: the summary of all runs (``"ais"``), of the first ``runs`` runs,
     the settings, and the raw log-weights (for the plots of log Z_hat against runs). A sandwich
-    also stores its reverse half (``"reverse"``) with its own verdict."""
+    also stores its reverse half (``"reverse"``) with its own verdict, settings and log-weights, so
+    that :func:`record_log_z` rebuilds the estimate with its band and verdict."""
     forward = getattr(result, "forward", None) or result
     rec: dict[str, Any] = {"ais": log_z_summary(result)}
     for n in runs:
         rec[f"ais_{n}"] = log_z_summary(first_runs(forward, n)) if forward.n_chains > n else None
     reverse = getattr(result, "reverse", None)
-    if reverse is not None:
-        rec["reverse"] = log_z_summary(reverse)
     rec["ais_settings"] = to_jsonable(result.settings)
     rec["log_z_start"] = forward.log_z_start
     rec["log_weights"] = forward.log_weights.tolist() if forward.log_weights is not None else []
+    if reverse is not None:
+        rec["reverse"] = log_z_summary(reverse)
+        rec["reverse_settings"] = to_jsonable(reverse.settings)
+        rec["reverse_log_z_start"] = reverse.log_z_start
+        rec["reverse_log_weights"] = reverse.log_weights.tolist() if reverse.log_weights is not None else []
     return rec
 
 
@@ -480,16 +484,50 @@ def ais_stage(
     return stage(ctx.path("results", f"{name}-ais.json"), {**config, **settings}, compute)
 
 
-def record_log_z(record: dict[str, Any]) -> LogZResult:
-    """A stored AIS stage (:func:`ais_stage`) as a :class:`LogZResult` again (from its weights)."""
-    settings = record.get("ais_settings") or {}
+#: The settings a rebuilt estimate needs for its verdict (:meth:`LogZResult.reliability`).
+_VERDICT_SETTINGS = ("trivial_path", "checks")
+
+
+def _weights_result(
+    method: str,
+    log_weights: list[float],
+    log_z_start: float,
+    n_betas: int,
+    settings: dict[str, Any],
+    **kw: Any,
+) -> LogZResult:
     return LogZResult.from_log_weights(
-        "ais",
-        torch.tensor(record["log_weights"], dtype=torch.float64),
-        log_z_start=float(record["log_z_start"]),
-        n_betas=int(record["ais"]["n_betas"]),
-        seconds=float(record["ais"].get("seconds") or 0.0),
-        settings={k: v for k, v in settings.items() if k in ("trivial_path",)},
+        method, torch.tensor(log_weights, dtype=torch.float64), log_z_start=float(log_z_start), n_betas=n_betas,
+        **kw, **{k: v for k, v in settings.items() if k in _VERDICT_SETTINGS},
+    )  # fmt: skip
+
+
+def record_log_z(record: dict[str, Any]) -> LogZResult:
+    """A stored AIS stage (:func:`ais_stage`) as a :class:`LogZResult` again, from its weights,
+    with the estimate's band and verdict: the checks the weights cannot show (a schedule that moved
+    the estimate when halved; the ends of a sandwich that disagree) come back with it, and a
+    sandwich comes back whole, its band spanning both ends. A log-probability stage that subtracts
+    it (:func:`log_prob_stage`) then carries the same band and verdict as the ``log Z`` record."""
+    settings = record.get("ais_settings") or {}
+    n_betas = int(record["ais"]["n_betas"])
+    seconds = float(record["ais"].get("seconds") or 0.0)
+    weights, start = record["log_weights"], record["log_z_start"]
+    if not record.get("reverse_log_weights"):  # plain AIS (or a sandwich stored before its halves)
+        return _weights_result("ais", weights, start, n_betas, settings, seconds=seconds)
+    from dataclasses import fields
+
+    from boltzkit.estimators.result import SandwichResult
+
+    forward = _weights_result(
+        "ais", weights, start, n_betas, {k: v for k, v in settings.items() if k != "checks"}
+    )
+    reverse = _weights_result(
+        "reverse-ais", record["reverse_log_weights"], record["reverse_log_z_start"], n_betas,
+        record.get("reverse_settings") or {}, reciprocal=True,
+    )  # fmt: skip
+    whole = _weights_result("sandwich", weights, start, n_betas, settings, seconds=seconds)
+    return SandwichResult(
+        **{f.name: getattr(whole, f.name) for f in fields(LogZResult)}, forward=forward, reverse=reverse
     )
 
 
