@@ -142,6 +142,8 @@ def test_s2_tables_mark_an_unreliable_ais_estimate_and_print_no_band_for_it(modu
     # the CSV carries each row's verdict: table 1's first row is the 10-run estimate
     expected = [(5.2, False), (5.0, True)] if module == "s2008_table1" else [(5.0, False)]
     assert [(r["log_z"], r["reliable"]) for r in rows] == expected
+    for r in rows:  # the CSV prints no band the estimate cannot support either
+        assert (r["log_z_minus_3sigma"] is None) == (r["reliable"] is False)
     if module == "s2008_table2":
         assert "-90.00 ‡1" in md  # the test log-probability subtracts the unreliable ln Ẑ
 
@@ -209,6 +211,7 @@ def test_a_stored_estimate_comes_back_with_its_band_and_verdict() -> None:
         assert back.reliability().reliable == result.reliability().reliable
         if method == "sandwich":  # the upper end is the reverse run's, not the forward run's
             assert abs(back.band.plus_3sigma - result.forward.band.plus_3sigma) > 1e-6
+            assert back.settings["log_z_upper"] == pytest.approx(result.settings["log_z_upper"])
     failed = {"name": "halving", "passed": False, "reason": "the estimate moved", "advice": "more betas"}
     spread = 0.01 * torch.randn(50, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     plain = LogZResult.from_log_weights("ais", spread, log_z_start=1.0, n_betas=9)

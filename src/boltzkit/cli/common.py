@@ -205,7 +205,7 @@ def band_text(
     human summaries, or why there is none where the estimate behind it (``verdict``, else the
     record itself) says ``reliable: false``: an unreliable estimate supports no band."""
     if (record if verdict is None else verdict).get("reliable") is False:
-        return "(no band: the estimate of log Z is unreliable, see the warning)"
+        return "(no band: the estimate of log Z is unreliable)"
     lo, hi = record.get(f"{key}_minus_3sigma"), record.get(f"{key}_plus_3sigma")
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}] ({note})"
 

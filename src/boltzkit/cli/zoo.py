@@ -125,7 +125,8 @@ def show_command(
             f"  trained by: {card.get('command')}",
             f"  recipe: {card.get('recipe')}; seed {card.get('seed')}; "
             f"{fmt(card.get('training_seconds'), 0)} s on {card.get('machine')}",
-            f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))} {band_text(log_z, 'log_z')}",
+            f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))}"
+            + ("" if log_z.get("method") == "exact" else f" {band_text(log_z, 'log_z')}"),
         ]
         if log_z.get("reliable") is False:
             lines.append(f"  UNRELIABLE: {log_z.get('reliability_reason')} (advice: {log_z.get('advice')})")

@@ -13,6 +13,7 @@ from boltzkit.estimators.api import METHODS, estimate_log_ratio, estimate_log_z
 from boltzkit.estimators.bridge import bridge
 from boltzkit.estimators.dbn_bound import dbn_bound, dbn_exact_bound, dbn_exact_log_prob, dbn_top_log_z
 from boltzkit.estimators.exact import (
+    ExactMethod,
     enumeration_plan,
     exact_joint_distribution,
     exact_log_prob,
@@ -21,6 +22,7 @@ from boltzkit.estimators.exact import (
     exact_sample,
     layer_log_probs,
     log_z_brute_force,
+    register_exact,
 )
 from boltzkit.estimators.likelihood import dataset_log_prob, log_unnormalized_visible
 from boltzkit.estimators.paths import AnnealingPath, GeometricPath, base_rate_path, ratio_path
@@ -41,6 +43,7 @@ from boltzkit.estimators.trace import AISTrace, RunsCurve, ais_trace, log_z_by_r
 __all__ = [
     "METHODS",
     "AISTrace",
+    "ExactMethod",
     "RunsCurve",
     "ais_trace",
     "log_z_by_runs",
@@ -75,6 +78,7 @@ __all__ = [
     "layer_log_probs",
     "log_unnormalized_visible",
     "log_z_brute_force",
+    "register_exact",
     "ratio_path",
     "reverse_ais",
     "sandwich",

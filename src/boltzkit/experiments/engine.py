@@ -498,32 +498,37 @@ def _weights_result(
 ) -> LogZResult:
     return LogZResult.from_log_weights(
         method, torch.tensor(log_weights, dtype=torch.float64), log_z_start=float(log_z_start), n_betas=n_betas,
-        **kw, **{k: v for k, v in settings.items() if k in _VERDICT_SETTINGS},
+        **kw, **settings,
     )  # fmt: skip
+
+
+def _verdict_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if k in _VERDICT_SETTINGS}
 
 
 def record_log_z(record: dict[str, Any]) -> LogZResult:
     """A stored AIS stage (:func:`ais_stage`) as a :class:`LogZResult` again, from its weights,
     with the estimate's band and verdict: the checks the weights cannot show (a schedule that moved
     the estimate when halved; the ends of a sandwich that disagree) come back with it, and a
-    sandwich comes back whole, its band spanning both ends. A log-probability stage that subtracts
-    it (:func:`log_prob_stage`) then carries the same band and verdict as the ``log Z`` record."""
+    sandwich comes back whole, its band spanning both ends and its settings (both ends, the gap)
+    as stored. A log-probability stage that subtracts it (:func:`log_prob_stage`) then carries the
+    same band and verdict as the ``log Z`` record."""
     settings = record.get("ais_settings") or {}
     n_betas = int(record["ais"]["n_betas"])
     seconds = float(record["ais"].get("seconds") or 0.0)
     weights, start = record["log_weights"], record["log_z_start"]
     if not record.get("reverse_log_weights"):  # plain AIS (or a sandwich stored before its halves)
-        return _weights_result("ais", weights, start, n_betas, settings, seconds=seconds)
+        return _weights_result("ais", weights, start, n_betas, _verdict_settings(settings), seconds=seconds)
     from dataclasses import fields
 
     from boltzkit.estimators.result import SandwichResult
 
     forward = _weights_result(
-        "ais", weights, start, n_betas, {k: v for k, v in settings.items() if k != "checks"}
+        "ais", weights, start, n_betas, {"trivial_path": settings.get("trivial_path", False)}
     )
     reverse = _weights_result(
         "reverse-ais", record["reverse_log_weights"], record["reverse_log_z_start"], n_betas,
-        record.get("reverse_settings") or {}, reciprocal=True,
+        _verdict_settings(record.get("reverse_settings") or {}), reciprocal=True,
     )  # fmt: skip
     whole = _weights_result("sandwich", weights, start, n_betas, settings, seconds=seconds)
     return SandwichResult(
@@ -556,6 +561,10 @@ def log_prob_stage(
         **config,
         "log_z": log_z.log_z,
         "log_z_method": log_z.method,
+        # the band and verdict it carries: a record made from another reading of the same log Z
+        # (before record_log_z kept them) is refused, not reused with a stale verdict
+        "log_z_band": [log_z.band.minus_3sigma, log_z.band.plus_3sigma],
+        "log_z_reliable": None if (verdict := log_z.reliability()) is None else verdict.reliable,
         "splits": {k: int(v.shape[0]) for k, v in splits.items()},
     }
     return stage(ctx.path("results", f"{name}-{label}.json"), cfg, compute)

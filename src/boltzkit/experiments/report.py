@@ -160,6 +160,14 @@ AIS_CSV_COLUMNS = (
 )
 
 
+def ais_csv_values(ais: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`AIS_CSV_COLUMNS` of an AIS record for a CSV row, with the bands and the standard
+    error left empty where its verdict is ``reliable: false``: a CSV prints no band its estimate
+    cannot support either (its ``reliable`` column says why; the JSON keeps every number)."""
+    unreliable = ais.get("reliable") is False
+    return {k: None if unreliable and k != "log_z" else ais.get(k) for k in AIS_CSV_COLUMNS}
+
+
 def log_z_cells(
     ais: dict[str, Any],
     paper: tuple[float, tuple[float, float], tuple[float, float]] | None,
@@ -351,9 +359,9 @@ def method_rows(
             (
                 "ais",
                 a["log_z"],
-                {
-                    "minus_3sigma": a["log_z_minus_3sigma"],
-                    "plus_3sigma": a["log_z_plus_3sigma"],
+                {  # no band for an unreliable estimate
+                    "minus_3sigma": None if a.get("reliable") is False else a["log_z_minus_3sigma"],
+                    "plus_3sigma": None if a.get("reliable") is False else a["log_z_plus_3sigma"],
                     "bound": "none",
                     "seconds": a["seconds"],
                 },
@@ -607,6 +615,7 @@ __all__ = [
     "Table",
     "VariationalSettings",
     "Verdicts",
+    "ais_csv_values",
     "band",
     "cell",
     "comparison_markdown",

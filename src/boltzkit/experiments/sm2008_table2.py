@@ -351,11 +351,14 @@ CSV_COLUMNS = (
 
 
 def _bound_values(b: dict[str, Any], ais: dict[str, Any]) -> dict[str, Any]:
-    """The CSV values of one bound (S1 Eq. 24) and the AIS estimate of its top's ``log Z``."""
+    """The CSV values of one bound (S1 Eq. 24) and the AIS estimate of its top's ``log Z``; the
+    AIS error and the total error left empty where that estimate is unreliable (no band)."""
+    held = ais.get("reliable") is False
     return {
         "bound": b["mean_log_prob"], "mc_3std": b["mc_error_3std"], "pooled_3std": b["pooled_error_3std"],
-        "ais_minus": b["ais_error_minus_3sigma"], "ais_plus": b["ais_error_plus_3sigma"],
-        "total_3std": b["total_error_3std"], "log_z": b["log_z"], "reliable": ais.get("reliable"),
+        "ais_minus": None if held else b["ais_error_minus_3sigma"],
+        "ais_plus": None if held else b["ais_error_plus_3sigma"],
+        "total_3std": None if held else b["total_error_3std"], "log_z": b["log_z"], "reliable": ais.get("reliable"),
     }  # fmt: skip
 
 

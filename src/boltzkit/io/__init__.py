@@ -28,17 +28,19 @@ from boltzkit.io.model_files import (
     METADATA_KEY,
     PARAMETER_NAMES,
     ArraySpec,
+    FileFormat,
     ModelKind,
     get_kind,
     kind_of_model,
     load_model,
     read_metadata,
+    register_format,
     register_kind,
     registered_kinds,
     save_model,
     unregister_kind,
 )
-from boltzkit.io.npz import export_npz, import_npz
+from boltzkit.io.npz import export_npz, import_npz  # registers .npz
 from boltzkit.io.stack_kinds import is_dbn_name  # registers dbn and mixture
 from boltzkit.io.unit_kinds import is_categorical_arrays  # registers gaussian-rbm and categorical-rbm
 from boltzkit.jsonio import save_json, save_result_json, to_json_text, to_jsonable
@@ -49,6 +51,7 @@ __all__ = [
     "METADATA_KEY",
     "PARAMETER_NAMES",
     "ArraySpec",
+    "FileFormat",
     "ModelKind",
     "atomic_open",
     "atomic_write_bytes",
@@ -62,6 +65,7 @@ __all__ = [
     "kind_of_model",
     "load_model",
     "read_metadata",
+    "register_format",
     "register_kind",
     "registered_kinds",
     "save_json",

@@ -27,18 +27,22 @@ from boltzkit.learning.history import History, history_paths
 
 class Trainer(Protocol):
     """What a callback sees of the training loop (:class:`boltzkit.learning.trainer.Trainer`
-    satisfies it): the model and its learner, the data, the history, the epoch (0-based, of the
-    epoch under way) and the planned number of epochs, and a checkpoint writer."""
+    satisfies it): the model and its learner, the data, the history, the iterate average (or
+    ``None``), the epochs finished so far (the 0-based index of the epoch under way at
+    ``on_epoch_begin``) and the planned number, a checkpoint writer and a way to stop early."""
 
     model: Any
     learner: Any
     train_x: Tensor
     valid_x: Tensor | None
     history: History
+    average: Any
     epoch: int
     epochs: int
 
     def save_checkpoint(self, path: str | os.PathLike) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 class Callback:

@@ -38,8 +38,8 @@ def course_title(result: LogZResult, n_show: int) -> str:
     if verdict is not None and not verdict.reliable:
         shown = f"{band.value:.3f}, unreliable: {verdict.reason}"
     else:
-        low = "n/a" if band.minus_3sigma is None else f"{band.minus_3sigma:.3f}"
-        shown = f"{band.value:.3f} [{low}, {band.plus_3sigma:.3f}] (±3σ)"
+        low, high = ("n/a" if x is None else f"{x:.3f}" for x in (band.minus_3sigma, band.plus_3sigma))
+        shown = f"{band.value:.3f} [{low}, {high}] (±3σ)"
     return f"AIS: ln Ẑ = {shown}, {result.n_chains} chains ({n_show} shown), {result.n_betas} steps"
 
 

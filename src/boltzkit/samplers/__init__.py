@@ -13,6 +13,7 @@ from boltzkit.samplers.operators import (
     UnitOperator,
     make_operator,
     move_probability,
+    register_spec,
 )
 from boltzkit.samplers.sequential import sequential_update
 from boltzkit.samplers.tempering import ParallelTempering, SwapMonitor, equalize_ladder, tune_ladder
@@ -31,6 +32,7 @@ __all__ = [
     "equalize_ladder",
     "make_operator",
     "move_probability",
+    "register_spec",
     "run_chains",
     "sample",
     "sample_dbn",
