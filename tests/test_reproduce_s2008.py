@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -266,7 +267,7 @@ def test_table1_rerun_reuses_saved_results(table1: tuple[Path, dict[str, Any]]) 
     out, summary = table1
     before = _mtimes(out)
     # a model, its exact/AIS record and four variational records per model
-    assert len(before) == (2 + len(VARIATIONAL_METHODS)) * len(TABLE1_MODELS)
+    assert len(before) == (3 + len(VARIATIONAL_METHODS)) * len(TABLE1_MODELS)  # model, exact, AIS, variational
     again = run_experiment("salakhutdinov-2008-table1", out_dir=out, **TABLE1_KW)
     assert _mtimes(out) == before
     assert again["models"] == summary["models"]
@@ -321,9 +322,10 @@ def test_table2_report_bounds_and_samples(table2: tuple[Path, dict[str, Any]]) -
             lp = rec[split]
             assert math.isfinite(lp["mean_log_prob"]) and lp["mean_log_prob"] < 0
             assert lp["mean_log_prob"] == pytest.approx(lp["mean_neg_free_energy"] - a["log_z"])
-        samples = json.loads((out / "samples" / f"{rec['model'].lower()}.json").read_text())
-        v = torch.tensor(samples["visible"])
+        stem = out / "samples" / rec["model"].lower()
+        v = torch.from_numpy(np.load(stem.with_suffix(".npy")))
         assert v.shape == (6, 784) and set(v.unique().tolist()) <= {0, 1}
+        assert json.loads(stem.with_suffix(".json").read_text())["config"]["sweeps"] == 5
 
 
 @needs_mnist
@@ -346,7 +348,8 @@ def test_table2_variational_columns(table2: tuple[Path, dict[str, Any]]) -> None
 def test_table2_rerun_reuses_saved_results(table2: tuple[Path, dict[str, Any]]) -> None:
     out, summary = table2
     before = _mtimes(out)
-    assert len(before) == (3 + len(VARIATIONAL_METHODS)) * len(TABLE2_MODELS)
+    # per model: its file; AIS and log-probabilities; the samples and their record; the variational values
+    assert len(before) == (5 + len(VARIATIONAL_METHODS)) * len(TABLE2_MODELS)
     again = run_experiment("salakhutdinov-2008-table2", out_dir=out, **TABLE2_KW)
     assert _mtimes(out) == before
     assert again["models"] == summary["models"]

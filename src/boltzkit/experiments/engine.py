@@ -26,6 +26,7 @@ Shared stages
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -42,6 +43,8 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from boltzkit._numerics import make_generator
+from boltzkit.atomic import atomic_open
 from boltzkit.data import derive_seed
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
@@ -467,11 +470,16 @@ def ais_stage(
     betas: str | int | Tensor,
     reverse: bool = False,
     runs: Sequence[int] = (10,),
+    schedule: str | None = None,
 ) -> dict[str, Any]:
     """AIS on ``model`` from the base-rate model of ``base_data`` (S&M 2008 Eq. 18), with the
     reverse run started from the forward run's final states when ``reverse`` (the sandwich);
-    ``results/NAME-ais.json``. Its seed derives from the run's seed and ``name``."""
-    settings = {"n_chains": n_chains, "betas": betas if not isinstance(betas, Tensor) else f"{betas.numel() - 1} steps",
+    ``results/NAME-ais.json``. Its seed derives from the run's seed and ``name``.
+
+    The record's config names the schedule by ``schedule`` when given (a reproduction's label),
+    else by ``betas`` itself; a tensor of betas by its length and a digest of its values, so that
+    two schedules of the same length are never taken for each other."""
+    settings = {"n_chains": n_chains, "betas": schedule if schedule is not None else betas_key(betas),
                 "reverse": reverse, "seed": ctx.seed_for("ais", name)}  # fmt: skip
 
     def compute() -> dict[str, Any]:
@@ -482,6 +490,15 @@ def ais_stage(
         return ais_record(result, runs=runs)
 
     return stage(ctx.path("results", f"{name}-ais.json"), {**config, **settings}, compute)
+
+
+def betas_key(betas: str | int | Tensor) -> str | int:
+    """How a stage config names a schedule: a name or a count as given; a tensor by its number of
+    steps and the first 12 hex digits of the SHA-256 of its float64 values."""
+    if not isinstance(betas, Tensor):
+        return betas
+    values = betas.detach().to("cpu", torch.float64).contiguous().numpy().tobytes()
+    return f"{betas.numel() - 1} steps, sha256 {hashlib.sha256(values).hexdigest()[:12]}"
 
 
 #: The settings a rebuilt estimate needs for its verdict (:meth:`LogZResult.reliability`).
@@ -620,24 +637,24 @@ def variational_stage(
 # -------------------------------------------------------------------------------------- samples
 def samples_stage(
     ctx: Context, name: str, draw: Callable[[torch.Generator], Tensor], config: dict[str, Any]
-) -> np.ndarray:
-    """Samples of a model as a stage (``samples/NAME.npy``, uint8): ``draw(generator)`` with a
-    generator seeded from the run's seed and ``name``."""
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Binary samples of a model as a stage: ``draw(generator)`` with a generator seeded from the
+    run's seed and ``name``, kept as ``samples/NAME.npy`` (uint8, shape ``(n, n_units)``) beside
+    its record ``samples/NAME.json`` (config, ``n``, ``seconds``). Returns both."""
     path = ctx.path("samples", f"{name}.npy")
     meta = path.with_suffix(".json")
     done = load_json(meta)
     if done is not None and path.is_file():
         check_config(meta, done.get("config"), normalized(config))
-        return np.load(path)
-    g = torch.Generator(device=ctx.device).manual_seed(ctx.seed_for("samples", name))
-    x = draw(g).detach().cpu().numpy().astype(np.uint8)
+        return np.load(path), done
+    g = make_generator(ctx.seed_for("samples", name), ctx.device)
+    t0 = time.perf_counter()
+    x = draw(g).detach().cpu().round().numpy().astype(np.uint8)
+    seconds = time.perf_counter() - t0
     path.parent.mkdir(parents=True, exist_ok=True)
-    from boltzkit.atomic import atomic_open
-
     with atomic_open(path, "wb") as f:
         np.save(f, x)
-    save_stage(meta, config, {"n": int(x.shape[0])})
-    return x
+    return x, save_stage(meta, config, {"n": int(x.shape[0]), "seconds": seconds})
 
 
 __all__ = [
@@ -647,6 +664,7 @@ __all__ = [
     "TaskRun",
     "ais_record",
     "ais_stage",
+    "betas_key",
     "check_config",
     "cores",
     "exact_stage",

@@ -30,10 +30,7 @@ import torch
 
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import atomic_write_text
-from boltzkit.estimators import estimate_log_z
-from boltzkit.estimators.exact import exact_log_z
-from boltzkit.experiments.engine import ais_record
-from boltzkit.experiments.engine import stage as cached_stage
+from boltzkit.experiments.engine import Context, ais_stage, exact_stage
 from boltzkit.experiments.report import (
     AIS_CSV_COLUMNS,
     DASH,
@@ -73,7 +70,6 @@ from boltzkit.experiments.s2008_common import (
     s2_variational as variational_stage,
 )
 from boltzkit.jsonio import save_json
-from boltzkit.models import BoltzmannMachine
 
 NAME = "salakhutdinov-2008-table1"
 
@@ -132,96 +128,41 @@ def _estimate(
     spec: ModelSpec,
     settings: TrainingSettings,
     variational: VariationalSettings,
-    out_dir: Path,
+    ctx: Context,
     *,
     data_dir: str | None,
-    seed: int,
-    device: torch.device,
     n_chains: int,
     betas: Any,
     schedule_label: str,
-    progress: bool,
 ) -> dict[str, Any]:
-    """Train (or load) one model, then exact ``log Z`` and AIS (the record of
-    ``out_dir/results/<model>.json``), then the variational values (``out_dir/variational/``);
-    returns the record with the variational values and the Bethe / TRW columns added."""
-    train_x = load_training_data(spec, data_dir=data_dir, seed=seed, train_size=settings.train_size)
+    """Train (or load) one model, then the engine's stages: exact ``log Z``
+    (``results/<model>-exact.json``), AIS (``results/<model>-ais.json``) and the variational values
+    (``variational/``); returns the model's row with the Bethe / TRW columns added."""
+    train_x = load_training_data(spec, data_dir=data_dir, seed=ctx.seed, train_size=settings.train_size)
     model, training = train_or_load(
-        spec,
-        settings,
-        train_x,
-        out_dir,
-        seed=stage_seed(seed, "train", spec),
-        device=device,
-        progress=progress,
-    )
-    rec = _exact_and_ais(
-        spec,
-        model,
-        training,
-        train_x,
-        out_dir,
-        seed=seed,
-        device=device,
-        n_chains=n_chains,
-        betas=betas,
-        schedule_label=schedule_label,
-        progress=progress,
-    )
-    values = variational_stage(spec, model, training["config"], out_dir, variational, seed=seed)
-    return with_variational(rec, values)
-
-
-def _exact_and_ais(
-    spec: ModelSpec,
-    model: BoltzmannMachine,
-    training: dict[str, Any],
-    train_x: torch.Tensor,
-    out_dir: Path,
-    *,
-    seed: int,
-    device: torch.device,
-    n_chains: int,
-    betas: Any,
-    schedule_label: str,
-    progress: bool,
-) -> dict[str, Any]:
-    """Exact ``log Z`` and AIS; the record of ``out_dir/results/<model>.json``."""
-    ais_seed = stage_seed(seed, "ais", spec)
-    config = {
-        "model": spec.record(),
-        "training": training["config"],
-        "ais": {"n_chains": n_chains, "schedule": schedule_label, "seed": ais_seed},
+        spec, settings, train_x, ctx.out_dir, seed=stage_seed(ctx.seed, "train", spec), device=ctx.device,
+        progress=ctx.progress,
+    )  # fmt: skip
+    config = {"model": spec.record(), "training": training["config"]}
+    exact = exact_stage(ctx, spec.slug, model, config, max_bits=EXACT_MAX_BITS)
+    ais = ais_stage(
+        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label
+    )  # fmt: skip
+    rec = {
+        "model": spec.name,
+        "kind": spec.kind,
+        "layer_sizes": list(model.layer_sizes),
+        "training": training,
+        "exact": {"log_z": exact["log_z"], "seconds": exact["seconds"], "max_bits": EXACT_MAX_BITS},
+        **{k: v for k, v in ais.items() if k not in ("config", "seconds")},
+        "seconds": {
+            "train": training.get("seconds"),
+            "exact": exact["seconds"],
+            "ais": ais["ais"]["seconds"],
+        },
     }
-
-    def compute() -> dict[str, Any]:
-        exact = exact_log_z(model, max_bits=EXACT_MAX_BITS)
-        result = estimate_log_z(
-            model,
-            "ais",
-            base_rate_data=train_x,
-            n_chains=n_chains,
-            betas=betas,
-            seed=ais_seed,
-            device=device,
-            progress=progress,
-        )
-        rec = ais_record(result)
-        return {
-            "model": spec.name,
-            "kind": spec.kind,
-            "layer_sizes": list(model.layer_sizes),
-            "training": training,
-            "exact": {"log_z": exact.log_z, "seconds": exact.seconds, **exact.settings},
-            **rec,
-            "seconds": {
-                "train": training.get("seconds"),
-                "exact": exact.seconds,
-                "ais": result.seconds,
-            },
-        }
-
-    return cached_stage(out_dir / "results" / f"{spec.slug}.json", config, compute)
+    values = variational_stage(spec, model, training["config"], ctx.out_dir, variational, seed=ctx.seed)
+    return with_variational(rec, values)
 
 
 def _ais_row(rec: dict[str, Any], runs: int) -> dict[str, Any] | None:
@@ -408,20 +349,18 @@ def run_table1(
     settings = with_overrides(mode.training, epochs=epochs, train_size=train_size)
     variational = with_variational_overrides(mode.variational, fw_steps=fw_steps, trw_rho=trw_rho)
     schedule, schedule_label = resolve_schedule(betas, mode.betas_scale)
+    ctx = Context(out_dir=out_dir, seed=seed, device=dev, progress=progress)
     records = [
         _estimate(
             spec,
             settings,
             variational,
-            out_dir,
+            ctx,
             data_dir=data_dir,
-            seed=seed,
-            device=dev,
             n_chains=n_chains,
             betas=schedule,
             schedule_label=schedule_label,
-            progress=progress,
-        )
+        )  # fmt: skip
         for spec in (MODELS if models is None else models)
     ]
     seconds = time.perf_counter() - t0

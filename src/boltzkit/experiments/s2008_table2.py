@@ -31,13 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from boltzkit._numerics import make_generator, resolve_device
+from boltzkit._numerics import resolve_device
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
-from boltzkit.estimators import estimate_log_z
-from boltzkit.estimators.likelihood import dataset_log_prob
-from boltzkit.experiments.engine import ais_record
-from boltzkit.experiments.engine import stage as cached_stage
+from boltzkit.experiments.engine import Context, ais_stage, log_prob_stage, record_log_z, samples_stage
 from boltzkit.experiments.report import (
     AIS_CSV_COLUMNS,
     DASH,
@@ -158,100 +155,64 @@ def _load_test(data_dir: str | None, test_size: int | None) -> torch.Tensor:
 
 
 def _estimate(
+    ctx: Context,
     spec: ModelSpec,
     model: BoltzmannMachine,
     training: dict[str, Any],
     train_x: torch.Tensor,
     test_x: torch.Tensor,
-    out_dir: Path,
     *,
-    seed: int,
-    device: torch.device,
     n_chains: int,
     betas: Any,
     schedule_label: str,
-    progress: bool,
 ) -> dict[str, Any]:
-    """AIS ``log Z`` and the train/test log-probabilities (lower bounds for a BM); the record of
-    ``out_dir/results/<model>.json``."""
-    ais_seed = stage_seed(seed, "ais", spec)
-    config = {
-        "model": spec.record(),
-        "training": training["config"],
-        "ais": {"n_chains": n_chains, "schedule": schedule_label, "seed": ais_seed},
-        "n_test": int(test_x.shape[0]),
+    """AIS ``log Z`` (the engine's AIS stage, ``results/<model>-ais.json``) and the train and test
+    log-probabilities that subtract it, lower bounds for a BM (``results/<model>-log-prob.json``),
+    gathered into the model's row."""
+    config = {"model": spec.record(), "training": training["config"]}
+    ais = ais_stage(
+        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label
+    )  # fmt: skip
+    lp = log_prob_stage(ctx, spec.slug, model, config, {"train": train_x, "test": test_x}, record_log_z(ais))
+    return {
+        "model": spec.name,
+        "kind": spec.kind,
+        "layer_sizes": list(model.layer_sizes),
+        "training": training,
+        **{k: v for k, v in ais.items() if k not in ("config", "seconds")},
+        "train": lp["train"],
+        "test": lp["test"],
+        "bound": lp["test"]["bound"],
+        "seconds": {
+            "train": training.get("seconds"),
+            "ais": ais["ais"]["seconds"],
+            "log_prob": lp["seconds"],
+        },
     }
-
-    def compute() -> dict[str, Any]:
-        result = estimate_log_z(
-            model,
-            "ais",
-            base_rate_data=train_x,
-            n_chains=n_chains,
-            betas=betas,
-            seed=ais_seed,
-            device=device,
-            progress=progress,
-        )
-        t0 = time.perf_counter()
-        train_lp = dataset_log_prob(model, train_x, result)
-        test_lp = dataset_log_prob(model, test_x, result)
-        return {
-            "model": spec.name,
-            "kind": spec.kind,
-            "layer_sizes": list(model.layer_sizes),
-            "training": training,
-            **ais_record(result),
-            "train": train_lp.to_dict(),
-            "test": test_lp.to_dict(),
-            "bound": test_lp.bound,
-            "seconds": {
-                "train": training.get("seconds"),
-                "ais": result.seconds,
-                "log_prob": time.perf_counter() - t0,
-            },
-        }
-
-    return cached_stage(out_dir / "results" / f"{spec.slug}.json", config, compute)
 
 
 def _samples(
+    ctx: Context,
     spec: ModelSpec,
     model: BoltzmannMachine,
     training: dict[str, Any],
-    out_dir: Path,
     *,
-    seed: int,
-    device: torch.device,
     n_chains: int,
     n_sweeps: int,
-    progress: bool,
 ) -> dict[str, Any]:
     """Fig. 4: the visible states of ``n_chains`` Gibbs chains after ``n_sweeps`` sweeps from
-    uniformly random states of all units (S2 Sec. 5.2); the record of ``out_dir/samples/<model>.json``."""
-    sample_seed = stage_seed(seed, "samples", spec)
-    config = {
-        "model": spec.record(),
-        "training": training["config"],
-        "chains": n_chains,
-        "sweeps": n_sweeps,
-        "seed": sample_seed,
-    }
+    uniformly random states of all units (S2 Sec. 5.2); the engine's samples stage
+    (``samples/<model>.npy``)."""
+    config = {"model": spec.record(), "training": training["config"], "chains": n_chains, "sweeps": n_sweeps}
 
-    def compute() -> dict[str, Any]:
-        t0 = time.perf_counter()
+    def draw(generator: torch.Generator) -> torch.Tensor:
         state = sample(
-            model,
-            "gibbs",
-            n_chains=n_chains,
-            n_steps=n_sweeps,
-            generator=make_generator(sample_seed, device),
-            progress=progress,
+            model, "gibbs", n_chains=n_chains, n_steps=n_sweeps, generator=generator, progress=ctx.progress
         )
-        v = state.visible.detach().to("cpu").round().to(torch.uint8)
-        return {"model": spec.name, "visible": v.tolist(), "seconds": time.perf_counter() - t0}
+        return state.visible
 
-    return cached_stage(out_dir / "samples" / f"{spec.slug}.json", config, compute)
+    visible, record = samples_stage(ctx, spec.slug, draw, config)
+    return {"model": spec.name, "visible": visible, "sweeps": n_sweeps, "seconds": record["seconds"]}
 
 
 def plot_samples(
@@ -384,7 +345,7 @@ def _markdown(
         lines.append(f"- AIS schedule: {schedule_label} (the paper: 1,000/4,000/5,000 = 10,000 steps).")
     if n_test != 10_000:
         lines.append(f"- Test set: {n_test:,} test images evenly spaced through the set (the paper: 10,000).")
-    n_sweeps = samples[0]["config"]["sweeps"] if samples else mode.sample_sweeps
+    n_sweeps = samples[0]["sweeps"] if samples else mode.sample_sweeps
     if n_sweeps != 100_000:
         lines.append(f"- Fig. 4 samples: {n_sweeps:,} Gibbs sweeps from random states (the paper: 100,000).")
     lines += [
@@ -481,6 +442,7 @@ def run_table2(
     test_x = _load_test(data_dir, test_size)
     records, samples = [], []
     train_x = None
+    ctx = Context(out_dir=out_dir, seed=seed, device=dev, progress=progress)
     from_zoo = use_zoo and not quick and epochs is None and train_size is None
     for spec in MODELS if models is None else tuple(models):
         train_x = load_training_data(spec, data_dir=data_dir, seed=seed, train_size=settings.train_size)
@@ -495,34 +457,12 @@ def run_table2(
             use_zoo=from_zoo,
         )
         rec = _estimate(
-            spec,
-            model,
-            training,
-            train_x,
-            test_x,
-            out_dir,
-            seed=seed,
-            device=dev,
-            n_chains=n_chains,
-            betas=schedule,
+            ctx, spec, model, training, train_x, test_x, n_chains=n_chains, betas=schedule,
             schedule_label=schedule_label,
-            progress=progress,
-        )
+        )  # fmt: skip
         values = variational_stage(spec, model, training["config"], out_dir, variational, seed=seed)
         records.append(with_variational(rec, values))
-        samples.append(
-            _samples(
-                spec,
-                model,
-                training,
-                out_dir,
-                seed=seed,
-                device=dev,
-                n_chains=n_sample_chains,
-                n_sweeps=n_sweeps,
-                progress=progress,
-            )
-        )
+        samples.append(_samples(ctx, spec, model, training, n_chains=n_sample_chains, n_sweeps=n_sweeps))
     seconds = time.perf_counter() - t0
     note = (
         f"{machine_note(dev)}; this invocation took {seconds:.0f} s "
