@@ -20,6 +20,26 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
         assert title in report
     assert "-3.986813*" in report and "22.46" in report and "| 637 |" in report  # S3's values beside ours
     assert summary["tasks_run"] > 0 and json.loads((tmp_path / "bfi2013.json").read_text())["plan"] == "smoke"
+    # every table's numbers as CSV too, the same rows as the markdown, S3's beside ours
+    import csv
+
+    def rows(name: str) -> list[dict[str, str]]:
+        assert name in summary["files"]
+        with open(tmp_path / name) as f:
+            return list(csv.DictReader(f))
+
+    tau = rows("bfi2013-tau.csv")
+    problems = ["bars-and-stripes", "artificial-modes:0.1", "artificial-modes:0.01", "mnist", "mnist500"]
+    assert [r["problem"] for r in tau] == problems
+    assert tau[0]["paper_tau_gibbs"] == "22.46" and float(tau[0]["tau_gibbs"]) > 0 and tau[3]["rbms"] == "0"
+    assert f"| {float(tau[0]['tau_gibbs']):.2f} |" in report
+    classes = rows("bfi2013-classes.csv")
+    per_table = [(t, op) for t in ("table3", "table4") for _ in range(2) for op in ("gibbs", "flip")]
+    assert [(r["table"], r["operator"]) for r in classes] == per_table
+    assert classes[1]["paper_median"] == "944"  # AM p_mut 0.1, T: S3 Table 3
+    assert classes[4]["censored"] != "" and classes[0]["censored"] == ""  # censoring is Table 4's
+    slem = rows("bfi2013-slem.csv")
+    assert [r["n"] for r in slem] == ["2", "3", "4"] and all(0 <= float(r["c_10"]) <= 1 for r in slem)
     again = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table1,table3")
     assert again["tasks_run"] == 0 and again["tasks_skipped"] > 0
     assert "Table 3" in (tmp_path / "bfi2013.md").read_text()

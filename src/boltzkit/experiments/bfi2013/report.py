@@ -1,0 +1,278 @@
+"""The sections of S3's report (``bfi2013.md``): ours beside S3's for every table, each table
+built once (:class:`~boltzkit.experiments.report.Table`) and written as markdown and CSV."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from boltzkit.experiments.bfi2013.paper import (
+    AM01,
+    AM1,
+    BAS,
+    BAS_OPTIMUM,
+    DATASETS,
+    MNIST,
+    NAMES,
+    OPERATORS,
+    PAPER_CLASS_CHANGES,
+    PAPER_FIRST_CHANGE,
+    PAPER_LL,
+    PAPER_TAU,
+)
+from boltzkit.experiments.bfi2013.plan import Plan
+from boltzkit.experiments.bfi2013.tasks import reps_for, table_of
+from boltzkit.experiments.engine import finite_or_none
+from boltzkit.experiments.grid import Comparison, aggregate, algorithm_label, min_significant_pairs
+from boltzkit.experiments.mixing_study import finite_mean, quartiles
+from boltzkit.experiments.report import Table
+
+
+def _fmt(x: float | None, digits: int = 6) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:.{digits}g}"
+
+
+def header(plan: Plan, parts, mnist: bool, run, seconds: float, executor: str, workers: int) -> str:
+    lines = [
+        "# Brügge, Fischer & Igel (2013): flip-the-state (T) vs Gibbs (G)",
+        "",
+        f"Plan: **{plan.mode}**; parts: {', '.join(parts)}; {run.ran} training tasks run now, {run.skipped} "
+        f"found finished; {seconds:.0f} s ({executor}"
+        + (f", {workers} workers" if executor == "processes" else "")
+        + ").",
+    ]
+    for note in plan.notes:
+        lines += ["", f"> {note}"]
+    if plan.datasets != DATASETS:
+        lines += [
+            "",
+            f"> Data sets run: {', '.join(NAMES[d] for d in plan.datasets)} (the others' cells: not run).",
+        ]
+    if plan.include_mnist and MNIST in plan.datasets and not mnist:
+        lines += ["", "> MNIST was not found (set BOLTZKIT_DATA_DIR or --data-dir): its rows are not run."]
+    lines += [
+        "",
+        "Conventions: Bars and Stripes is the list of all 32 4 x 4 patterns (two duplicates; best mean "
+        f"log-likelihood {BAS_OPTIMUM:.4f}); MNIST is the 50,000-image binarized training set; Artificial Modes "
+        "has 10,000 examples. Weights and biases start ~ N(0, 0.01^2); plain SGD. G and T of one repetition "
+        "share their initial weights and minibatches, so the signed-rank test pairs them. The star marks the "
+        f"operator the two-sided Wilcoxon signed-rank test favours at p < 0.05 (with fewer than "
+        f"{min_significant_pairs()} pairs no difference can be significant).",
+    ]
+    return "\n".join(lines)
+
+
+_TITLES = {
+    "table1": "Table 1: median maximum log-likelihood, CD and PT",
+    "table5": "Table 5: median maximum log-likelihood, PCD",
+    "table6": "Table 6: median maximum log-likelihood on Artificial Modes",
+}
+
+
+#: CSV columns of ``bfi2013.csv`` (the cells of Tables 1, 5 and 6): ours, then S3's.
+LL_CSV_COLUMNS = (
+    "table", "dataset", "algorithm", "lr", "median_gibbs", "median_flip", "p_value", "pairs", "better",
+    "paper_gibbs", "paper_flip", "paper_better",
+)  # fmt: skip
+
+
+def likelihood_section(
+    table: str, plan: Plan, records: list[dict[str, Any]]
+) -> tuple[str, list[Table], list[Comparison]]:
+    """One likelihood table (S3 Table 1, 5 or 6): per data set, S3's rows with ours beside them."""
+    cells = aggregate(r for r in records if table_of(plan, r["task"]) == table)
+    lines, tables = [f"## {_TITLES[table]}"], []
+    for (tab, dataset), paper_rows in PAPER_LL.items():
+        if tab != table:
+            continue
+        ours = {(c.algorithm, c.lr): c for c in cells if c.dataset == dataset}
+        rows = Table(
+            ("algorithm", "η", "G (ours)", "T (ours)", "p", "pairs", "G (S3)", "T (S3)"), LL_CSV_COLUMNS
+        )
+        for row in paper_rows:
+            c = ours.get((row.algorithm, row.lr))
+            paper_g = _fmt(row.gibbs, 7) + ("*" if row.star == "a" else "")
+            paper_t = _fmt(row.flip, 7) + ("*" if row.star == "b" else "")
+            paper = {"paper_gibbs": row.gibbs, "paper_flip": row.flip, "paper_better": row.star}
+            key = {"table": table, "dataset": dataset, "algorithm": row.algorithm, "lr": row.lr}
+            if c is None:
+                label = algorithm_label(row.algorithm)
+                rows.add(
+                    [label, f"{row.lr:g}", "not run", "not run", "", "", paper_g, paper_t], **key, **paper
+                )
+                continue
+            p = "–" if c.p_value is None else f"{c.p_value:.3g}"
+            rows.add(
+                [c.label, f"{c.lr:g}", c.marked("a"), c.marked("b"), p, str(c.n_pairs), paper_g, paper_t],
+                **key, median_gibbs=finite_or_none(c.median_a), median_flip=finite_or_none(c.median_b),
+                p_value=c.p_value, pairs=c.n_pairs, better=c.better, **paper,
+            )  # fmt: skip
+        tables.append(rows)
+        lines += ["", f"### {NAMES[dataset]}" + ("" if ours else " (not run)"), "", *rows.markdown()]
+        reps = reps_for(plan, dataset)
+        complete = [c for c in ours.values() if c.n_pairs >= reps]
+        partial = len(ours) - len(complete)  # cells with records but fewer pairs than planned
+        if complete or partial:
+            t_wins = sum(1 for c in complete if c.median_b > c.median_a)
+            lines += [
+                "",
+                f"T has the higher median in {t_wins} of {len(complete)} complete cells run here"
+                + (
+                    f" ({partial} incomplete, with fewer than {reps} pairs, not counted)." if partial else "."
+                ),
+            ]
+    return "\n".join(lines), tables, cells
+
+
+#: CSV columns of ``bfi2013-tau.csv`` (Table 2): ours, then S3's.
+TAU_CSV_COLUMNS = (
+    "problem", "rbms", "tau_gibbs", "tau_flip", "gain_percent", "tau_gibbs_sokal", "tau_flip_sokal",
+    "chains_of_50_tau", "chains", "paper_tau_gibbs", "paper_tau_flip", "paper_gain_percent",
+)  # fmt: skip
+#: CSV columns of ``bfi2013-classes.csv`` (Tables 3 and 4): quartiles over RBMs (Table 3) or over
+#: the pooled starts (Table 4, with the censored starts), ours then S3's.
+CLASSES_CSV_COLUMNS = (
+    "table", "problem", "operator", "q25", "median", "q75", "censored", "paper_q25", "paper_median", "paper_q75",
+)  # fmt: skip
+#: CSV columns of ``bfi2013-slem.csv`` (Fig. 3, top): per layer size n, the fraction at each weight bound c.
+SLEM_CSV_COLUMNS = ("n", *(f"c_{c}" for c in range(1, 11)))
+#: S3's symbols for the operators.
+_SYMBOL = {"gibbs": "G", "flip": "T"}
+
+
+def table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan) -> tuple[str, Table]:
+    """S3 Table 2: mean integrated autocorrelation times of the energy, G and T, per problem."""
+    table = Table(
+        ("problem", "RBMs", "τ_G", "τ_T", "gain %", "τ_G (Sokal)", "τ_T (Sokal)", "chains ≥ 50 τ",
+         "τ_G (S3)", "τ_T (S3)", "gain % (S3)"),
+        TAU_CSV_COLUMNS,
+    )  # fmt: skip
+    for name in (BAS, AM1, AM01, MNIST, "mnist500"):
+        pg, pt, pgain = PAPER_TAU[name]
+        paper = {"paper_tau_gibbs": pg, "paper_tau_flip": pt, "paper_gain_percent": pgain}
+        rows = taus.get(name)
+        if not rows:
+            table.add(
+                [NAMES[name], "0", "not run", "", "", "", "", "", f"{pg:.2f}", f"{pt:.2f}", f"{pgain:.2f}"],
+                problem=name, rbms=0, **paper,
+            )  # fmt: skip
+            continue
+        g = finite_mean([r["gibbs"]["tau_ar"] for r in rows])
+        t = finite_mean([r["flip"]["tau_ar"] for r in rows])
+        gs = finite_mean([r["gibbs"]["tau_sokal"] for r in rows])
+        ts = finite_mean([r["flip"]["tau_sokal"] for r in rows])
+        gain = 100.0 * (1.0 - t / g) if g > 0 else math.nan
+        ok = sum(bool(r[op]["reliable"]) for r in rows for op in OPERATORS)
+        table.add(
+            [NAMES[name], str(len(rows)), f"{g:.2f}", f"{t:.2f}", f"{gain:.2f}", f"{gs:.2f}", f"{ts:.2f}",
+             f"{ok} of {2 * len(rows)}", f"{pg:.2f}", f"{pt:.2f}", f"{pgain:.2f}"],
+            problem=name, rbms=len(rows), **finite_or_none({"tau_gibbs": g, "tau_flip": t, "gain_percent": gain,
+            "tau_gibbs_sokal": gs, "tau_flip_sokal": ts}), chains_of_50_tau=ok, chains=2 * len(rows), **paper,
+        )  # fmt: skip
+    lines = [
+        "## Table 2: integrated autocorrelation times of the energy",
+        "",
+        f"Mean over RBMs of τ by AR fits (Thompson 2010, as S3) of single chains; RBMs trained with "
+        f"{', '.join(sorted({algorithm_label(a) for a in plan.act_algorithm.values()}))} and G at η = {plan.act_lr:g} "
+        f"(S3: 20-PT_10; η not stated; MNIST n = 500: {algorithm_label(plan.mnist500_algorithm)}, "
+        f"{plan.mnist500_updates:,} updates); chains of "
+        f"{plan.act_steps:,} steps after {plan.act_burn_in:,} of burn-in (MNIST, n = 500: {plan.mnist500_steps:,}). "
+        "The Sokal-window estimate (emcee's) is shown beside it; it is meant for positively correlated chains "
+        "and goes wrong (even negative) for the alternating energies of T on weakly coupled RBMs.",
+        "",
+        *table.markdown(),
+        "",
+        "A chain shorter than 50 τ does not pin τ down (emcee's rule); S3's chains of 10^6 steps are for τ of hundreds.",
+    ]
+    return "\n".join(lines), table
+
+
+def classes_section(
+    classes: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan, parts
+) -> tuple[str, list[Table]]:
+    """S3 Tables 3 and 4: class changes on Artificial Modes, and the samples before the first one."""
+    lines = [
+        "## Tables 3 and 4: class changes on Artificial Modes",
+        "",
+        f"{plan.cc_models} RBMs per p_mut trained with CD_5 and G (η = {plan.cc_lr:g}, {plan.cc_updates:,} updates); "
+        "samples assigned to the nearest of the four modes by Hamming distance, ties discarded.",
+    ]
+    tables = []
+    if "table3" in parts:
+        table = Table(
+            ("problem", "op", "25 %", "median", "75 %", "25 % (S3)", "median (S3)", "75 % (S3)"),
+            CLASSES_CSV_COLUMNS,
+        )
+        for d, rows in classes.items():
+            for op in OPERATORS:
+                q, p = quartiles([r[op]["class_changes"] for r in rows]), PAPER_CLASS_CHANGES[d, op]
+                table.add(
+                    [NAMES[d], _SYMBOL[op], *(f"{v:g}" for v in q), *(str(v) for v in p)],
+                    table="table3", problem=d, operator=op, **_quartile_values(q, p),
+                )  # fmt: skip
+        tables.append(table)
+        lines += [
+            "",
+            f"### Table 3: class changes in {plan.cc_steps:,} samples from the all-ones start (quantiles over RBMs)",
+            "",
+            *table.markdown(),
+        ]
+    if "table4" in parts:
+        table = Table(
+            ("problem", "op", "25 %", "median", "75 %", "censored", "25 % (S3)", "median (S3)", "75 % (S3)"),
+            CLASSES_CSV_COLUMNS,
+        )
+        for d, rows in classes.items():
+            for op in OPERATORS:
+                q = quartiles([v for r in rows for v in r[op]["first_change"]])
+                censored, p = sum(r[op]["censored"] for r in rows), PAPER_FIRST_CHANGE[d, op]
+                table.add(
+                    [NAMES[d], _SYMBOL[op], *(f"{v:g}" for v in q), str(censored), *(str(v) for v in p)],
+                    table="table4", problem=d, operator=op, censored=censored, **_quartile_values(q, p),
+                )  # fmt: skip
+        tables.append(table)
+        lines += [
+            "",
+            f"### Table 4: samples before the first class change from training examples ({plan.cc_starts:,} starts per RBM, pooled)",
+            "",
+            *table.markdown(),
+        ]
+    return "\n".join(lines), tables
+
+
+def _quartile_values(ours: tuple[float, ...], paper: tuple[int, ...]) -> dict[str, Any]:
+    keys = ("q25", "median", "q75")
+    return {**finite_or_none(dict(zip(keys, map(float, ours), strict=True))),
+            **{f"paper_{k}": v for k, v in zip(keys, paper, strict=True)}}  # fmt: skip
+
+
+def fig3_section(rows: list[dict[str, Any]], curves: dict[str, Any] | None, plan: Plan) -> tuple[str, Table]:
+    """S3 Fig. 3: the SLEM comparison of random RBMs (top) and CD_5's curves with G and T (bottom)."""
+    table = Table(("n", *(f"c={c}" for c in range(1, 11))), SLEM_CSV_COLUMNS)
+    for n in (2, 3, 4):
+        sel = sorted((r for r in rows if int(r["n"]) == n), key=lambda r: r["c"])
+        table.add(
+            [f"{n}x{n}", *(f"{r['fraction_b_better']:.2f}" for r in sel)],
+            n=n, **{f"c_{int(r['c'])}": r["fraction_b_better"] for r in sel},
+        )  # fmt: skip
+    lines = [
+        "## Fig. 3",
+        "",
+        f"Top: fraction of {plan.slem_models} random n x n RBMs (weights uniform on [-c, c], zero biases) for which "
+        "T has the smaller SLEM than G (S3: 100 per point; with zero weights G is always better, and T wins more often "
+        "as the weights and the layers grow).",
+        "",
+        *table.markdown(),
+    ]
+    if curves is not None:
+        u, g, t = curves["updates"], curves["gibbs"], curves["flip"]
+        diff = np.asarray(t) - np.asarray(g)
+        lines += [
+            "",
+            f"Bottom: mean exact log-likelihood of {curves['runs']} CD_5 runs on Bars and Stripes (η = 0.05) with G and T; "
+            f"after {u[-1]:,} updates G {g[-1]:.4f}, T {t[-1]:.4f} (T - G = {diff[-1]:+.4f}; largest T - G "
+            f"{diff.max():+.4f}, smallest {diff.min():+.4f}). S3: G is slightly better early, T better later.",
+        ]
+    return "\n".join(lines), table

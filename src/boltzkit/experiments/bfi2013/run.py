@@ -1,0 +1,263 @@
+"""Run S3 (:func:`run_bfi2013`): the training tasks on the grid, the sampling stages on the kept
+models, and the report with its plots."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from boltzkit.atomic import atomic_write_text
+from boltzkit.data import load_dataset
+from boltzkit.errors import BoltzkitError
+from boltzkit.experiments.bfi2013.paper import BAS, BAS_OPTIMUM, MNIST, NAMES, OPERATORS
+from boltzkit.experiments.bfi2013.plan import (
+    LL_TABLES,
+    Plan,
+    check_parts_have_data,
+    make_plan,
+    parse_only,
+    restrict_plan,
+)
+from boltzkit.experiments.bfi2013.report import (
+    CLASSES_CSV_COLUMNS,
+    LL_CSV_COLUMNS,
+    SLEM_CSV_COLUMNS,
+    TAU_CSV_COLUMNS,
+    classes_section,
+    fig3_section,
+    header,
+    likelihood_section,
+    table2_section,
+)
+from boltzkit.experiments.bfi2013.tasks import autocorrelation_tasks, class_change_tasks, likelihood_tasks
+from boltzkit.experiments.engine import finite_or_none
+from boltzkit.experiments.grid import GridTask, load_record, mean_curves, run_grid
+from boltzkit.experiments.mixing_study import autocorrelation_stage, class_change_stage, mean_acf, slem_stage
+from boltzkit.experiments.report import Table, csv_text
+from boltzkit.jsonio import save_json
+
+
+def run_bfi2013(
+    *,
+    out_dir: Path,
+    quick: bool = False,
+    only: str | Iterable[str] | None = None,
+    plan: Plan | None = None,
+    datasets: str | Iterable[str] | None = None,
+    finished_only: bool = False,
+    seed: int = 0,
+    device: str | torch.device = "auto",
+    data_dir: str | None = None,
+    progress: bool = False,
+    executor: str = "inline",
+    workers: int = 1,
+    address: str | None = None,
+    **_ignored: Any,
+) -> dict[str, Any]:
+    """Run the parts of S3 in ``only`` and write the report ``bfi2013.md`` into ``out_dir``, with
+    each table's numbers as CSV: ``bfi2013.csv`` (Tables 1, 5, 6), ``bfi2013-tau.csv`` (Table 2),
+    ``bfi2013-classes.csv`` (Tables 3-4) and ``bfi2013-slem.csv`` (Fig. 3, top).
+
+    Parameters
+    ----------
+    out_dir
+        Folder of task records, models, sampling results, the report and the plots.
+    quick
+        The quick plan (minutes on two CPU cores) instead of S3's sizes.
+    only
+        Parts (:data:`PARTS`), e.g. ``"table1,fig3"``; default all.
+    plan
+        An explicit :class:`Plan` (overrides ``quick``).
+    datasets
+        Only these data sets (:data:`DATASETS`, e.g. ``"bars-and-stripes"``): :func:`restrict_plan`;
+        default all.
+    finished_only
+        Train nothing: report the cells of Tables 1, 5 and 6 (the default parts then) from the task
+        records already in ``out_dir``, into ``bfi2013-finished.md`` and ``.json`` (a grid spread
+        over sessions, seen before it is complete; each cell shows how many pairs it has, and its
+        medians are over those pairs). Other parts are refused.
+    seed
+        Base seed of every task and chain.
+    device
+        Where the 784 x 500 MNIST RBMs train and sample (the small models run on the CPU).
+    data_dir
+        Folder of the MNIST files; without them the MNIST rows are skipped and the report says so.
+    progress
+        Progress bars.
+    executor, workers, address
+        How the training tasks run (:func:`boltzkit.experiments.grid.run_grid`).
+
+    Returns
+    -------
+    dict
+        A JSON-ready summary with ``report`` and ``files``.
+    """
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    plan = plan or make_plan("quick" if quick else "full")
+    if datasets is not None:
+        plan = restrict_plan(plan, datasets)
+    parts = parse_only(LL_TABLES if only is None and finished_only else only)
+    check_parts_have_data(parts, plan)
+    if finished_only and set(parts) - set(LL_TABLES):
+        raise BoltzkitError(
+            "finished_only reports the likelihood tables only",
+            got=", ".join(parts),
+            expected=", ".join(LL_TABLES),
+            hint="add --only table5 (or table1, table6)",
+        )
+    dev = str(device)
+    from boltzkit.plots.mixing import plot_autocorrelations, plot_curves_with_difference, plot_slem_fraction
+
+    # finished_only reads records, never the data: MNIST records count without the MNIST files
+    mnist = plan.include_mnist and MNIST in plan.datasets and (finished_only or _mnist_available(data_dir))
+    grid_kw = {
+        "executor": executor,
+        "workers": workers,
+        "address": address,
+        "data_dir": data_dir,
+        "progress": progress,
+    }
+
+    ll_tasks = likelihood_tasks(plan, parts, seed, mnist)
+    n_planned = len(ll_tasks)
+    if finished_only:
+        ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
+    act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
+    cc = class_change_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
+    model_tasks = [t for ts in (*act.values(), *cc.values()) for t in ts]
+    run = run_grid(ll_tasks + model_tasks, out, **grid_kw)
+    records = {r["task_id"]: r for r in run.records}
+
+    results: dict[str, Any] = {"mode": plan.mode, "parts": list(parts), "mnist": mnist}
+    sections: list[str] = []
+    # a look at unfinished grids does not replace the report of a finished run
+    stem = "bfi2013-finished" if finished_only else "bfi2013"
+    files = [f"{stem}.md", f"{stem}.json"]
+    ll_records = [records[t.task_id] for t in ll_tasks]
+    ll_tables: list[Table] = []
+    for table in LL_TABLES:
+        if table in parts:
+            text, tables, cells = likelihood_section(table, plan, ll_records)
+            sections.append(text)
+            ll_tables += tables
+            results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
+
+    def write_csv(name: str, columns: tuple[str, ...], tables: list[Table]) -> None:
+        if tables:
+            atomic_write_text(out / name, csv_text(columns, [row for t in tables for row in t.csv_rows()]))
+            files.append(name)
+
+    write_csv(f"{stem}.csv", LL_CSV_COLUMNS, ll_tables)
+    if act:
+
+        def act_record(name: str, task: GridTask, op: str) -> dict[str, Any]:
+            big = name == "mnist500"  # the 784 x 500 RBMs: their own chain length and device
+            return autocorrelation_stage(
+                out, task, op, steps=plan.mnist500_steps if big else plan.act_steps, burn_in=plan.act_burn_in,
+                max_lag=plan.act_max_lag, seed=seed, device=dev if big else None,
+            )  # fmt: skip
+
+        taus = {
+            name: [{op: act_record(name, t, op) for op in OPERATORS} for t in ts] for name, ts in act.items()
+        }
+        if "table2" in parts:
+            text, tau_table = table2_section(taus, plan)
+            sections.append(text)
+            write_csv(f"{stem}-tau.csv", TAU_CSV_COLUMNS, [tau_table])
+        results["table2"] = {
+            name: [{op: {k: v for k, v in r[op].items() if k != "acf"} for op in OPERATORS} for r in rows]
+            for name, rows in taus.items()
+        }
+        if "fig4" in parts or "table2" in parts:
+            panels = {NAMES[name]: mean_acf(rows, OPERATORS) for name, rows in taus.items()}
+            if _plot(lambda: plot_autocorrelations(panels, out / "fig4_acf.png")):
+                files.append("fig4_acf.png")
+                sections.append(
+                    "### Fig. 4: autocorrelation functions of the energy\n\n![Fig. 4](fig4_acf.png)\n\n"
+                    "Mean over the RBMs of each problem of the normalised autocorrelation function of single "
+                    "chains (S3 Fig. 4 shows MNIST with 500 hidden units: the T curve below the G curve)."
+                )
+    if cc:
+
+        def cc_record(task: GridTask, op: str) -> dict[str, Any]:
+            return class_change_stage(
+                out, task, op, steps=plan.cc_steps, starts=plan.cc_starts, max_steps=plan.cc_max_steps,
+                seed=seed, data_dir=data_dir,
+            )  # fmt: skip
+
+        classes = {d: [{op: cc_record(t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
+        text, class_tables = classes_section(classes, plan, parts)
+        sections.append(text)
+        write_csv(f"{stem}-classes.csv", CLASSES_CSV_COLUMNS, class_tables)
+        results["classes"] = {
+            d: {op: {"class_changes": [r[op]["class_changes"] for r in rows]} for op in OPERATORS}
+            for d, rows in classes.items()
+        }
+    if "fig3" in parts:
+        slem_rows = slem_stage(
+            out, sizes=(2, 3, 4), bounds=range(1, 11), n_models=plan.slem_models, seed=seed
+        )
+        results["slem"] = slem_rows
+        curves = mean_curves(ll_records, dataset=BAS, algorithm="cd:5", lr=0.05)
+        text, slem_table = fig3_section(slem_rows, curves, plan)
+        write_csv(f"{stem}-slem.csv", SLEM_CSV_COLUMNS, [slem_table])
+        if _plot(lambda: plot_slem_fraction(slem_rows, out / "fig3_slem.png")):
+            files.append("fig3_slem.png")
+            text += "\n\n![Fig. 3 top](fig3_slem.png)"
+        if curves and _plot(
+            lambda: plot_curves_with_difference(
+                curves["updates"],
+                curves["gibbs"],
+                curves["flip"],
+                out / "fig3_curves.png",
+                optimum=BAS_OPTIMUM,
+                title=f"CD_5 on Bars and Stripes, η = 0.05 (mean of {curves['runs']} runs)",
+            )
+        ):
+            files.append("fig3_curves.png")
+            text += "\n\n![Fig. 3 bottom](fig3_curves.png)"
+        sections.append(text)
+    seconds = time.perf_counter() - t0
+    head = header(plan, parts, mnist, run, seconds, executor, workers)
+    if finished_only:
+        head += (
+            f"\n\n> Finished tasks only: {len(ll_tasks)} of the {n_planned} tasks of these tables have "
+            "records; a cell with fewer pairs than the plan's repetitions is incomplete."
+        )
+    atomic_write_text(out / f"{stem}.md", head + "\n\n" + "\n\n".join(sections) + "\n")
+    summary = {
+        "experiment": "bruegge-fischer-igel-2013",
+        "quick": plan.mode != "full",
+        "plan": plan.mode,
+        "tasks_run": run.ran,
+        "tasks_skipped": run.skipped,
+        "seconds": seconds,
+        "results": results,
+        "report": f"{stem}.md",
+        "files": files,
+    }
+    save_json(summary, out / f"{stem}.json")
+    return summary
+
+
+def _mnist_available(data_dir: str | None) -> bool:
+    try:
+        load_dataset(MNIST, split="train", data_dir=data_dir)
+    except BoltzkitError:
+        return False
+    return True
+
+
+def _plot(draw) -> bool:
+    try:
+        draw()
+    except BoltzkitError:  # matplotlib missing: the report goes without its figures
+        return False
+    return True
