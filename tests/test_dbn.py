@@ -453,7 +453,25 @@ def test_table2_pipeline_on_a_miniature(tmp_path, monkeypatch):
     summary = t2.run_table2(out_dir=tmp_path, quick=True, device="cpu", n_chains=20, progress=False)
     md = (tmp_path / "table2.md").read_text()
     assert "-86.22" in md and "-85.97" in md and "-142.63" in md
-    assert {"table2.md", "table2.csv", "table2.json"} <= set(summary["files"])
+    assert {"table2.md", "table2.csv", "table2-mixtures.csv", "table2.json"} <= set(summary["files"])
+    # the transposed start and the mixtures: the same rows in the markdown and in the CSV files
+    import csv
+
+    with open(tmp_path / "table2.csv") as f:
+        rows = list(csv.DictReader(f))
+    transposed = [r for r in rows if r["model"].startswith("DBN-CD25 transposed")]
+    assert [(r["split"], r["model"][-8:]) for r in transposed] == [
+        ("test", " (start)"), ("test", "trained)"), ("train", " (start)"), ("train", "trained)")
+    ]  # fmt: skip
+    assert transposed[1]["paper_bound"] == "-85.97" and transposed[0]["paper_bound"] == ""
+    trained = summary["transposed"]["trained"]["test"]["mean_log_prob"]
+    assert float(transposed[1]["bound"]) == trained
+    assert f"| test | after training | {trained:.2f}" in md  # then a mark where its ln Z is unreliable
+    with open(tmp_path / "table2-mixtures.csv") as f:
+        mixtures = list(csv.DictReader(f))
+    paper_values = [(m["components"], m["paper_test_log_prob"]) for m in mixtures]
+    assert paper_values == [("10", "-168.95"), ("100", "-142.63")]
+    assert all(float(m["test_log_prob"]) < 0 for m in mixtures)
     for rec in summary["dbns"]:
         assert rec["test"]["bound"] == "lower" and rec["test"]["n"] == 10_000 and rec["train"]["n"] == 600
         assert rec["layer_sizes"] == [784, 10, 12]

@@ -266,8 +266,8 @@ def test_table1_ais_agrees_with_exact(table1: tuple[Path, dict[str, Any]]) -> No
 def test_table1_rerun_reuses_saved_results(table1: tuple[Path, dict[str, Any]]) -> None:
     out, summary = table1
     before = _mtimes(out)
-    # a model, its exact/AIS record and four variational records per model
-    assert len(before) == (3 + len(VARIATIONAL_METHODS)) * len(TABLE1_MODELS)  # model, exact, AIS, variational
+    # per model: its file, its exact and AIS records, and four variational records
+    assert len(before) == (3 + len(VARIATIONAL_METHODS)) * len(TABLE1_MODELS)
     again = run_experiment("salakhutdinov-2008-table1", out_dir=out, **TABLE1_KW)
     assert _mtimes(out) == before
     assert again["models"] == summary["models"]

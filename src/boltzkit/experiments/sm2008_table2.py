@@ -406,12 +406,51 @@ def _bound_cells(
     )
 
 
+def _transposed_table(transposed: dict[str, Any], verdicts: Verdicts) -> Table:
+    """The bounds of the second layer started as the transposed CD25 RBM (S1 Sec. 5.2), at the
+    start and after training, on both splits: rows of the same columns as Table 2."""
+    table = Table(("split", "second layer", "bound", "total ±3 std", "ln Ẑ of the top"), CSV_COLUMNS)
+    for split in ("test", "train"):
+        for part, label in (("start", "start"), ("trained", "after training")):
+            rec = transposed[part]
+            paper = PAPER_TRANSPOSED_TEST if (split, part) == ("test", "trained") else None
+            bound, _, total = _bound_cells(
+                rec[split], rec["ais"], f"transposed start, {label}: ln Ẑ", verdicts
+            )
+            table.add(
+                [split, label, bound if paper is None else cell(bound, fmt(paper)), total, fmt(rec["ais"]["log_z"])],
+                split=split, model=f"DBN-CD25 transposed ({part})", paper_bound=paper,
+                **_bound_values(rec[split], rec["ais"]),
+            )  # fmt: skip
+    return table
+
+
+#: CSV columns of ``table2-mixtures.csv`` (S1 Sec. 5.1): ours, then S1's test value.
+MIXTURE_CSV_COLUMNS = (
+    "components", "test_log_prob", "train_log_prob", "iterations", "converged", "paper_test_log_prob",
+)  # fmt: skip
+
+
+def _mixtures_table(mobs: list[dict[str, Any]]) -> Table:
+    """The mixtures of Bernoullis (S1 Sec. 5.1): exact test and train log-probabilities."""
+    table = Table(("components", "test log p (exact)", "train log p", "EM iterations"), MIXTURE_CSV_COLUMNS)
+    for m in mobs:
+        paper = PAPER_MOB.get(m["components"])
+        table.add(
+            [str(m["components"]), cell(fmt(m["test"]), fmt(paper)), fmt(m["train"]),
+             f"{m['iterations']}{'' if m['converged'] else ' (cap)'}"],
+            components=m["components"], test_log_prob=m["test"], train_log_prob=m["train"],
+            iterations=m["iterations"], converged=m["converged"], paper_test_log_prob=paper,
+        )  # fmt: skip
+    return table
+
+
 def _markdown(
     table: Table,
     verdicts: Verdicts,
     records,
-    transposed,
-    mobs,
+    transposed: Table | None,
+    mixtures: Table | None,
     mode: Mode,
     settings: dict[str, Any],
     note: str,
@@ -448,20 +487,7 @@ def _markdown(
         + ".",
     ]
     if transposed is not None:
-        s, t = transposed["start"], transposed["trained"]
         rbm = next((r["rbm"] for r in records if r["model"] == "DBN-CD25"), None)
-        rows = []
-        for label, rec, paper in (("start", s, None), ("after training", t, PAPER_TRANSPOSED_TEST)):
-            bound_te, _, total_te = _bound_cells(
-                rec["test"], rec["ais"], f"transposed start, {label}: ln Ẑ", verdicts
-            )
-            bound_tr, _, total_tr = _bound_cells(
-                rec["train"], rec["ais"], f"transposed start, {label}: ln Ẑ", verdicts
-            )
-            paper_text = "" if paper is None else f" / {fmt(paper)}"
-            rows.append(
-                f"| {label} | {bound_te} {total_te}{paper_text} | {bound_tr} {total_tr} | {fmt(rec['ais']['log_z'])} |"
-            )
         lines += [
             "",
             "## Second layer started as the transposed CD25 RBM (S1 Sec. 5.2)",
@@ -471,18 +497,10 @@ def _markdown(
             f"can only raise the bound on the training data. The RBM: test {fmt(rbm['test'] if rbm else None)}, "
             f"train {fmt(rbm['train'] if rbm else None)}.",
             "",
-            "| | test bound | train bound | ln Ẑ of the top |",
-            "|---|---|---|---|",
-            *rows,
+            *transposed.markdown(),
         ]
-    if mobs:
-        lines += ["", "## Mixture of Bernoullis (S1 Sec. 5.1)", "",
-                  "| components | test log p (exact) | train log p | EM iterations |", "|---|---|---|---|"]  # fmt: skip
-        for m in mobs:
-            lines.append(
-                f"| {m['components']} | {fmt(m['test'])} / {fmt(PAPER_MOB[m['components']])} | {fmt(m['train'])} | "
-                f"{m['iterations']}{'' if m['converged'] else ' (cap)'} |"
-            )
+    if mixtures is not None:
+        lines += ["", "## Mixture of Bernoullis (S1 Sec. 5.1)", "", *mixtures.markdown()]
     lines += verdicts.lines()
     top_b = records[0]["ais"] if records else {}
     lines += [
@@ -508,20 +526,6 @@ def _markdown(
     return "\n".join(lines) + "\n"
 
 
-def _csv(table: Table, transposed) -> str:
-    """The table's rows, then the bounds of the transposed start (S1 Sec. 5.2) before and after
-    training its second layer."""
-    rows = table.csv_rows()
-    for split in ("test", "train") if transposed is not None else ():
-        for part in ("start", "trained"):
-            rec = transposed[part]
-            paper = PAPER_TRANSPOSED_TEST if (split, part) == ("test", "trained") else None
-            values = {"split": split, "model": f"DBN-CD25 transposed ({part})", "paper_bound": paper}
-            values.update(_bound_values(rec[split], rec["ais"]))
-            rows.append([values.get(c) for c in CSV_COLUMNS])
-    return csv_text(CSV_COLUMNS, rows)
-
-
 # ------------------------------------------------------------------------------------ runner
 def run_table2(
     *,
@@ -536,8 +540,9 @@ def run_table2(
     progress: bool = True,
     use_zoo: bool = True,
 ) -> dict[str, Any]:
-    """Run S1 Table 2 and write ``table2.md``, ``table2.csv``, ``table2.json`` and
-    ``fig2_samples.png`` into ``out_dir``.
+    """Run S1 Table 2 and write ``table2.md``, ``table2.csv`` (the DBNs' bounds and those of the
+    transposed start), ``table2-mixtures.csv``, ``table2.json`` and ``fig2_samples.png`` into
+    ``out_dir``.
 
     Parameters
     ----------
@@ -598,16 +603,22 @@ def run_table2(
     )
     verdicts = Verdicts()
     table = _table(records, verdicts)
-    md = _markdown(table, verdicts, records, transposed, mobs, mode, settings, note)
+    transposed_table = None if transposed is None else _transposed_table(transposed, verdicts)
+    mixtures = _mixtures_table(mobs) if mobs else None
+    md = _markdown(table, verdicts, records, transposed_table, mixtures, mode, settings, note)
     atomic_write_text(out_dir / "table2.md", md)
-    atomic_write_text(out_dir / "table2.csv", _csv(table, transposed))
+    csv_rows = table.csv_rows() + (transposed_table.csv_rows() if transposed_table else [])
+    atomic_write_text(out_dir / "table2.csv", csv_text(CSV_COLUMNS, csv_rows))
+    if mixtures is not None:
+        atomic_write_text(out_dir / "table2-mixtures.csv", mixtures.csv())
     summary = {
         "experiment": EXPERIMENT, "quick": quick, "mode": asdict(mode), "dbns": records, "transposed": transposed,
         "mixtures": mobs, "seconds": seconds,
         "paper": {"table2": PAPER, "rbm": PAPER_RBM, "transposed_test": PAPER_TRANSPOSED_TEST, "mob": PAPER_MOB},
     }  # fmt: skip
     save_json(summary, out_dir / "table2.json")
-    summary["files"] = ["table2.md", "table2.csv", "table2.json"] + (["fig2_samples.png"] if plotted else [])
+    summary["files"] = ["table2.md", "table2.csv", "table2.json"] + (["table2-mixtures.csv"] if mobs else [])
+    summary["files"] += ["fig2_samples.png"] if plotted else []
     summary["report"] = "table2.md"
     return summary
 
