@@ -53,72 +53,68 @@ def autocorrelation_tasks(plan: Plan, seed: int, mnist: bool, device: str) -> di
         if dataset not in plan.datasets or (dataset == MNIST and not mnist):
             continue
         hidden, batch = SHAPES[dataset]
-        n = plan.act_updates[dataset]
-        out[dataset] = [
-            GridTask(
-                dataset,
-                plan.act_algorithm[dataset],
-                plan.act_lr,
-                "gibbs",
-                r,
-                n_hidden=hidden,
-                n_updates=n,
-                eval_every=n,
-                batch_size=batch,
-                seed=seed,
-                data_seed=seed,
-                keep_model=True,
-            )  # fmt: skip
-            for r in range(plan.act_models)
-        ]
+        out[dataset] = _kept_models(
+            dataset, plan.act_algorithm[dataset], plan.act_lr, models=plan.act_models,
+            n_updates=plan.act_updates[dataset], n_hidden=hidden, batch_size=batch, seed=seed,
+        )  # fmt: skip
     if mnist:
-        n = plan.mnist500_updates
-        out["mnist500"] = [
-            GridTask(
-                MNIST,
-                plan.mnist500_algorithm,
-                plan.act_lr,
-                "gibbs",
-                r,
-                n_hidden=500,
-                n_updates=n,
-                eval_every=n,
-                batch_size=100,
-                seed=seed,
-                data_seed=seed,
-                device=device,
-                dtype="float32",
-                keep_model=True,
-            )  # fmt: skip
-            for r in range(plan.mnist500_models)
-        ]
+        out["mnist500"] = _kept_models(
+            MNIST, plan.mnist500_algorithm, plan.act_lr, models=plan.mnist500_models,
+            n_updates=plan.mnist500_updates, n_hidden=500, batch_size=100, seed=seed, device=device, dtype="float32",
+        )  # fmt: skip
     return out
 
 
 def class_change_tasks(plan: Plan, seed: int) -> dict[str, list[GridTask]]:
     """Tables 3-4's models: CD_5 with G on Artificial Modes (S3 Sec. 4.4), kept."""
-    n = plan.cc_updates
     return {
-        d: [
-            GridTask(
-                d,
-                "cd:5",
-                plan.cc_lr,
-                "gibbs",
-                r,
-                n_hidden=16,
-                n_updates=n,
-                eval_every=n,
-                batch_size=100,
-                seed=seed,
-                data_seed=seed,
-                keep_model=True,
-            )  # fmt: skip
-            for r in range(plan.cc_models)
-        ]
+        d: _kept_models(
+            d,
+            "cd:5",
+            plan.cc_lr,
+            models=plan.cc_models,
+            n_updates=plan.cc_updates,
+            n_hidden=16,
+            batch_size=100,
+            seed=seed,
+        )  # fmt: skip
         for d in (AM1, AM01)
         if d in plan.datasets
     }
+
+
+def _kept_models(
+    dataset: str,
+    algorithm: str,
+    lr: float,
+    *,
+    models: int,
+    n_updates: int,
+    n_hidden: int,
+    batch_size: int | None,
+    seed: int,
+    **extra: Any,
+) -> list[GridTask]:
+    """``models`` repetitions of one training run with G whose models are kept for the sampling
+    stages (evaluated once, at the end)."""
+    return [
+        GridTask(
+            dataset,
+            algorithm,
+            lr,
+            "gibbs",
+            r,
+            n_hidden=n_hidden,
+            n_updates=n_updates,
+            eval_every=n_updates,
+            batch_size=batch_size,
+            seed=seed,
+            data_seed=seed,
+            keep_model=True,
+            **extra,
+        )  # fmt: skip
+        for r in range(models)
+    ]
 
 
 def table_of(plan: Plan, task: dict[str, Any]) -> str:
