@@ -18,7 +18,6 @@ binarized MNIST.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -34,6 +33,8 @@ from boltzkit.estimators.ais import ais
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.paths import base_rate_path
+from boltzkit.experiments.report import Table
+from boltzkit.jsonio import save_json
 from boltzkit.learning import train_rbm
 from boltzkit.plots._backend import optional_figure, save_png
 
@@ -116,16 +117,17 @@ def run_ais_operators(
                         "seconds_per_run": seconds / n_runs,
                     }
                 )
-    md = _markdown(rows, quick, time.perf_counter() - t0)
-    atomic_write_text(out_dir / "ais_operators.md", md)
+    table = _table(rows)
+    atomic_write_text(out_dir / "ais_operators.md", _markdown(table, rows, quick, time.perf_counter() - t0))
+    atomic_write_text(out_dir / "ais_operators.csv", table.csv())
     summary = {
         "experiment": "ais-operators",
         "quick": quick,
         "rows": rows,
         "seconds": time.perf_counter() - t0,
     }
-    atomic_write_text(out_dir / "ais_operators.json", json.dumps(summary, indent=2, allow_nan=False))
-    files = ["ais_operators.md", "ais_operators.json"]
+    save_json(summary, out_dir / "ais_operators.json")
+    files = ["ais_operators.md", "ais_operators.csv", "ais_operators.json"]
     if _plot(rows, out_dir / "ais_operators.png"):
         files.append("ais_operators.png")
     summary["files"] = files
@@ -133,21 +135,37 @@ def run_ais_operators(
     return summary
 
 
-def _markdown(rows, quick, seconds) -> str:
+#: CSV columns of ``ais_operators.csv``: one row per model, schedule and sampler.
+CSV_COLUMNS = (
+    "model", "n_betas", "sampler", "n_runs", "n_chains", "exact_log_z", "bias", "sd_log_z", "mean_stderr",
+    "mean_ess", "seconds_per_run",
+)  # fmt: skip
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(
+        ("model", "steps", "sampler", "bias of log Ẑ", "sd of log Ẑ over runs", "mean reported stderr",
+         "mean ESS", "s/run"),
+        CSV_COLUMNS,
+    )  # fmt: skip
+    for r in rows:
+        table.add(
+            [r["model"], str(r["n_betas"]), r["sampler"], f"{r['bias']:+.4f}", f"{r['sd_log_z']:.4f}",
+             f"{r['mean_stderr']:.4f}", f"{r['mean_ess']:.1f}", f"{r['seconds_per_run']:.2f}"],
+            **{c: r[c] for c in CSV_COLUMNS},
+        )  # fmt: skip
+    return table
+
+
+def _markdown(table: Table, rows: list[dict[str, Any]], quick: bool, seconds: float) -> str:
     lines = [
         "# Flip-the-state inside AIS: variance of log Z estimates at equal cost",
         "",
         f"Mode: {'quick' if quick else 'full'}; {seconds:.0f} s. Each row: independent AIS estimates "
         "(100 chains each, one sweep per beta, base rates of the training data) against exact log Z.",
         "",
-        "| model | steps | sampler | bias of log Ẑ | sd of log Ẑ over runs | mean reported stderr | mean ESS | s/run |",
-        "|---|---|---|---|---|---|---|---|",
+        *table.markdown(),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['model']} | {r['n_betas']} | {r['sampler']} | {r['bias']:+.4f} | {r['sd_log_z']:.4f} | "
-            f"{r['mean_stderr']:.4f} | {r['mean_ess']:.1f} | {r['seconds_per_run']:.2f} |"
-        )
     lines += [
         "",
         "Ratio of the spread to Gibbs's at the same model and schedule (< 1: the sampler helps):",

@@ -32,7 +32,7 @@ from boltzkit.data import load_dataset
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
 from boltzkit.experiments.engine import run_tasks
-from boltzkit.experiments.report import csv_text, fmt, machine_note
+from boltzkit.experiments.report import Table, fmt, machine_note
 from boltzkit.jsonio import save_json
 from boltzkit.learning import train_model
 from boltzkit.learning.recipes import RECIPES
@@ -139,6 +139,14 @@ def run_learning_study(
     )
     rows = run.records
     best = max(r["test"] for r in rows)
+    cols = ("variant", "test", "train", "log_z", "seconds_per_epoch", "chain_activity")
+    table = Table(("variant", "test log p", "train log p", "log Z", "s / epoch", "chain activity"), cols)
+    for r in rows:
+        table.add(
+            [r["variant"], fmt(r["test"]) + (" (best)" if r["test"] == best else ""), fmt(r["train"]),
+             fmt(r["log_z"], 1), fmt(r["seconds_per_epoch"], 2), fmt(r["chain_activity"], 3)],
+            **{c: r[c] for c in cols},
+        )  # fmt: skip
     lines = [
         "# What moves the likelihood: training choices at equal cost",
         "",
@@ -147,22 +155,14 @@ def run_learning_study(
         "visible units after 5,000 Gibbs sweeps of 64 chains started at random (the data's: "
         f"{fmt(rows[0]['data_activity'], 3)}). {machine_note(resolve_device(device))}.",
         "",
-        "| variant | test log p | train log p | log Z | s / epoch | chain activity |",
-        "|---|---|---|---|---|---|",
+        *table.markdown(),
     ]
-    for r in rows:
-        mark = " (best)" if r["test"] == best else ""
-        lines.append(
-            f"| {r['variant']} | {fmt(r['test'])}{mark} | {fmt(r['train'])} | {fmt(r['log_z'], 1)} | "
-            f"{fmt(r['seconds_per_epoch'], 2)} | {fmt(r['chain_activity'], 3)} |"
-        )
     lines += [
         "",
         f"This invocation took {time.perf_counter() - t0:.0f} s ({run.ran} runs trained now, {run.skipped} reused).",
     ]
     atomic_write_text(out_dir / "learning.md", "\n".join(lines) + "\n")
-    cols = ["variant", "test", "train", "log_z", "seconds_per_epoch", "chain_activity"]
-    atomic_write_text(out_dir / "learning.csv", csv_text(cols, [[r[c] for c in cols] for r in rows]))
+    atomic_write_text(out_dir / "learning.csv", table.csv())
     summary = {
         "experiment": NAME,
         "quick": quick,

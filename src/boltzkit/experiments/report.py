@@ -14,6 +14,8 @@ TAP, TRW), its CSV and its plot are here too; the stages that compute them are i
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -53,10 +55,19 @@ def cell(ours: str, paper: str) -> str:
 
 
 def csv_text(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Comma-separated lines (empty fields for ``None``); values hold no commas."""
-    lines = [",".join(cols)]
-    lines += [",".join("" if v is None else str(v) for v in row) for row in rows]
-    return "\n".join(lines) + "\n"
+    """The rows as CSV under the header ``cols`` (empty fields for ``None``; a value holding a
+    comma, quote or line break is quoted, as :mod:`csv` reads it back), lines ending in ``\\n``.
+
+    Examples
+    --------
+    >>> csv_text(("variant", "test"), [["PCD-1, 100 chains", -103.6], ["CD-1", None]])
+    'variant,test\\n"PCD-1, 100 chains",-103.6\\nCD-1,\\n'
+    """
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(cols)
+    writer.writerows(["" if v is None else v for v in row] for row in rows)
+    return out.getvalue()
 
 
 def machine_note(device: torch.device) -> str:
