@@ -77,7 +77,8 @@ def run_ais_operators(
     epochs: int | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Run the study and write ``ais_operators.md`` / ``.json`` (and a plot) into ``out_dir``."""
+    """Run the study and write ``ais_operators.md``, ``.csv`` and ``.json`` (and a plot) into
+    ``out_dir``."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -450,11 +450,12 @@ def ais_record(result: LogZResult, *, runs: Sequence[int] = (10,)) -> dict[str, 
 def exact_stage(
     ctx: Context, name: str, model: Any, config: dict[str, Any], *, max_bits: int = 25
 ) -> dict[str, Any]:
-    """Exact ``log Z`` of ``model`` (``results/NAME-exact.json``)."""
+    """Exact ``log Z`` of ``model`` (``results/NAME-exact.json``), with the seconds and what was
+    enumerated (:attr:`LogZResult.settings`)."""
 
     def compute() -> dict[str, Any]:
         result = exact_log_z(model, max_bits=max_bits)
-        return {"log_z": result.log_z, "seconds": result.seconds}
+        return {"log_z": result.log_z, "seconds": result.seconds, **to_jsonable(result.settings)}
 
     return stage(ctx.path("results", f"{name}-exact.json"), {**config, "max_bits": max_bits}, compute)
 
@@ -471,16 +472,17 @@ def ais_stage(
     reverse: bool = False,
     runs: Sequence[int] = (10,),
     schedule: str | None = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """AIS on ``model`` from the base-rate model of ``base_data`` (S&M 2008 Eq. 18), with the
     reverse run started from the forward run's final states when ``reverse`` (the sandwich);
-    ``results/NAME-ais.json``. Its seed derives from the run's seed and ``name``.
+    ``results/NAME-ais.json``. Its seed is ``seed``, or derives from the run's seed and ``name``.
 
     The record's config names the schedule by ``schedule`` when given (a reproduction's label),
     else by ``betas`` itself; a tensor of betas by its length and a digest of its values, so that
     two schedules of the same length are never taken for each other."""
     settings = {"n_chains": n_chains, "betas": schedule if schedule is not None else betas_key(betas),
-                "reverse": reverse, "seed": ctx.seed_for("ais", name)}  # fmt: skip
+                "reverse": reverse, "seed": ctx.seed_for("ais", name) if seed is None else int(seed)}  # fmt: skip
 
     def compute() -> dict[str, Any]:
         result = estimate_log_z(
@@ -636,18 +638,26 @@ def variational_stage(
 
 # -------------------------------------------------------------------------------------- samples
 def samples_stage(
-    ctx: Context, name: str, draw: Callable[[torch.Generator], Tensor], config: dict[str, Any]
+    ctx: Context,
+    name: str,
+    draw: Callable[[torch.Generator], Tensor],
+    config: dict[str, Any],
+    *,
+    seed: int | None = None,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Binary samples of a model as a stage: ``draw(generator)`` with a generator seeded from the
-    run's seed and ``name``, kept as ``samples/NAME.npy`` (uint8, shape ``(n, n_units)``) beside
-    its record ``samples/NAME.json`` (config, ``n``, ``seconds``). Returns both."""
+    """Binary samples of a model as a stage: ``draw(generator)`` with a generator seeded by
+    ``seed`` (default: derived from the run's seed and ``name``; it joins the config), kept as
+    ``samples/NAME.npy`` (uint8, shape ``(n, n_units)``) beside its record ``samples/NAME.json``
+    (config, ``n``, ``seconds``). Returns both."""
+    seed = ctx.seed_for("samples", name) if seed is None else int(seed)
+    config = {**config, "seed": seed}
     path = ctx.path("samples", f"{name}.npy")
     meta = path.with_suffix(".json")
     done = load_json(meta)
     if done is not None and path.is_file():
         check_config(meta, done.get("config"), normalized(config))
         return np.load(path), done
-    g = make_generator(ctx.seed_for("samples", name), ctx.device)
+    g = make_generator(seed, ctx.device)
     t0 = time.perf_counter()
     x = draw(g).detach().cpu().round().numpy().astype(np.uint8)
     seconds = time.perf_counter() - t0

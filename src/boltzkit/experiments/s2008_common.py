@@ -28,7 +28,14 @@ from torch import Tensor
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.schedules import S2_SEGMENTS, s2_betas
-from boltzkit.experiments.engine import Context, model_stage, stage_seed, variational_stage, zoo_model
+from boltzkit.experiments.engine import (
+    Context,
+    betas_key,
+    model_stage,
+    stage_seed,
+    variational_stage,
+    zoo_model,
+)
 from boltzkit.experiments.report import VariationalSettings
 from boltzkit.jsonio import to_jsonable
 from boltzkit.learning import train_model
@@ -163,8 +170,8 @@ def resolve_schedule(betas: str | int | Tensor, default_scale: float) -> tuple[s
     ``"s2:SCALE"`` a scaled copy of it; anything else goes to :func:`~boltzkit.estimators.ais.ais`
     unchanged (``N`` linear points, ``adaptive:N``, a file).
     """
-    if isinstance(betas, Tensor):
-        return betas, f"custom ({betas.numel() - 1} steps)"
+    if isinstance(betas, Tensor):  # named by its values' digest: equal lengths are not the same schedule
+        return betas, f"custom ({betas_key(betas)})"
     text = str(betas).strip().lower()
     scale: float | None = None
     if text == PAPER_BETAS:
@@ -240,7 +247,8 @@ def train_or_load(
 
 
 def s2_stage_seed(seed: int, stage: str, spec: ModelSpec) -> int:
-    """Independent seeds per stage and model, derived from the run's ``seed``."""
+    """Independent seeds per stage (training, AIS, samples) and model, derived from the run's
+    ``seed``: the numbers of S2's reproductions since their first runs."""
     return stage_seed(seed, "s2008", stage, spec.name)
 
 

@@ -13,9 +13,10 @@ tree-reweighted upper bound with ``rho`` optimised by conditional gradient over 
 spanning trees (S2 Sec. 5.1). A comparison of every ``log Z`` method per model (exact, AIS with its
 band, mean-field, Bethe, TAP, TRW) follows the table, with its plot (``logz_methods.png``).
 
-Every stage writes into ``out_dir`` as it finishes (models, checkpoints, per-model estimates, the
-variational values), so the same command resumes an interrupted run, a finished one only rewrites
-the report, and the folder of a run made before the variational stage existed gains its columns.
+Every stage is one of the experiment engine's (:mod:`boltzkit.experiments.engine`) and writes into
+``out_dir`` as it finishes (``models/``, ``checkpoints/``, ``results/<model>-exact.json`` and
+``-ais.json``, ``variational/``), so the same command resumes an interrupted run, a finished one
+only rewrites the report, and a folder whose variational records are missing gains them alone.
 """
 
 from __future__ import annotations
@@ -146,14 +147,15 @@ def _estimate(
     config = {"model": spec.record(), "training": training["config"]}
     exact = exact_stage(ctx, spec.slug, model, config, max_bits=EXACT_MAX_BITS)
     ais = ais_stage(
-        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label
+        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label,
+        seed=stage_seed(ctx.seed, "ais", spec),
     )  # fmt: skip
     rec = {
         "model": spec.name,
         "kind": spec.kind,
         "layer_sizes": list(model.layer_sizes),
         "training": training,
-        "exact": {"log_z": exact["log_z"], "seconds": exact["seconds"], "max_bits": EXACT_MAX_BITS},
+        "exact": {**{k: v for k, v in exact.items() if k != "config"}, "max_bits": EXACT_MAX_BITS},
         **{k: v for k, v in ais.items() if k not in ("config", "seconds")},
         "seconds": {
             "train": training.get("seconds"),

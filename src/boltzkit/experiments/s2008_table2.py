@@ -15,9 +15,10 @@ mean-field, Bethe, TAP and the tree-reweighted upper bound, for which S2 gives n
 "TRW did not provide any meaningful upper bounds") follows the table, with its plot
 (``logz_methods.png``).
 
-Every stage writes into ``out_dir`` as it finishes (models, checkpoints, per-model estimates,
-variational values, samples), so the same command resumes an interrupted run, and the folder of a
-run made before the variational stage existed gains its columns.
+Every stage is one of the experiment engine's (:mod:`boltzkit.experiments.engine`) and writes into
+``out_dir`` as it finishes (``models/``, ``checkpoints/``, ``results/<model>-ais.json`` and
+``-log-prob.json``, ``variational/``, ``samples/<model>.npy``), so the same command resumes an
+interrupted run, and a folder whose variational records are missing gains them alone.
 """
 
 from __future__ import annotations
@@ -171,7 +172,8 @@ def _estimate(
     gathered into the model's row."""
     config = {"model": spec.record(), "training": training["config"]}
     ais = ais_stage(
-        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label
+        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label,
+        seed=stage_seed(ctx.seed, "ais", spec),
     )  # fmt: skip
     lp = log_prob_stage(ctx, spec.slug, model, config, {"train": train_x, "test": test_x}, record_log_z(ais))
     return {
@@ -211,7 +213,7 @@ def _samples(
         )
         return state.visible
 
-    visible, record = samples_stage(ctx, spec.slug, draw, config)
+    visible, record = samples_stage(ctx, spec.slug, draw, config, seed=stage_seed(ctx.seed, "samples", spec))
     return {"model": spec.name, "visible": visible, "sweeps": n_sweeps, "seconds": record["seconds"]}
 
 

@@ -162,15 +162,24 @@ def _config(name: str, training: dict[str, Any]) -> dict[str, Any]:
     return {"model": name, "training": training.get("config") or training.get("source")}
 
 
+def _paper_schedule(scale: float) -> tuple[torch.Tensor, str]:
+    """S1's schedule with its segments scaled by ``scale`` (:func:`paper_betas`), and its name in
+    the AIS stage's config: its number of steps, which fixes it (the name records had before
+    stages named tensors by a digest, so their folders resume)."""
+    betas = paper_betas(scale)
+    return betas, f"{betas.numel() - 1} steps"
+
+
 def _rbm_record(
     ctx: Context, name: str, rbm: RBM, training: dict[str, Any], mode: Mode, data
 ) -> dict[str, Any]:
     """AIS log Z and train/test log-probabilities of a bottom RBM."""
     config = _config(name, training)
-    betas = paper_betas(mode.rbm_betas_scale)
+    betas, label = _paper_schedule(mode.rbm_betas_scale)
     ais = ais_stage(
-        ctx, _slug(name), rbm, config, base_data=data["train"], n_chains=mode.rbm_chains, betas=betas
-    )
+        ctx, _slug(name), rbm, config, base_data=data["train"], n_chains=mode.rbm_chains, betas=betas,
+        schedule=label,
+    )  # fmt: skip
     lp = log_prob_stage(
         ctx, _slug(name), rbm, config, {"test": data["test"], "train": data["train"]}, record_log_z(ais)
     )
@@ -222,9 +231,10 @@ def _bounds(ctx: Context, name: str, dbn: DBN, training: dict[str, Any], mode: M
     of S1 Eq. 24 on the test and training images (M = 5)."""
     config = _config(name, training)
     base = top_layer_data(dbn, data["train"])
+    betas, label = _paper_schedule(mode.top_betas_scale)
     ais = ais_stage(
-        ctx, f"{_slug(name)}-top", dbn.top, config, base_data=base, n_chains=data["top_chains"],
-        betas=paper_betas(mode.top_betas_scale),
+        ctx, f"{_slug(name)}-top", dbn.top, config, base_data=base, n_chains=data["top_chains"], betas=betas,
+        schedule=label,
     )  # fmt: skip
     log_z = record_log_z(ais)
 
