@@ -220,3 +220,32 @@ def test_a_stored_estimate_comes_back_with_its_band_and_verdict() -> None:
     rec["ais_settings"] = {"checks": [failed], "trivial_path": False}
     verdict = engine.record_log_z(rec).reliability()
     assert not verdict.reliable and "the estimate moved" in verdict.reason
+
+
+def test_schedules_of_one_length_are_different_stages_and_samples_keep_their_seed(tmp_path: Path) -> None:
+    """A stage names a tensor schedule by its values, so a schedule of the same length is not taken
+    for another's record; a samples stage records the seed that drew it and draws the same again."""
+    import numpy as np
+    import torch
+
+    linear, bent = torch.linspace(0, 1, 11, dtype=torch.float64), torch.linspace(0, 1, 11).double() ** 2
+    assert engine.betas_key(linear) != engine.betas_key(bent)
+    assert engine.betas_key(linear) == engine.betas_key(linear.clone())
+    assert engine.betas_key("paper") == "paper"
+    assert engine.betas_key(linear).startswith("10 steps, sha256 ")
+
+    ctx = engine.Context(out_dir=tmp_path, seed=3)
+
+    def draw(g: torch.Generator) -> torch.Tensor:
+        return (torch.rand(4, 5, generator=g) < 0.5).double()
+
+    x, record = engine.samples_stage(ctx, "m", draw, {"model": "m"})
+    assert x.shape == (4, 5) and x.dtype == np.uint8
+    assert record["config"]["seed"] == ctx.seed_for("samples", "m")
+    again, _ = engine.samples_stage(ctx, "m", lambda g: pytest.fail("recomputed"), {"model": "m"})
+    assert (again == x).all()
+    elsewhere = engine.Context(out_dir=tmp_path / "b", seed=3)
+    y, record = engine.samples_stage(elsewhere, "m", draw, {"model": "m"}, seed=record["config"]["seed"])
+    assert (y == x).all() and record["seconds"] >= 0
+    with pytest.raises(BoltzkitError, match="other settings"):
+        engine.samples_stage(ctx, "m", draw, {"model": "m"}, seed=4)
