@@ -157,7 +157,16 @@ class Table:
 
     def csv(self) -> str:
         """The rows as CSV (:func:`csv_text`)."""
-        return csv_text(self.csv_columns, self.csv_rows())
+        return tables_csv([self])
+
+
+def tables_csv(tables: Sequence[Table]) -> str:
+    """Tables of the same CSV columns (the sections of one reproduction's table) as one CSV, their
+    rows in order."""
+    columns = tuple(tables[0].csv_columns)
+    if any(tuple(t.csv_columns) != columns for t in tables):
+        raise ValueError("tables written as one CSV need the same columns")
+    return csv_text(columns, [row for t in tables for row in t.csv_rows()])
 
 
 #: CSV columns of an AIS estimate (keys of :func:`boltzkit.experiments.engine.log_z_summary`).
@@ -620,10 +629,10 @@ __all__ = [
     "DASH",
     "METHOD_CSV_COLUMNS",
     "METHOD_LABELS",
-    "UNRELIABLE",
     "MethodsPanel",
     "RunsPanel",
     "Table",
+    "UNRELIABLE",
     "VariationalSettings",
     "Verdicts",
     "ais_csv_values",
@@ -640,5 +649,6 @@ __all__ = [
     "pair",
     "plot_ais_runs",
     "plot_logz_methods",
+    "tables_csv",
     "with_variational_overrides",
 ]

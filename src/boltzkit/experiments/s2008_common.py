@@ -30,6 +30,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.schedules import S2_SEGMENTS, s2_betas
 from boltzkit.experiments.engine import (
     Context,
+    ais_stage,
     betas_key,
     model_stage,
     stage_seed,
@@ -252,19 +253,49 @@ def s2_stage_seed(seed: int, stage: str, spec: ModelSpec) -> int:
     return stage_seed(seed, "s2008", stage, spec.name)
 
 
-def s2_variational(
+def s2_config(spec: ModelSpec, training: dict[str, Any]) -> dict[str, Any]:
+    """What every stage of one of S2's models is keyed on: the model and its training settings."""
+    return {"model": spec.record(), "training": training["config"]}
+
+
+def s2_ais_row(
+    ctx: Context,
     spec: ModelSpec,
     model: BoltzmannMachine,
-    training_config: dict[str, Any],
-    out_dir: Path,
-    settings: VariationalSettings,
+    training: dict[str, Any],
+    train_x: Tensor,
     *,
-    seed: int,
+    n_chains: int,
+    betas: str | int | Tensor,
+    schedule_label: str,
+) -> dict[str, Any]:
+    """AIS on one of S2's models from the base-rate model of its training data (S2 Eq. 43; the
+    engine's AIS stage with S2's seed) as the start of the model's table row: name, kind, layer
+    sizes, training, the AIS record (which :func:`~boltzkit.experiments.engine.record_log_z` reads
+    back) and the seconds of training and AIS."""
+    ais = ais_stage(
+        ctx, spec.slug, model, s2_config(spec, training), base_data=train_x, n_chains=n_chains, betas=betas,
+        schedule=schedule_label, seed=s2_stage_seed(ctx.seed, "ais", spec),
+    )  # fmt: skip
+    return {
+        "model": spec.name,
+        "kind": spec.kind,
+        "layer_sizes": list(model.layer_sizes),
+        "training": training,
+        **{k: v for k, v in ais.items() if k not in ("config", "seconds")},
+        "seconds": {"train": training.get("seconds"), "ais": ais["ais"]["seconds"]},
+    }
+
+
+def s2_variational(
+    ctx: Context,
+    spec: ModelSpec,
+    model: BoltzmannMachine,
+    training: dict[str, Any],
+    settings: VariationalSettings,
 ) -> dict[str, dict[str, Any]]:
-    """The engine's variational stage for one of S2's models (records in ``out_dir/variational``)."""
-    ctx = Context(out_dir=out_dir, seed=seed)
-    config = {"model": spec.record(), "training": training_config}
-    return variational_stage(ctx, spec.slug, model, config, settings.options)
+    """The engine's variational stage for one of S2's models (records in ``variational/``)."""
+    return variational_stage(ctx, spec.slug, model, s2_config(spec, training), settings.options)
 
 
 def with_variational(record: dict[str, Any], variational: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -287,6 +318,8 @@ __all__ = [
     "TrainingSettings",
     "load_training_data",
     "resolve_schedule",
+    "s2_ais_row",
+    "s2_config",
     "s2_stage_seed",
     "s2_variational",
     "train_or_load",

@@ -31,7 +31,7 @@ import torch
 
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import atomic_write_text
-from boltzkit.experiments.engine import Context, ais_stage, exact_stage
+from boltzkit.experiments.engine import Context, exact_stage
 from boltzkit.experiments.report import (
     AIS_CSV_COLUMNS,
     DASH,
@@ -59,6 +59,8 @@ from boltzkit.experiments.s2008_common import (
     TrainingSettings,
     load_training_data,
     resolve_schedule,
+    s2_ais_row,
+    s2_config,
     train_or_load,
     training_differences,
     with_overrides,
@@ -144,26 +146,13 @@ def _estimate(
         spec, settings, train_x, ctx.out_dir, seed=stage_seed(ctx.seed, "train", spec), device=ctx.device,
         progress=ctx.progress,
     )  # fmt: skip
-    config = {"model": spec.record(), "training": training["config"]}
-    exact = exact_stage(ctx, spec.slug, model, config, max_bits=EXACT_MAX_BITS)
-    ais = ais_stage(
-        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label,
-        seed=stage_seed(ctx.seed, "ais", spec),
-    )  # fmt: skip
-    rec = {
-        "model": spec.name,
-        "kind": spec.kind,
-        "layer_sizes": list(model.layer_sizes),
-        "training": training,
-        "exact": {**{k: v for k, v in exact.items() if k != "config"}, "max_bits": EXACT_MAX_BITS},
-        **{k: v for k, v in ais.items() if k not in ("config", "seconds")},
-        "seconds": {
-            "train": training.get("seconds"),
-            "exact": exact["seconds"],
-            "ais": ais["ais"]["seconds"],
-        },
-    }
-    values = variational_stage(spec, model, training["config"], ctx.out_dir, variational, seed=ctx.seed)
+    rec = s2_ais_row(
+        ctx, spec, model, training, train_x, n_chains=n_chains, betas=betas, schedule_label=schedule_label
+    )
+    exact = exact_stage(ctx, spec.slug, model, s2_config(spec, training), max_bits=EXACT_MAX_BITS)
+    rec["exact"] = {**{k: v for k, v in exact.items() if k != "config"}, "max_bits": EXACT_MAX_BITS}
+    rec["seconds"]["exact"] = exact["seconds"]
+    values = variational_stage(ctx, spec, model, training, variational)
     return with_variational(rec, values)
 
 

@@ -35,7 +35,7 @@ import torch
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
-from boltzkit.experiments.engine import Context, ais_stage, log_prob_stage, record_log_z, samples_stage
+from boltzkit.experiments.engine import Context, log_prob_stage, record_log_z, samples_stage
 from boltzkit.experiments.report import (
     AIS_CSV_COLUMNS,
     DASH,
@@ -63,6 +63,8 @@ from boltzkit.experiments.s2008_common import (
     TrainingSettings,
     load_training_data,
     resolve_schedule,
+    s2_ais_row,
+    s2_config,
     train_or_load,
     training_differences,
     with_overrides,
@@ -170,27 +172,14 @@ def _estimate(
     """AIS ``log Z`` (the engine's AIS stage, ``results/<model>-ais.json``) and the train and test
     log-probabilities that subtract it, lower bounds for a BM (``results/<model>-log-prob.json``),
     gathered into the model's row."""
-    config = {"model": spec.record(), "training": training["config"]}
-    ais = ais_stage(
-        ctx, spec.slug, model, config, base_data=train_x, n_chains=n_chains, betas=betas, schedule=schedule_label,
-        seed=stage_seed(ctx.seed, "ais", spec),
-    )  # fmt: skip
-    lp = log_prob_stage(ctx, spec.slug, model, config, {"train": train_x, "test": test_x}, record_log_z(ais))
-    return {
-        "model": spec.name,
-        "kind": spec.kind,
-        "layer_sizes": list(model.layer_sizes),
-        "training": training,
-        **{k: v for k, v in ais.items() if k not in ("config", "seconds")},
-        "train": lp["train"],
-        "test": lp["test"],
-        "bound": lp["test"]["bound"],
-        "seconds": {
-            "train": training.get("seconds"),
-            "ais": ais["ais"]["seconds"],
-            "log_prob": lp["seconds"],
-        },
-    }
+    row = s2_ais_row(
+        ctx, spec, model, training, train_x, n_chains=n_chains, betas=betas, schedule_label=schedule_label
+    )
+    splits = {"train": train_x, "test": test_x}
+    lp = log_prob_stage(ctx, spec.slug, model, s2_config(spec, training), splits, record_log_z(row))
+    row.update(train=lp["train"], test=lp["test"], bound=lp["test"]["bound"])
+    row["seconds"]["log_prob"] = lp["seconds"]
+    return row
 
 
 def _samples(
@@ -205,7 +194,7 @@ def _samples(
     """Fig. 4: the visible states of ``n_chains`` Gibbs chains after ``n_sweeps`` sweeps from
     uniformly random states of all units (S2 Sec. 5.2); the engine's samples stage
     (``samples/<model>.npy``)."""
-    config = {"model": spec.record(), "training": training["config"], "chains": n_chains, "sweeps": n_sweeps}
+    config = {**s2_config(spec, training), "chains": n_chains, "sweeps": n_sweeps}
 
     def draw(generator: torch.Generator) -> torch.Tensor:
         state = sample(
@@ -462,7 +451,7 @@ def run_table2(
             ctx, spec, model, training, train_x, test_x, n_chains=n_chains, betas=schedule,
             schedule_label=schedule_label,
         )  # fmt: skip
-        values = variational_stage(spec, model, training["config"], out_dir, variational, seed=seed)
+        values = variational_stage(ctx, spec, model, training, variational)
         records.append(with_variational(rec, values))
         samples.append(_samples(ctx, spec, model, training, n_chains=n_sample_chains, n_sweeps=n_sweeps))
     seconds = time.perf_counter() - t0

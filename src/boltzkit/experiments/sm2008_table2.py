@@ -56,7 +56,7 @@ from boltzkit.experiments.engine import (
     train_stage,
     zoo_model,
 )
-from boltzkit.experiments.report import Table, Verdicts, cell, csv_text, fmt, machine_note
+from boltzkit.experiments.report import Table, Verdicts, cell, fmt, machine_note, tables_csv
 from boltzkit.io import load_model, save_model
 from boltzkit.jsonio import save_json
 from boltzkit.learning import train_dbn, train_mixture
@@ -617,8 +617,9 @@ def run_table2(
     mixtures = _mixtures_table(mobs) if mobs else None
     md = _markdown(table, verdicts, records, transposed_table, mixtures, mode, settings, note)
     atomic_write_text(out_dir / "table2.md", md)
-    csv_rows = table.csv_rows() + (transposed_table.csv_rows() if transposed_table else [])
-    atomic_write_text(out_dir / "table2.csv", csv_text(CSV_COLUMNS, csv_rows))
+    atomic_write_text(
+        out_dir / "table2.csv", tables_csv([table] + ([transposed_table] if transposed_table else []))
+    )
     if mixtures is not None:
         atomic_write_text(out_dir / "table2-mixtures.csv", mixtures.csv())
     summary = {

@@ -24,10 +24,6 @@ from boltzkit.experiments.bfi2013.plan import (
     restrict_plan,
 )
 from boltzkit.experiments.bfi2013.report import (
-    CLASSES_CSV_COLUMNS,
-    LL_CSV_COLUMNS,
-    SLEM_CSV_COLUMNS,
-    TAU_CSV_COLUMNS,
     classes_section,
     fig3_section,
     header,
@@ -38,7 +34,7 @@ from boltzkit.experiments.bfi2013.tasks import autocorrelation_tasks, class_chan
 from boltzkit.experiments.engine import finite_or_none
 from boltzkit.experiments.grid import GridTask, load_record, mean_curves, run_grid
 from boltzkit.experiments.mixing_study import autocorrelation_stage, class_change_stage, mean_acf, slem_stage
-from boltzkit.experiments.report import Table, csv_text
+from boltzkit.experiments.report import Table, tables_csv
 from boltzkit.jsonio import save_json
 
 
@@ -149,12 +145,12 @@ def run_bfi2013(
             ll_tables += tables
             results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
 
-    def write_csv(name: str, columns: tuple[str, ...], tables: list[Table]) -> None:
+    def write_csv(name: str, tables: list[Table]) -> None:
         if tables:
-            atomic_write_text(out / name, csv_text(columns, [row for t in tables for row in t.csv_rows()]))
+            atomic_write_text(out / name, tables_csv(tables))
             files.append(name)
 
-    write_csv(f"{stem}.csv", LL_CSV_COLUMNS, ll_tables)
+    write_csv(f"{stem}.csv", ll_tables)
     if act:
 
         def act_record(name: str, task: GridTask, op: str) -> dict[str, Any]:
@@ -170,7 +166,7 @@ def run_bfi2013(
         if "table2" in parts:
             text, tau_table = table2_section(taus, plan)
             sections.append(text)
-            write_csv(f"{stem}-tau.csv", TAU_CSV_COLUMNS, [tau_table])
+            write_csv(f"{stem}-tau.csv", [tau_table])
         results["table2"] = {
             name: [{op: {k: v for k, v in r[op].items() if k != "acf"} for op in OPERATORS} for r in rows]
             for name, rows in taus.items()
@@ -195,7 +191,7 @@ def run_bfi2013(
         classes = {d: [{op: cc_record(t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
         text, class_tables = classes_section(classes, plan, parts)
         sections.append(text)
-        write_csv(f"{stem}-classes.csv", CLASSES_CSV_COLUMNS, class_tables)
+        write_csv(f"{stem}-classes.csv", class_tables)
         results["classes"] = {
             d: {op: {"class_changes": [r[op]["class_changes"] for r in rows]} for op in OPERATORS}
             for d, rows in classes.items()
@@ -207,7 +203,7 @@ def run_bfi2013(
         results["slem"] = slem_rows
         curves = mean_curves(ll_records, dataset=BAS, algorithm="cd:5", lr=0.05)
         text, slem_table = fig3_section(slem_rows, curves, plan)
-        write_csv(f"{stem}-slem.csv", SLEM_CSV_COLUMNS, [slem_table])
+        write_csv(f"{stem}-slem.csv", [slem_table])
         if _plot(lambda: plot_slem_fraction(slem_rows, out / "fig3_slem.png")):
             files.append("fig3_slem.png")
             text += "\n\n![Fig. 3 top](fig3_slem.png)"
