@@ -143,3 +143,49 @@ def test_the_cli_options_of_a_restricted_look(tmp_path):
     result = runner.invoke(app, [*args, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "Finished tasks only: 0 of the " in (tmp_path / "bfi2013-finished.md").read_text()
+
+
+def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
+    from boltzkit.experiments.bfi2013 import AM01, BAS, likelihood_tasks, restrict_plan
+
+    full = make_plan("full")
+    cell = restrict_plan(full, AM01, algorithms="pt:10:10", lrs="0.01")
+    assert cell.algorithms == {("table6", AM01): ("pt:10:10",)} and cell.lrs == {("table6", AM01): (0.01,)}
+    assert "algorithms pt:10:10; learning rates 0.01" in cell.notes[-1]
+    ids = {t.task_id for t in likelihood_tasks(cell, ("table6",), 0, False)}
+    planned = {t.task_id for t in likelihood_tasks(full, ("table6",), 0, False)}
+    assert len(ids) == 2 * full.reps and ids < planned  # 25 pairs of G and T, found again by the full plan
+    assert all(i.startswith("artificial-modes-0.01_pt-10-10_lr0.01_") for i in ids)
+    # an algorithm alone keeps its data sets and rates; Tables 2-4 keep their models
+    pt = restrict_plan(full, algorithms=["PT:10:10"])
+    assert set(pt.algorithms) == {("table6", AM01), ("table6", "artificial-modes:0.1")}
+    assert pt.datasets == full.datasets and pt.act_models == full.act_models
+    with pytest.raises(BoltzkitError, match="unknown algorithm") as err:
+        restrict_plan(full, algorithms="pt:10:3")
+    assert "pt:10:10" in str(err.value)
+    for bad in ("0.2", "fast"):
+        with pytest.raises(BoltzkitError, match="unknown learning rate"):
+            restrict_plan(full, lrs=bad)
+
+    # one cell of the smoke plan runs on its own; the other cells of its table are "not run"
+    out = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table1", algorithms="cd:5")
+    report = (tmp_path / "bfi2013.md").read_text()
+    assert out["tasks_run"] == 4 and "algorithms cd:5; learning rates all" in report
+    assert all(p.name.startswith("bars-and-stripes_cd-5_") for p in (tmp_path / "tasks").glob("*.json"))
+    assert "| CD_5 | 0.05 | -" in report and "| 5-PT_1 | 0.05 | not run | not run |" in report
+
+    from typer.testing import CliRunner
+
+    from boltzkit.cli.main import app
+
+    args = ["reproduce", "bruegge-fischer-igel-2013", "--finished-only", "--only", "table1"]
+    result = CliRunner().invoke(
+        app, [*args, "--algorithms", "cd:5", "--learning-rates", "0.05", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    finished = (
+        tmp_path / "bfi2013-finished.md"
+    ).read_text()  # the full plan: the smoke records are not its tasks
+    assert "algorithms cd:5; learning rates 0.05" in finished and "Finished tasks only: 0 of the " in finished
+    result = CliRunner().invoke(app, [*args, "--algorithms", "gibbs", "--out", str(tmp_path)])
+    assert result.exit_code != 0 and "unknown algorithm" in result.output

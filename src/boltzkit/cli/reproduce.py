@@ -53,6 +53,22 @@ def command(
             "(bars-and-stripes, mnist, artificial-modes:0.1, artificial-modes:0.01) [default: all].",
         ),
     ] = None,
+    algorithms: Annotated[
+        str | None,
+        typer.Option(
+            "--algorithms",
+            help="bruegge-fischer-igel-2013: only the likelihood cells of these algorithms, e.g. pt:10:10 "
+            "or cd:5,pcd:5 [default: all].",
+        ),
+    ] = None,
+    learning_rates: Annotated[
+        str | None,
+        typer.Option(
+            "--learning-rates",
+            help="bruegge-fischer-igel-2013: only the likelihood cells at these learning rates, e.g. 0.01 "
+            "[default: all].",
+        ),
+    ] = None,
     finished_only: Annotated[
         bool,
         typer.Option(
@@ -106,6 +122,8 @@ def command(
         )
     for option, key, value in (
         ("--datasets", "datasets", datasets),
+        ("--algorithms", "algorithms", algorithms),
+        ("--learning-rates", "lrs", learning_rates),
         ("--finished-only", "finished_only", finished_only),
     ):
         if value is None or value is False:

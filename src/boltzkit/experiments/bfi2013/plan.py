@@ -1,5 +1,5 @@
-"""How much of S3 a run does: the full, quick and smoke plans, and the parts and data sets of
-``--only`` and ``--datasets``."""
+"""How much of S3 a run does: the full, quick and smoke plans, and the parts, data sets, algorithms
+and learning rates of ``--only``, ``--datasets``, ``--algorithms`` and ``--learning-rates``."""
 
 from __future__ import annotations
 
@@ -188,19 +188,80 @@ def parse_datasets(datasets: str | Iterable[str]) -> tuple[str, ...]:
     return names
 
 
-def restrict_plan(plan: Plan, datasets: str | Iterable[str]) -> Plan:
-    """``plan`` with only the data sets in ``datasets``: its likelihood cells (Tables 1, 5, 6 and
-    Fig. 3), Table 2's sampled models and Tables 3-4's models of the other data sets are left out,
-    so that a table's rows of one data set can be finished, and reported, on their own (the report
-    marks the others "not run"). Task identities do not change: records written under the full plan
-    are found again."""
-    keep = set(parse_datasets(datasets))
+def restrict_plan(
+    plan: Plan,
+    datasets: str | Iterable[str] | None = None,
+    *,
+    algorithms: str | Iterable[str] | None = None,
+    lrs: str | Iterable[float] | None = None,
+) -> Plan:
+    """``plan`` with only the data sets in ``datasets`` and the likelihood cells of the algorithms
+    in ``algorithms`` at the learning rates in ``lrs`` (``None``: all of them).
+
+    A data set left out loses its likelihood cells (Tables 1, 5, 6 and Fig. 3), Table 2's sampled
+    models and Tables 3-4's models; an algorithm or rate left out loses its likelihood cells only.
+    So one table's rows, or one cell, can be finished and reported on their own (the report marks
+    the others "not run"), e.g. S3 Table 6's 10-PT_10 at 0.01 across sessions. Task identities do
+    not change: records written under the full plan are found again.
+    """
+    keep = set(parse_datasets(datasets)) if datasets is not None else set(plan.datasets)
+    planned = {a for algs in plan.algorithms.values() for a in algs}
+    keep_algs = (
+        set(_parse_list(algorithms, planned, "algorithm", "pt:10:10 or cd:5,pcd:5"))
+        if algorithms is not None
+        else planned
+    )
+    planned_lrs = {lr for rates in plan.lrs.values() for lr in rates}
+    keep_lrs = set(_parse_lrs(lrs, planned_lrs)) if lrs is not None else planned_lrs
+    cells = {
+        k: (tuple(a for a in algs if a in keep_algs), tuple(lr for lr in plan.lrs[k] if lr in keep_lrs))
+        for k, algs in plan.algorithms.items()
+        if k[1] in keep
+    }
+    cells = {k: v for k, v in cells.items() if v[0] and v[1]}
+    notes = plan.notes
+    if algorithms is not None or lrs is not None:
+        algs = ", ".join(sorted(keep_algs)) if algorithms is not None else "all"
+        rates = ", ".join(f"{r:g}" for r in sorted(keep_lrs)) if lrs is not None else "all"
+        notes += (f"Likelihood cells run: algorithms {algs}; learning rates {rates} (the others: not run).",)
     return replace(
         plan,
-        algorithms={k: v for k, v in plan.algorithms.items() if k[1] in keep},
-        lrs={k: v for k, v in plan.lrs.items() if k[1] in keep},
+        algorithms={k: v[0] for k, v in cells.items()},
+        lrs={k: v[1] for k, v in cells.items()},
         datasets=tuple(d for d in plan.datasets if d in keep),
+        notes=notes,
     )
+
+
+def _parse_list(items: str | Iterable[str], planned: set[str], what: str, example: str) -> tuple[str, ...]:
+    names = items.split(",") if isinstance(items, str) else list(items)
+    names = tuple(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
+    bad = [n for n in names if n not in planned]
+    if bad or not names:
+        raise BoltzkitError(
+            f"unknown {what} of this plan's likelihood tables",
+            got=", ".join(bad) or repr(items),
+            expected=", ".join(sorted(planned)),
+            hint=f"e.g. {example}",
+        )
+    return names
+
+
+def _parse_lrs(lrs: str | Iterable[float], planned: set[float]) -> tuple[float, ...]:
+    items = lrs.split(",") if isinstance(lrs, str) else list(lrs)
+    try:
+        rates = tuple(dict.fromkeys(float(x) for x in items if str(x).strip()))
+    except ValueError:
+        rates = ()
+    bad = [r for r in rates if r not in planned]
+    if bad or not rates:
+        raise BoltzkitError(
+            "unknown learning rate of this plan's likelihood tables",
+            got=", ".join(f"{r:g}" for r in bad) or repr(lrs),
+            expected=", ".join(f"{r:g}" for r in sorted(planned)),
+            hint="e.g. 0.01 or 0.01,0.05",
+        )
+    return rates
 
 
 def check_parts_have_data(parts: tuple[str, ...], plan: Plan) -> None:

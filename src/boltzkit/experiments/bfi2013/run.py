@@ -45,6 +45,8 @@ def run_bfi2013(
     only: str | Iterable[str] | None = None,
     plan: Plan | None = None,
     datasets: str | Iterable[str] | None = None,
+    algorithms: str | Iterable[str] | None = None,
+    lrs: str | Iterable[float] | None = None,
     finished_only: bool = False,
     seed: int = 0,
     device: str | torch.device = "auto",
@@ -72,6 +74,9 @@ def run_bfi2013(
     datasets
         Only these data sets (:data:`DATASETS`, e.g. ``"bars-and-stripes"``): :func:`restrict_plan`;
         default all.
+    algorithms, lrs
+        Only the likelihood cells of these algorithms (e.g. ``"pt:10:10"``) and learning rates
+        (e.g. ``"0.01"``): :func:`restrict_plan`; default all.
     finished_only
         Train nothing: report the cells of Tables 1, 5 and 6 (the default parts then) from the task
         records already in ``out_dir``, into ``bfi2013-finished.md`` and ``.json`` (a grid spread
@@ -97,8 +102,8 @@ def run_bfi2013(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or make_plan("quick" if quick else "full")
-    if datasets is not None:
-        plan = restrict_plan(plan, datasets)
+    if datasets is not None or algorithms is not None or lrs is not None:
+        plan = restrict_plan(plan, datasets, algorithms=algorithms, lrs=lrs)
     parts = parse_only(LL_TABLES if only is None and finished_only else only)
     check_parts_have_data(parts, plan)
     if finished_only and set(parts) - set(LL_TABLES):
