@@ -166,6 +166,8 @@ def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
     for bad in ("0.2", "fast"):
         with pytest.raises(BoltzkitError, match="unknown learning rate"):
             restrict_plan(full, lrs=bad)
+    with pytest.raises(BoltzkitError, match="no likelihood cell of these data sets"):
+        restrict_plan(full, BAS, algorithms="pt:10:10")  # Table 6's algorithm, not Bars and Stripes'
 
     # one cell of the smoke plan runs on its own; the other cells of its table are "not run"
     out = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table1", algorithms="cd:5")

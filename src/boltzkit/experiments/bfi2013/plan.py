@@ -206,13 +206,13 @@ def restrict_plan(
     """
     keep = set(parse_datasets(datasets)) if datasets is not None else set(plan.datasets)
     planned = {a for algs in plan.algorithms.values() for a in algs}
-    keep_algs = (
-        set(_parse_list(algorithms, planned, "algorithm", "pt:10:10 or cd:5,pcd:5"))
-        if algorithms is not None
-        else planned
-    )
+    keep_algs = planned
+    if algorithms is not None:
+        keep_algs = set(_parse_choices(algorithms, planned, "algorithm", str.lower, "pt:10:10 or cd:5,pcd:5"))
     planned_lrs = {lr for rates in plan.lrs.values() for lr in rates}
-    keep_lrs = set(_parse_lrs(lrs, planned_lrs)) if lrs is not None else planned_lrs
+    keep_lrs = planned_lrs
+    if lrs is not None:
+        keep_lrs = set(_parse_choices(lrs, planned_lrs, "learning rate", float, "0.01 or 0.01,0.05"))
     cells = {
         k: (tuple(a for a in algs if a in keep_algs), tuple(lr for lr in plan.lrs[k] if lr in keep_lrs))
         for k, algs in plan.algorithms.items()
@@ -221,6 +221,13 @@ def restrict_plan(
     cells = {k: v for k, v in cells.items() if v[0] and v[1]}
     notes = plan.notes
     if algorithms is not None or lrs is not None:
+        if not cells:
+            raise BoltzkitError(
+                "no likelihood cell of these data sets has these algorithms at these learning rates",
+                got=f"data sets {', '.join(sorted(keep))}; algorithms {', '.join(sorted(keep_algs))}; "
+                f"learning rates {', '.join(f'{r:g}' for r in sorted(keep_lrs))}",
+                hint="`--finished-only` without them lists every cell of the tables",
+            )
         algs = ", ".join(sorted(keep_algs)) if algorithms is not None else "all"
         rates = ", ".join(f"{r:g}" for r in sorted(keep_lrs)) if lrs is not None else "all"
         notes += (f"Likelihood cells run: algorithms {algs}; learning rates {rates} (the others: not run).",)
@@ -233,35 +240,22 @@ def restrict_plan(
     )
 
 
-def _parse_list(items: str | Iterable[str], planned: set[str], what: str, example: str) -> tuple[str, ...]:
-    names = items.split(",") if isinstance(items, str) else list(items)
-    names = tuple(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
-    bad = [n for n in names if n not in planned]
-    if bad or not names:
+def _parse_choices(items: str | Iterable, planned: set, what: str, convert, example: str) -> tuple:
+    """``"a,b"`` (or a list) as values of ``planned`` (each through ``convert``), else a clear error."""
+    raw = items.split(",") if isinstance(items, str) else list(items)
+    try:
+        values = tuple(dict.fromkeys(convert(str(x).strip()) for x in raw if str(x).strip()))
+    except ValueError:
+        values = ()
+    bad = [v for v in values if v not in planned]
+    if bad or not values:
         raise BoltzkitError(
             f"unknown {what} of this plan's likelihood tables",
-            got=", ".join(bad) or repr(items),
-            expected=", ".join(sorted(planned)),
+            got=", ".join(f"{v:g}" if isinstance(v, float) else v for v in bad) or repr(items),
+            expected=", ".join(f"{v:g}" if isinstance(v, float) else v for v in sorted(planned)),
             hint=f"e.g. {example}",
         )
-    return names
-
-
-def _parse_lrs(lrs: str | Iterable[float], planned: set[float]) -> tuple[float, ...]:
-    items = lrs.split(",") if isinstance(lrs, str) else list(lrs)
-    try:
-        rates = tuple(dict.fromkeys(float(x) for x in items if str(x).strip()))
-    except ValueError:
-        rates = ()
-    bad = [r for r in rates if r not in planned]
-    if bad or not rates:
-        raise BoltzkitError(
-            "unknown learning rate of this plan's likelihood tables",
-            got=", ".join(f"{r:g}" for r in bad) or repr(lrs),
-            expected=", ".join(f"{r:g}" for r in sorted(planned)),
-            hint="e.g. 0.01 or 0.01,0.05",
-        )
-    return rates
+    return values
 
 
 def check_parts_have_data(parts: tuple[str, ...], plan: Plan) -> None:
