@@ -169,9 +169,12 @@ def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
     with pytest.raises(BoltzkitError, match="no likelihood cell of these data sets"):
         restrict_plan(full, BAS, algorithms="pt:10:10")  # Table 6's algorithm, not Bars and Stripes'
 
-    # one cell of the smoke plan runs on its own; the other cells of its table are "not run"
+    # one cell of the smoke plan runs on its own; the other cells of its table are "not run", and
+    # its report goes to bfi2013-cells.md, leaving the folder's whole report as it was
+    (tmp_path / "bfi2013.md").write_text("the whole run's report")
     out = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table1", algorithms="cd:5")
-    report = (tmp_path / "bfi2013.md").read_text()
+    report = (tmp_path / "bfi2013-cells.md").read_text()
+    assert out["report"] == "bfi2013-cells.md" and (tmp_path / "bfi2013.md").read_text() == "the whole run's report"
     assert out["tasks_run"] == 4 and "algorithms cd:5; learning rates all" in report
     assert all(p.name.startswith("bars-and-stripes_cd-5_") for p in (tmp_path / "tasks").glob("*.json"))
     assert "| CD_5 | 0.05 | -" in report and "| 5-PT_1 | 0.05 | not run | not run |" in report
