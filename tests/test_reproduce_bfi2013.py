@@ -174,7 +174,8 @@ def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
     (tmp_path / "bfi2013.md").write_text("the whole run's report")
     out = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table1", algorithms="cd:5")
     report = (tmp_path / "bfi2013-cells.md").read_text()
-    assert out["report"] == "bfi2013-cells.md" and (tmp_path / "bfi2013.md").read_text() == "the whole run's report"
+    assert out["report"] == "bfi2013-cells.md"
+    assert (tmp_path / "bfi2013.md").read_text() == "the whole run's report"
     assert out["tasks_run"] == 4 and "algorithms cd:5; learning rates all" in report
     assert all(p.name.startswith("bars-and-stripes_cd-5_") for p in (tmp_path / "tasks").glob("*.json"))
     assert "| CD_5 | 0.05 | -" in report and "| 5-PT_1 | 0.05 | not run | not run |" in report
