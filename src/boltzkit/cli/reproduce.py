@@ -58,7 +58,7 @@ def command(
         typer.Option(
             "--algorithms",
             help="bruegge-fischer-igel-2013: only the likelihood cells of these algorithms, e.g. pt:10:10 "
-            "or cd:5,pcd:5 [default: all].",
+            "or cd:5,pcd:5, reported in bfi2013-cells.md [default: all].",
         ),
     ] = None,
     learning_rates: Annotated[
