@@ -152,6 +152,7 @@ def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
     cell = restrict_plan(full, AM01, algorithms="pt:10:10", lrs="0.01")
     assert cell.algorithms == {("table6", AM01): ("pt:10:10",)} and cell.lrs == {("table6", AM01): (0.01,)}
     assert "algorithms pt:10:10; learning rates 0.01" in cell.notes[-1]
+    assert cell.cells_only and not restrict_plan(full, AM01).cells_only  # the report's name follows
     ids = {t.task_id for t in likelihood_tasks(cell, ("table6",), 0, False)}
     planned = {t.task_id for t in likelihood_tasks(full, ("table6",), 0, False)}
     assert len(ids) == 2 * full.reps and ids < planned  # 25 pairs of G and T, found again by the full plan

@@ -48,6 +48,9 @@ class Plan:
     #: The data sets whose cells, models and sampling runs the plan includes (:func:`restrict_plan`).
     datasets: tuple[str, ...] = DATASETS
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The likelihood tables hold only some algorithms or rates (:func:`restrict_plan`); a run of
+    #: such a plan reports into ``bfi2013-cells.md``, not over the whole run's ``bfi2013.md``.
+    cells_only: bool = False
 
 
 def _paper_grid() -> tuple[dict, dict]:
@@ -220,7 +223,8 @@ def restrict_plan(
     }
     cells = {k: v for k, v in cells.items() if v[0] and v[1]}
     notes = plan.notes
-    if algorithms is not None or lrs is not None:
+    cells_only = algorithms is not None or lrs is not None
+    if cells_only:
         if not cells:
             raise BoltzkitError(
                 "no likelihood cell of these data sets has these algorithms at these learning rates",
@@ -237,6 +241,7 @@ def restrict_plan(
         lrs={k: v[1] for k, v in cells.items()},
         datasets=tuple(d for d in plan.datasets if d in keep),
         notes=notes,
+        cells_only=plan.cells_only or cells_only,
     )
 
 

@@ -76,8 +76,9 @@ def run_bfi2013(
         default all.
     algorithms, lrs
         Only the likelihood cells of these algorithms (e.g. ``"pt:10:10"``) and learning rates
-        (e.g. ``"0.01"``): :func:`restrict_plan`; default all. Such a run writes its report to
-        ``bfi2013-cells.md`` (``.json``, ``.csv``), leaving the folder's ``bfi2013.md`` as it was.
+        (e.g. ``"0.01"``): :func:`restrict_plan`; default all. Such a run (or one of a plan so
+        restricted) writes its report to ``bfi2013-cells.md`` (``.json``, ``.csv``), leaving the
+        folder's ``bfi2013.md`` as it was.
     finished_only
         Train nothing: report the cells of Tables 1, 5 and 6 (the default parts then) from the task
         records already in ``out_dir``, into ``bfi2013-finished.md`` and ``.json`` (a grid spread
@@ -140,8 +141,7 @@ def run_bfi2013(
     results: dict[str, Any] = {"mode": plan.mode, "parts": list(parts), "mnist": mnist}
     sections: list[str] = []
     # a look at unfinished grids, or a run of a few cells, does not replace the report of a whole run
-    narrowed = algorithms is not None or lrs is not None
-    stem = "bfi2013-finished" if finished_only else "bfi2013-cells" if narrowed else "bfi2013"
+    stem = "bfi2013-finished" if finished_only else "bfi2013-cells" if plan.cells_only else "bfi2013"
     files = [f"{stem}.md", f"{stem}.json"]
     ll_records = [records[t.task_id] for t in ll_tasks]
     ll_tables: list[Table] = []
