@@ -24,7 +24,11 @@ bare-lookup
     (``embedding_bag``), which is how the library computes them; cheaper than the one-hot product,
     so the ratio against it is the stricter one.
 
-Run: python benchmarks/bench_units.py [--rows 10000] [--repeats 5] [--threads N] [--json FILE]
+On a GPU (``--device cuda``) the data, the model, the bare tensors and every generator live on
+the device, and each timing synchronises it.
+
+Run: python benchmarks/bench_units.py [--device cpu|cuda] [--rows 10000] [--repeats 5] [--threads N]
+     [--json FILE]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import argparse
 import torch
 from _timing import common_arguments, finish, interleaved, paired_ratio, row, set_threads
 
+from boltzkit._numerics import make_generator
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.learning import train_model
 from boltzkit.learning.callbacks import Callback
@@ -52,11 +57,14 @@ CASES = (
 )
 
 
-def make_data(units, n_visible: int, rows: int) -> torch.Tensor:
+def make_data(units, n_visible: int, rows: int, device: torch.device) -> torch.Tensor:
+    """Synthetic rows (drawn on the CPU, so that every device times the same data) on ``device``."""
     g = torch.Generator().manual_seed(0)
     if isinstance(units, Categorical):
-        return torch.randint(0, units.n_states, (rows, n_visible), generator=g).float()
-    return torch.randn(rows, n_visible, generator=g)
+        x = torch.randint(0, units.n_states, (rows, n_visible), generator=g).float()
+    else:
+        x = torch.randn(rows, n_visible, generator=g)
+    return x.to(device)
 
 
 class _Capture(Callback):
@@ -75,14 +83,15 @@ def library_epoch(x: torch.Tensor, units, n_hidden: int):
     cap = _Capture()
     train_model(
         x, kind="rbm", hidden=n_hidden, visible=units, method="cd", k=1, epochs=1, lr=1e-4, momentum=0.5,
-        lr_schedule="linear", batch_size=BATCH, seed=1, device="cpu", progress=False, callbacks=[cap],
+        lr_schedule="linear", batch_size=BATCH, seed=1, device=x.device, progress=False, callbacks=[cap],
     )  # fmt: skip
     return cap.trainer.run_epoch
 
 
 def library_ais_step(x: torch.Tensor, units, n_hidden: int):
-    g = torch.Generator().manual_seed(2)
-    model = init_unit_rbm(x, units, n_hidden, generator=g, init_scale=0.1)
+    init = torch.Generator().manual_seed(2)
+    model = init_unit_rbm(x.cpu(), units, n_hidden, generator=init, init_scale=0.1).to(x.device)
+    g = make_generator(2, x.device)
     path = unit_base_rate_path(model, data=x[:1000])
     op = make_operator("gibbs")
     state = [path.sample_start(N_CHAINS, g)]
@@ -93,15 +102,16 @@ def library_ais_step(x: torch.Tensor, units, n_hidden: int):
     return step
 
 
-def _bare_tensors(units, n_visible: int, n_hidden: int, n_rows: int):
-    g = torch.Generator().manual_seed(3)
+def _bare_tensors(units, n_visible: int, n_hidden: int, n_rows: int, device: torch.device):
+    g = make_generator(3, device)
     width = n_visible * (units.n_states if isinstance(units, Categorical) else 1)  # statistics per row
-    W = torch.randn(width, n_hidden, generator=g) * 0.01
-    v = torch.randn(n_rows, width, generator=g)
-    h = torch.empty(n_rows, n_hidden)
-    vp = torch.empty(n_rows, width)
-    uh = torch.empty(n_rows, n_hidden)
-    uv = torch.empty(n_rows, n_visible)
+    kw = {"device": device}
+    W = torch.randn(width, n_hidden, generator=g, **kw) * 0.01
+    v = torch.randn(n_rows, width, generator=g, **kw)
+    h = torch.empty(n_rows, n_hidden, **kw)
+    vp = torch.empty(n_rows, width, **kw)
+    uh = torch.empty(n_rows, n_hidden, **kw)
+    uv = torch.empty(n_rows, n_visible, **kw)
     return g, W, v, h, vp, uh, uv
 
 
@@ -110,15 +120,17 @@ def _hidden_input_fn(units, W: torch.Tensor, v: torch.Tensor, h: torch.Tensor, l
     ``lookup`` the sum of ``W``'s rows ``(i, x_i)`` (``embedding_bag``, the library's own way)."""
     if not lookup:
         return lambda: torch.mm(v, W, out=h)
-    g = torch.Generator().manual_seed(4)
+    g = make_generator(4, W.device)
     n_visible = W.shape[0] // units.n_states
-    rows = torch.randint(0, units.n_states, (v.shape[0], n_visible), generator=g)
-    rows += torch.arange(n_visible) * units.n_states
+    rows = torch.randint(0, units.n_states, (v.shape[0], n_visible), generator=g, device=W.device)
+    rows += torch.arange(n_visible, device=W.device) * units.n_states
     return lambda: h.copy_(torch.nn.functional.embedding_bag(rows, W, mode="sum"))
 
 
-def bare_epoch(units, n_visible: int, n_hidden: int, n_examples: int, lookup: bool = False):
-    g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, BATCH)
+def bare_epoch(
+    units, n_visible: int, n_hidden: int, n_examples: int, device: torch.device, lookup: bool = False
+):
+    g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, BATCH, device)
     gW = torch.empty_like(W)
     Wt = W.t()
     draw_v = torch.rand if isinstance(units, Categorical) else torch.randn
@@ -138,8 +150,8 @@ def bare_epoch(units, n_visible: int, n_hidden: int, n_examples: int, lookup: bo
     return epoch
 
 
-def bare_ais_step(units, n_visible: int, n_hidden: int, lookup: bool = False):
-    g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, N_CHAINS)
+def bare_ais_step(units, n_visible: int, n_hidden: int, device: torch.device, lookup: bool = False):
+    g, W, v, h, vp, uh, uv = _bare_tensors(units, n_visible, n_hidden, N_CHAINS, device)
     Wt = W.t()
     draw_v = torch.rand if isinstance(units, Categorical) else torch.randn
     hidden_input = _hidden_input_fn(units, W, v, h, lookup)
@@ -154,19 +166,17 @@ def bare_ais_step(units, n_visible: int, n_hidden: int, lookup: bool = False):
 
 
 def run(device: str = "cpu", rows: int = 10_000, repeats: int = 5) -> list[dict]:
-    if device != "cpu":
-        raise SystemExit("bench_units runs on the CPU (the unit RBMs' trainer keeps its data there)")
     dev = torch.device(device)
     out = []
     for label, units, n_visible, n_hidden in CASES:
-        x = make_data(units, n_visible, rows)
+        x = make_data(units, n_visible, rows, dev)
         samples: dict[str, list[float]] = {}
         fns = {
             "library": library_epoch(x, units, n_hidden),
-            "bare": bare_epoch(units, n_visible, n_hidden, rows),
+            "bare": bare_epoch(units, n_visible, n_hidden, rows, dev),
         }
         if isinstance(units, Categorical):
-            fns["bare-lookup"] = bare_epoch(units, n_visible, n_hidden, rows, lookup=True)
+            fns["bare-lookup"] = bare_epoch(units, n_visible, n_hidden, rows, dev, lookup=True)
         t = interleaved(fns, repeats=repeats, device=dev, warmup=1, samples=samples)
         out.append(
             row(
@@ -197,7 +207,8 @@ def run(device: str = "cpu", rows: int = 10_000, repeats: int = 5) -> list[dict]
         fns = {"library": lambda f=lib_step: [f() for _ in range(STEPS)]}
         bares = {"bare": False, "bare-lookup": True} if isinstance(units, Categorical) else {"bare": False}
         for key, lookup in bares.items():
-            fns[key] = lambda f=bare_ais_step(units, n_visible, n_hidden, lookup): [f() for _ in range(STEPS)]
+            bare_step = bare_ais_step(units, n_visible, n_hidden, dev, lookup)
+            fns[key] = lambda f=bare_step: [f() for _ in range(STEPS)]
         samples = {}
         t = interleaved(fns, repeats=repeats, device=dev, warmup=1, samples=samples)
         step_note = f"float32 states, float64 log-weights; seconds per step (median of {STEPS}-step runs)"
