@@ -274,10 +274,10 @@ def test_an_rbm_starts_an_srbm_and_bm_and_a_bm_refuses_to_start_an_rbm():
 @pytest.mark.parametrize("density", [0.0, 0.05, 0.13, 0.5])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_the_product_of_sparse_binary_states_is_the_dense_one(density, dtype, monkeypatch) -> None:  # noqa: ANN001
-    """``add_product`` sums rows of ``W`` for mostly-zero {0, 1} states and multiplies otherwise;
-    either way it is ``bias + x W`` (to the rounding of the sums), in place into ``out`` too, and
-    probabilities are never taken for states."""
-    from boltzkit._numerics import SPARSE_DENSITY, add_product
+    """``add_product`` sums rows of a wide ``W`` for mostly-zero {0, 1} states and multiplies
+    otherwise; either way it is ``bias + x W`` (to the rounding of the sums), in place into ``out``
+    too, and probabilities are never taken for states."""
+    from boltzkit._numerics import SPARSE_DENSITY, SPARSE_MIN_COLUMNS, add_product
 
     lookups = []
     lookup = torch.nn.functional.embedding_bag
@@ -286,10 +286,14 @@ def test_the_product_of_sparse_binary_states_is_the_dense_one(density, dtype, mo
     )
     g = torch.Generator().manual_seed(int(100 * density))
     x = (torch.rand(50, 784, generator=g) < density).to(dtype)
-    w, b = torch.randn(784, 30, generator=g, dtype=dtype), torch.randn(30, generator=g, dtype=dtype)
+    width = SPARSE_MIN_COLUMNS
+    w, b = torch.randn(784, width, generator=g, dtype=dtype), torch.randn(width, generator=g, dtype=dtype)
     tol = 1e-4 if dtype == torch.float32 else 1e-12
+    narrow = w[:, : width - 1].contiguous()
+    assert torch.allclose(add_product(b[:-1], x, narrow), torch.addmm(b[:-1], x, narrow), atol=tol)
+    assert not lookups  # a narrower W is always the dense product
     assert torch.allclose(add_product(b, x, w), torch.addmm(b, x, w), atol=tol)
-    out = torch.ones(50, 30, dtype=dtype)
+    out = torch.ones(50, width, dtype=dtype)
     assert add_product(b, x, w, out) is out and torch.allclose(out, 1 + x @ w, atol=tol)
     probs = x * 0.5  # as sparse as x, but not states
     assert torch.allclose(add_product(b, probs, w), torch.addmm(b, probs, w), atol=tol)

@@ -33,18 +33,24 @@ def bernoulli(p: Tensor, generator: torch.Generator) -> Tensor:
 #: matrix as a sum of the weight rows of its ones (:func:`add_product`); measured on the CPU: at
 #: 13% ones (binarized MNIST) the lookup takes 0.4x the dense product's time, at 50% 2.3x.
 SPARSE_DENSITY = 0.2
+#: ... and ``w`` has at least this many columns. Finding the ones costs a scan of ``x`` whatever the
+#: width, so narrow products stay dense: at 13% ones, 100 x 784 states, one CPU thread, the lookup
+#: takes 2.2-2.6x the dense product's time at 64 columns, 1.0-1.2x at 192, 0.8-0.9x at 256 and
+#: 0.6-0.7x at 500 (float32 and float64); for a 16 x 16 RBM (S3's Bars and Stripes) 7-11x.
+SPARSE_MIN_COLUMNS = 256
 
 
 def add_product(bias: Tensor, x: Tensor, w: Tensor, out: Tensor | None = None) -> Tensor:
     """``bias + x @ w`` (``out`` given: ``out + x @ w``, in place), shape ``(n, w.shape[1])``.
 
-    Where ``x`` holds {0, 1} states that are mostly 0 (on the CPU, ``w`` contiguous), each row of the
-    product is the sum of the rows of ``w`` at the row's ones: ``embedding_bag`` over the indices of
-    the ones, a fraction of the dense product's work (MNIST's states are 13% ones). The two agree to
-    the rounding of the float sums. Anything else (probabilities, dense states, a GPU) is the dense
-    ``addmm``.
+    Where ``x`` holds {0, 1} states that are mostly 0 (on the CPU, ``w`` contiguous and at least
+    :data:`SPARSE_MIN_COLUMNS` wide), each row of the product is the sum of the rows of ``w`` at the
+    row's ones: ``embedding_bag`` over the indices of the ones, a fraction of the dense product's
+    work (MNIST's states are 13% ones). The two agree to the rounding of the float sums. Anything
+    else (probabilities, dense states, a narrow ``w``, a GPU) is the dense ``addmm``.
     """
-    if x.device.type == "cpu" and x.dim() == 2 and w.is_contiguous() and x.shape[0] > 0:
+    wide = w.dim() == 2 and w.shape[1] >= SPARSE_MIN_COLUMNS
+    if x.device.type == "cpu" and x.dim() == 2 and wide and w.is_contiguous() and x.shape[0] > 0:
         n_ones = int(torch.count_nonzero(x))
         if n_ones < SPARSE_DENSITY * x.numel():
             rows, cols = x.nonzero(as_tuple=True)
