@@ -88,6 +88,7 @@ RECIPE_SCHEDULES = {
     "sm2008-cd3": [(3, 0.1, 0.5), (3, 0.05, 0.9), (3, 0.1 / 50, 0.9)],
     "sm2008-cd25": [(1, 0.05, 0.5), (13, 0.025, 0.9), (25, 0.05 / 100, 0.9)],
     "sm2008-cd25-step": [(1, 0.05, 0.5), (13, 0.05 / 13, 0.9), (25, 0.05 / 25, 0.9)],
+    "sm2008-cd25-sampled": [(1, 0.1, 0.5), (13, 0.05, 0.9), (25, 0.1 / 100, 0.9)],
     "s2008-sap": [(5, 0.005, 0.0), (5, 0.0025, 0.0), (5, 0.005 / 500, 0.0)],
     "dbn-top-pcd": [(1, 0.001, 0.5), (1, 0.0005, 0.9), (1, 0.001 / 10, 0.9)],
     "sap-finetune": [(5, 0.002, 0.0), (5, 0.001, 0.0), (5, 0.002 / 20, 0.0)],
@@ -114,6 +115,10 @@ def test_every_recipe_schedule_at_given_epochs(name: str) -> None:
 def test_paper_recipes_follow_their_sources() -> None:
     cd25 = RECIPES["sm2008-cd25"]
     assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
+    sampled = RECIPES["sm2008-cd25-sampled"]  # the same CD25 but for the reconstruction and the rate
+    same = {"name": cd25.name, "summary": cd25.summary, "sources": cd25.sources, "lr": cd25.lr}
+    assert sampled.replace(**same, reconstruction="mean") == cd25
+    assert (sampled.reconstruction, sampled.lr, sampled.weight_decay) == ("sample", 0.1, 0.001)
     assert parse_momentum(cd25.momentum)(4) == 0.5 and parse_momentum(cd25.momentum)(5) == 0.9
     step = RECIPES["sm2008-cd25-step"]  # Salakhutdinov's code: CD = ceil(epoch/20), the rate 0.05 / CD
     k_of, lr_of = parse_k_schedule(step.k_schedule), parse_lr_schedule(step.lr_schedule)
