@@ -117,8 +117,8 @@ def test_paper_recipes_follow_their_sources() -> None:
     assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
     sampled = RECIPES["sm2008-cd25-sampled"]  # the same CD25 but for the reconstruction and the rate
     same = {"name": cd25.name, "summary": cd25.summary, "sources": cd25.sources, "lr": cd25.lr}
-    assert sampled.replace(**same, reconstruction="mean") == cd25
-    assert (sampled.reconstruction, sampled.lr, sampled.weight_decay) == ("sample", 0.1, 0.001)
+    assert sampled.replace(**same, weight_decay=cd25.weight_decay, reconstruction="mean") == cd25
+    assert (sampled.reconstruction, sampled.lr, sampled.weight_decay) == ("sample", 0.1, 0.0002)
     assert parse_momentum(cd25.momentum)(4) == 0.5 and parse_momentum(cd25.momentum)(5) == 0.9
     step = RECIPES["sm2008-cd25-step"]  # Salakhutdinov's code: CD = ceil(epoch/20), the rate 0.05 / CD
     k_of, lr_of = parse_k_schedule(step.k_schedule), parse_lr_schedule(step.lr_schedule)
