@@ -115,7 +115,7 @@ def test_every_recipe_schedule_at_given_epochs(name: str) -> None:
 def test_paper_recipes_follow_their_sources() -> None:
     cd25 = RECIPES["sm2008-cd25"]
     assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
-    sampled = RECIPES["sm2008-cd25-sampled"]  # the same CD25 but for the reconstruction and the rate
+    sampled = RECIPES["sm2008-cd25-sampled"]  # the same CD25 but for the reconstruction, rate and decay
     same = {"name": cd25.name, "summary": cd25.summary, "sources": cd25.sources, "lr": cd25.lr}
     assert sampled.replace(**same, weight_decay=cd25.weight_decay, reconstruction="mean") == cd25
     assert (sampled.reconstruction, sampled.lr, sampled.weight_decay) == ("sample", 0.1, 0.0002)

@@ -286,6 +286,9 @@ def _sm2008(
     )
 
 
+#: S&M 2008's CD25, the base of its variants below.
+_SM2008_CD25 = _sm2008("cd25", 25, "linear:1:25", 100, _EPOCHS_SOURCE)
+
 #: The named recipes.
 RECIPES: dict[str, Recipe] = {
     r.name: r
@@ -306,8 +309,8 @@ RECIPES: dict[str, Recipe] = {
             lr_source="[HS06] Science-paper rbm.m: epsilonw = 0.1; measured: CD-3 at 0.05 reached -111.4 "
             "after 100 epochs, at 0.1 -107.2 after 50",
         ),  # fmt: skip
-        _sm2008("cd25", 25, "linear:1:25", 100, _EPOCHS_SOURCE),
-        _sm2008("cd25", 25, "linear:1:25", 100, _EPOCHS_SOURCE).replace(
+        _SM2008_CD25,
+        _SM2008_CD25.replace(
             name="sm2008-cd25-step",
             summary="S&M 2008's CD25 by the schedules of Salakhutdinov's published RBM code: k = "
             "ceil(epoch / 20), the learning rate 0.05 / k, 500 epochs to reach CD25",
@@ -325,7 +328,7 @@ RECIPES: dict[str, Recipe] = {
                 "below sm2008-cd25's -92.98 after 100 (the rate falls as 1/k before k reaches 25)",
             },
         ),
-        _sm2008("cd25", 25, "linear:1:25", 100, _EPOCHS_SOURCE).replace(
+        _SM2008_CD25.replace(
             name="sm2008-cd25-sampled",
             summary="S&M 2008's CD25 with the chain's last visible state as the reconstruction (not its "
             "conditional mean), learning rate 0.1, weight decay 0.0002: no spurious modes, -85.26 test nats "
@@ -334,10 +337,7 @@ RECIPES: dict[str, Recipe] = {
             weight_decay=0.0002,
             reconstruction="sample",
             sources={
-                **_HS06_SOURCES,
-                "k": "[S1] Sec. 5.1: CD25",
-                "k_schedule": "[S1] Sec. 5.1: 'starting with T=1, and gradually increasing T to 25'",
-                "epochs": _EPOCHS_SOURCE,
+                **_SM2008_CD25.sources,
                 "lr": "[HS06] Science-paper rbm.m: epsilonw = 0.1; measured with the mean reconstruction: "
                 "-90.84 test nats at 0.1 against -92.98 at 0.05",
                 "reconstruction": "ours, measured (docs/results.md): at k = 25 the mean reconstruction's "
