@@ -156,6 +156,8 @@ def test_a_small_reproduction_end_to_end_resumes_after_a_kill(tmp_path: Path, mo
     models = (
         t1.ModelSpec("CD1(25)", 4, "sm2008-cd1", "sm2008-not-in-the-zoo"),
         t1.ModelSpec("CD1(20)", 3, "sm2008-cd1", "sm2008-not-in-the-zoo"),
+        # a model beyond the paper's, shown beside one of its rows
+        t1.ModelSpec("CD1(20) sampled", 3, "sm2008-cd1", "sm2008-not-in-the-zoo", paper_row="CD1(20)"),
     )
     kw = {"out_dir": tmp_path, "quick": True, "device": "cpu", "n_chains": 20, "betas": 101, "epochs": 1,
           "progress": False, "models": models, "ratio_betas": 1001}  # fmt: skip
@@ -179,6 +181,8 @@ def test_a_small_reproduction_end_to_end_resumes_after_a_kill(tmp_path: Path, mo
         assert next(tmp_path.rglob(name)).stat().st_mtime_ns == mtime, name
     md = (tmp_path / "table1.md").read_text()
     assert "-151.57" in md and "Ratio of partition functions" in md
+    beside = [line for line in md.splitlines() if line.startswith("| 20 | CD1(20) sampled |")]
+    assert len(beside) == 1 and "/ -164.52" in beside[0]  # S1's CD1(20) test log p stands beside it
     for rec in summary["models"]:
         exact, ais = rec["exact"]["log_z"], rec["ais"]
         assert (

@@ -184,6 +184,29 @@ def test_plot_logz_runs_from_experiment_records_and_results(tmp_path):
         plot_logz_runs(tmp_path / "plain.json", tmp_path / "c.png")
 
 
+def test_plot_logz_runs_lays_out_rows_and_withholds_an_unreliable_band(tmp_path, monkeypatch):
+    """Five panels go in two rows of at most four; a record whose estimate from all its runs is
+    unreliable keeps the bands of its smaller pools, and its last point is drawn without one."""
+    import boltzkit.plots.ais as plots_ais
+    from boltzkit.plots.ais import RunsRecord
+
+    drawn = {}
+    monkeypatch.setattr(plots_ais, "save_png", lambda fig, path: drawn.setdefault("fig", fig) and Path(path))
+    lw = torch.randn(40, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    panels = [RunsRecord(f"m{i}", lw.tolist(), 0.0, reliable=(i != 2)) for i in range(5)]
+    plot_logz_runs(panels, tmp_path / "r.png")
+    axes = drawn["fig"].axes
+    assert len(axes) == 5
+    rows = sorted({round(ax.get_position().y0, 3) for ax in axes})
+    assert len(rows) == 2
+    n_counts = len(log_z_by_runs(lw, 0.0).counts)  # 2, 5, 10, 20, 40
+    for i, ax in enumerate(axes):
+        line = ax.containers[0].lines[0]  # the errorbar's data line
+        assert len(line.get_xdata()) == (n_counts - 1 if i == 2 else n_counts)
+        labels = ax.get_legend_handles_labels()[1]
+        assert ("‡ unreliable: no band" in labels) == (i == 2)
+
+
 def test_plot_samples_as_image_grid(written, tmp_path):
     w, h = check_png(plot_samples(written["samples"], tmp_path / "s.png"), min_bytes=200)
     assert w == h  # 25 square images on a square grid

@@ -122,6 +122,30 @@ def test_zoo_add_list_show_and_use_by_name(tiny_zoo) -> None:
         load_model("zoo:nope")
 
 
+def test_a_reproduction_names_where_a_zoo_model_departs_from_its_recipe(tiny_zoo, tmp_path) -> None:
+    """The zoo's model was trained by sm2008-cd1 with --epochs 5 --batch-size 4: a reproduction
+    that takes it for sm2008-cd1 says so, and one whose recipe has those settings sees none."""
+    from boltzkit.experiments.engine import Context, train_stage
+    from boltzkit.experiments.report import recipe_label
+    from boltzkit.learning.recipes import RECIPES
+
+    ctx = Context(out_dir=tmp_path / "run", seed=0, device=torch.device("cpu"), progress=False)
+    kw = {
+        "kind": "rbm",
+        "hidden": 4,
+        "train_x": torch.zeros(1, 16),
+        "data": "bars-and-stripes",
+        "zoo": "bas-rbm",
+    }
+    _, training = train_stage(ctx, "m", recipe=RECIPES["sm2008-cd1"], **kw)
+    assert training["source"] == "zoo:bas-rbm"
+    assert training["recipe_differences"] == {"epochs": 5, "batch_size": 4}
+    assert recipe_label("sm2008-cd1", training) == "sm2008-cd1 (epochs 5, batch_size 4)"
+    same = RECIPES["sm2008-cd1"].replace(epochs=5, batch_size=4)
+    _, training = train_stage(ctx, "m", recipe=same, **kw)
+    assert training["recipe_differences"] == {} and recipe_label("sm2008-cd1", training) == "sm2008-cd1"
+
+
 def test_zoo_verify_catches_a_changed_file(tiny_zoo) -> None:
     folder, _ = tiny_zoo
     assert last_json(run("zoo", "verify", "--json"))["ok"]

@@ -382,11 +382,20 @@ def train_stage(
 ) -> tuple[BoltzmannMachine, dict[str, Any]]:
     """Model ``name`` of a reproduction: zoo model ``zoo`` when the zoo holds it (trained earlier
     by the same recipe at full size: work done once is never redone), else trained by ``recipe``
-    (resumable; ``models/NAME.safetensors`` in the run's folder)."""
+    (resumable; ``models/NAME.safetensors`` in the run's folder).
+
+    A zoo model's training record says where its card's settings differ from ``recipe``'s, under
+    ``"recipe_differences"`` (``{setting: the card's value}``; empty when it was trained by
+    ``recipe``'s settings, whatever name its command gave them)."""
     if zoo is not None:
         found = zoo_model(zoo, device=ctx.device)
         if found is not None:
-            return found
+            model, training = found
+            used = training.get("settings") or {}
+            training["recipe_differences"] = {
+                k: used[k] for k, v in recipe_settings(recipe).items() if k in used and used[k] != v
+            }
+            return model, training
     config = {"kind": kind, "hidden": hidden, "recipe": recipe.to_dict(), "data": data,
               "n_train": int(train_x.shape[0]), "seed": ctx.seed}  # fmt: skip
 

@@ -25,9 +25,9 @@ from typing import Any
 import torch
 
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.result import LogZResult
 from boltzkit.experiments.engine import VARIATIONAL_METHODS
-from boltzkit.plots._backend import optional_figure, save_png
+from boltzkit.plots._backend import optional_figure, require_matplotlib, save_png
+from boltzkit.plots.ais import RunsRecord, plot_logz_runs
 
 #: Missing value in a table.
 DASH = "—"
@@ -52,6 +52,16 @@ def pair(a: float | None, b: float | None) -> str:
 def cell(ours: str, paper: str) -> str:
     """An ``ours / paper`` table cell."""
     return f"{ours} / {paper}"
+
+
+def recipe_label(recipe: str, training: dict[str, Any]) -> str:
+    """The recipe a model was trained by: ``recipe``, followed by the settings in which the model
+    departs from it (a zoo model trained with flags over a recipe; the engine's
+    ``training["recipe_differences"]``), e.g. ``sm2008-cd3 (epochs 100, lr 0.05)``."""
+    differences = training.get("recipe_differences") or {}
+    if not differences:
+        return recipe
+    return f"{recipe} ({', '.join(f'{k} {v}' for k, v in differences.items())})"
 
 
 def csv_text(cols: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -278,57 +288,15 @@ def with_variational_overrides(
 
 
 # -------------------------------------------------------------------------------------- plots
-@dataclass(frozen=True)
-class RunsPanel:
-    """One panel of S2 Fig. 3: a model's AIS log-weights and, when known, its exact ``log Z``."""
-
-    title: str
-    log_weights: Sequence[float]
-    log_z_start: float
-    exact: float | None = None
-
-
-def plot_ais_runs(panels: Sequence[RunsPanel], path: Path, *, suptitle: str | None = None) -> bool:
-    """S2 Fig. 3: ``log Z_hat`` against the number of AIS runs (the first ``m`` runs pooled), with
-    error bars ``log(Z_hat ± 3 sigma_hat)``, one panel per model, the exact value as a dashed line.
-    The counts start at 2 runs (one run has no spread to estimate).
-
-    Where ``Z_hat <= 3 sigma_hat`` the lower end ``log(Z_hat - 3 sigma_hat)`` is undefined: the
-    bar is drawn as long as the upper one and marked with an arrow. Returns ``False`` (and writes
-    nothing) when matplotlib is missing.
-    """
-    fig = optional_figure(4 * len(panels), 3.3) if panels else None
-    if fig is None:
+def plot_ais_runs(panels: Sequence[RunsRecord], path: Path, *, suptitle: str | None = None) -> bool:
+    """S1 Fig. 3 / S2 Fig. 3 of a reproduction: :func:`boltzkit.plots.plot_logz_runs` of its
+    models, or ``False`` (writing nothing) where matplotlib is missing, for a report goes on
+    without its figures."""
+    try:
+        require_matplotlib()
+    except BoltzkitError:
         return False
-    axes = fig.subplots(1, len(panels), squeeze=False)
-    for ax, panel in zip(axes[0], panels, strict=True):
-        lw = torch.tensor(list(panel.log_weights), dtype=torch.float64)
-        counts = [m for m in (2, 5, 10, 20, 50, 100, 200, 500, 1000) if m <= lw.numel()]
-        if lw.numel() not in counts:
-            counts.append(int(lw.numel()))
-        mids, lows, highs = [], [], []
-        undefined = False
-        for m in counts:
-            b = LogZResult.from_log_weights("ais", lw[:m], log_z_start=panel.log_z_start, n_betas=0).band
-            mids.append(b.value)
-            highs.append(b.plus_3sigma - b.value)
-            lows.append(b.value - b.minus_3sigma if b.minus_3sigma is not None else highs[-1])
-            if b.minus_3sigma is None:
-                undefined = True
-                ax.annotate("↓", (m, b.value - highs[-1]), ha="center", va="top", fontsize=9)
-        ax.errorbar(counts, mids, yerr=[lows, highs], fmt="o-", ms=4, capsize=3, label="AIS, ± 3σ̂")
-        if undefined:
-            ax.plot([], [], ls="none", marker=r"$\downarrow$", color="k", label="Ẑ − 3σ̂ ≤ 0")
-        if panel.exact is not None:
-            ax.axhline(panel.exact, color="k", ls="--", lw=1, label="exact")
-        ax.set_xscale("log")
-        ax.set_xlabel("number of AIS runs")
-        ax.set_ylabel("ln Ẑ (nats)")
-        ax.set_title(panel.title)
-        ax.legend(fontsize=8)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    save_png(fig, path)
+    plot_logz_runs(list(panels), path, title=suptitle)
     return True
 
 
@@ -630,7 +598,7 @@ __all__ = [
     "METHOD_CSV_COLUMNS",
     "METHOD_LABELS",
     "MethodsPanel",
-    "RunsPanel",
+    "RunsRecord",
     "Table",
     "UNRELIABLE",
     "VariationalSettings",
@@ -649,6 +617,7 @@ __all__ = [
     "pair",
     "plot_ais_runs",
     "plot_logz_methods",
+    "recipe_label",
     "tables_csv",
     "with_variational_overrides",
 ]

@@ -35,7 +35,7 @@ from boltzkit.experiments.engine import Context, exact_stage
 from boltzkit.experiments.report import (
     AIS_CSV_COLUMNS,
     DASH,
-    RunsPanel,
+    RunsRecord,
     Table,
     VariationalSettings,
     Verdicts,
@@ -385,11 +385,12 @@ def run_table1(
     }
     save_json(summary, out_dir / "table1.json")
     panels = [
-        RunsPanel(
+        RunsRecord(
             f"{r['model']} ({' x '.join(str(n) for n in r['layer_sizes'])})",
             r["log_weights"],
             r["log_z_start"],
-            r["exact"]["log_z"],
+            exact=r["exact"]["log_z"],
+            reliable=r["ais"].get("reliable"),
         )
         for r in records
     ]

@@ -39,7 +39,7 @@ from boltzkit.experiments.engine import Context, log_prob_stage, record_log_z, s
 from boltzkit.experiments.report import (
     AIS_CSV_COLUMNS,
     DASH,
-    RunsPanel,
+    RunsRecord,
     Table,
     VariationalSettings,
     Verdicts,
@@ -497,10 +497,11 @@ def run_table2(
     if train_x is not None and plot_samples(train_x, samples, out_dir / "fig4_samples.png", sweeps=n_sweeps):
         files.append("fig4_samples.png")
     panels = [
-        RunsPanel(
+        RunsRecord(
             f"{r['model']} ({' x '.join(str(n) for n in r['layer_sizes'])})",
             r["log_weights"],
             r["log_z_start"],
+            reliable=r["ais"].get("reliable"),
         )
         for r in records
     ]

@@ -100,14 +100,16 @@ def plot_ais_course(
 @dataclass(frozen=True)
 class RunsRecord:
     """One panel of :func:`plot_logz_runs`: a record's log-weights, what they are relative to,
-    and the exact value when known."""
+    the exact value when known, and the verdict of the estimate from all the runs (``reliable``;
+    ``None`` when the record has none)."""
 
     title: str
-    log_weights: np.ndarray
+    log_weights: np.ndarray | Sequence[float]
     log_z_start: float
     reciprocal: bool = False
     exact: float | None = None
     ratio: bool = False
+    reliable: bool | None = None
 
 
 def _find_records(obj: Any) -> list[dict[str, Any]]:
@@ -168,11 +170,17 @@ def runs_record(rec: dict[str, Any], title: str) -> RunsRecord:
             )
         lme = float(torch.logsumexp(torch.from_numpy(lw), 0)) - math.log(lw.size)
         start = value + lme if reciprocal else value - lme
-    return RunsRecord(title, lw, start, reciprocal, _exact(rec), ratio)
+    verdict = rec.get("reliable")
+    return RunsRecord(
+        title, lw, start, reciprocal, _exact(rec), ratio, verdict if isinstance(verdict, bool) else None
+    )
 
 
-def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult) -> list[RunsRecord]:
-    """Every record with log-weights in a JSON file (or a dict, or a :class:`LogZResult`)."""
+def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult | RunsRecord) -> list[RunsRecord]:
+    """Every record with log-weights in a JSON file (or a dict, a :class:`LogZResult`, or a
+    :class:`RunsRecord` as it is)."""
+    if isinstance(source, RunsRecord):
+        return [source]
     if isinstance(source, LogZResult):
         if source.log_weights is None:
             raise BoltzkitError("this log Z result has no log-weights", got=source.method)
@@ -184,6 +192,7 @@ def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult) -> l
                 source.reciprocal,
                 None,
                 source.is_ratio,
+                _verdict(source),
             )
         ]
     if isinstance(source, dict):
@@ -211,8 +220,13 @@ def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult) -> l
     return out
 
 
+def _verdict(result: LogZResult) -> bool | None:
+    verdict = result.reliability()
+    return None if verdict is None else bool(verdict.reliable)
+
+
 def plot_logz_runs(
-    sources: str | os.PathLike | dict[str, Any] | LogZResult | Sequence[Any],
+    sources: str | os.PathLike | dict[str, Any] | LogZResult | RunsRecord | Sequence[Any],
     out: str | os.PathLike,
     *,
     counts: Sequence[int] | None = None,
@@ -223,8 +237,10 @@ def plot_logz_runs(
     Parameters
     ----------
     sources
-        JSON files (or dicts, or :class:`LogZResult` objects) with log-weights; every record with
-        ``log_weights`` in them becomes a panel.
+        JSON files (or dicts, :class:`LogZResult` or :class:`RunsRecord` objects) with
+        log-weights; every record with ``log_weights`` in them becomes a panel. Panels go in rows of
+        four. Where a record's estimate from all its runs is unreliable (``reliable: false``), that
+        point is drawn alone in red, without the band it cannot support.
     out
         The PNG to write.
     counts
@@ -233,25 +249,43 @@ def plot_logz_runs(
         Figure title.
     """
     require_matplotlib()
-    if isinstance(sources, (str, os.PathLike, dict, LogZResult)):
+    if isinstance(sources, (str, os.PathLike, dict, LogZResult, RunsRecord)):
         sources = [sources]
     panels = [r for s in sources for r in read_logz_runs(s)]
-    fig = new_figure(4.2 * len(panels), 3.4)
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    for ax, panel in zip(axes, panels, strict=True):
+    if not panels:
+        raise BoltzkitError("nothing to plot: no records with log-weights were given")
+    n_cols, n_rows = min(len(panels), 4), -(-len(panels) // 4)
+    fig = new_figure(4.2 * n_cols, 3.4 * n_rows)
+    axes = list(fig.subplots(n_rows, n_cols, squeeze=False).flat)
+    for ax in axes[len(panels) :]:
+        ax.remove()
+    for ax, panel in zip(axes, panels, strict=False):
         curve = log_z_by_runs(
             panel.log_weights, panel.log_z_start, counts=counts, reciprocal=panel.reciprocal
         )
         highs = curve.plus_3sigma - curve.log_z
-        undefined = ~np.isfinite(curve.minus_3sigma)
         # where Z_hat <= 3 sigma_hat, log(Z_hat - 3 sigma_hat) is undefined: draw the bar as long as
         # the upper one and mark it with an arrow
+        undefined = ~np.isfinite(curve.minus_3sigma)
         lows = np.where(undefined, highs, curve.log_z - curve.minus_3sigma)
+        # the estimate from all the runs gets no band where its verdict is unreliable
+        n_runs = np.asarray(panel.log_weights).size
+        last_unreliable = panel.reliable is False and int(curve.counts[-1]) == n_runs
+        shown = slice(0, len(curve.counts) - 1 if last_unreliable else len(curve.counts))
         ax.errorbar(
-            curve.counts, curve.log_z, yerr=[lows, highs], fmt="o-", ms=4, capsize=3, label="AIS, ±3σ̂"
-        )
-        for m, v, h in zip(curve.counts[undefined], curve.log_z[undefined], highs[undefined], strict=True):
+            curve.counts[shown], curve.log_z[shown], yerr=[lows[shown], highs[shown]], fmt="o-", ms=4,
+            capsize=3, label="AIS, ±3σ̂",
+        )  # fmt: skip
+        if last_unreliable:
+            ax.plot(
+                curve.counts[-1:], curve.log_z[-1:], "X", color="tab:red", ms=8, label="‡ unreliable: no band"
+            )
+        marked = undefined.copy()
+        marked[len(curve.counts) - 1] &= not last_unreliable
+        for m, v, h in zip(curve.counts[marked], curve.log_z[marked], highs[marked], strict=True):
             ax.annotate("↓", (float(m), float(v - h)), ha="center", va="top", fontsize=9)
+        if marked.any():
+            ax.plot([], [], ls="none", marker=r"$\downarrow$", color="k", label="Ẑ − 3σ̂ ≤ 0")
         if panel.exact is not None:
             ax.axhline(panel.exact, color="k", ls="--", lw=1, label="exact")
         if len(curve.counts) > 1 and curve.counts[-1] / max(1, curve.counts[0]) >= 10:
