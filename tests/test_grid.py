@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -27,8 +28,10 @@ from boltzkit.experiments.grid import (
     run_grid,
     run_task,
     task_path,
+    train_task,
 )
 from boltzkit.experiments.mixing_study import autocorrelation_stage, finite_mean, mean_acf, quartiles
+from boltzkit.learning.api import visible_bias_from_data
 
 TINY = {"n_hidden": 3, "n_updates": 30, "eval_every": 10}
 DATA = "bars-and-stripes:size=3"
@@ -61,6 +64,32 @@ def test_operators_of_one_repetition_share_their_seed():
     assert run_task(by["cd:2", 0, "gibbs"])["log_lik"] == first["log_lik"]  # deterministic
     pt = run_task(by["pt:3:1", 0, "flip"])
     assert len(pt["swap_rates"]) == 2 and pt["label"] == "3-PT_1"
+
+
+def test_visible_biases_from_the_data_change_only_those_and_keep_s3s_identities():
+    """``init_vbias="data"`` starts the visible biases at the data's log-odds and leaves the other
+    draws as S3's start makes them; S3's tasks keep the names and identities of their records."""
+    s3 = GridTask(DATA, "pcd:1", 0.1, "gibbs", 0, **TINY)
+    data = replace(s3, init_vbias="data")
+    assert s3.task_id == "bars-and-stripes-size-3_pcd-1_lr0.1_gibbs_r0_34ef97"  # as before the option
+    assert "init_vbias" not in s3.identity() and data.identity()["init_vbias"] == "data"
+    assert data.task_id != s3.task_id and data.pair_seed == s3.pair_seed
+    x = load_dataset(DATA, split="train").x
+    starts = {}
+
+    def keep_start(task):
+        def on_eval(update, rbm):
+            starts.setdefault(task.init_vbias, [p.detach().clone() for p in (rbm.W, rbm.vbias, rbm.hbias)])
+
+        return on_eval
+
+    for task in (s3, data):
+        train_task(replace(task, n_updates=1, eval_every=1), x, on_eval=keep_start(task))
+    (w0, b0, c0), (w1, b1, c1) = starts["normal"], starts["data"]
+    assert torch.equal(w0, w1) and torch.equal(c0, c1)
+    assert torch.allclose(b1, visible_bias_from_data(x).to(b1)) and b0.abs().max() < 0.1
+    with pytest.raises(BoltzkitError, match="init_vbias"):
+        GridTask(DATA, "cd:1", 0.1, "gibbs", 0, init_vbias="zero")
 
 
 def test_a_killed_sweep_resumes_without_rerunning_finished_tasks(tmp_path):

@@ -42,6 +42,7 @@ from boltzkit.data.registry import derive_seed
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.experiments.engine import EXECUTORS, TaskRun, load_json, normalized, run_tasks
+from boltzkit.learning.api import visible_bias_from_data
 from boltzkit.learning.gradients import Learner, PTLearner, make_learner
 from boltzkit.models.rbm import RBM
 
@@ -114,6 +115,12 @@ class GridTask:
         Seed of random data sets (the same data for every task).
     init_scale
         Standard deviation of the initial weights and biases (S3: 0.01).
+    init_vbias
+        ``"normal"`` (S3 Sec. 4.2: the visible biases ~ N(0, init_scale^2) like the rest) or
+        ``"data"``: they start at the log-odds of the training data's means (Hinton 2010, "A
+        practical guide to training RBMs", Sec. 8), the weights and hidden biases as before (the
+        same draws). Sparse data such as MNIST need it: from S3's start every PCD run of a 784 x 10
+        RBM ends at the base-rate model (docs/results.md).
     device, dtype
         Where and in what precision to train (``"cpu"``/``"auto"``/``"cuda"``; ``"float64"`` or
         ``"float32"``); log-likelihoods are always float64.
@@ -134,6 +141,7 @@ class GridTask:
     seed: int = 0
     data_seed: int = 0
     init_scale: float = 0.01
+    init_vbias: str = "normal"
     device: str = "cpu"
     dtype: str = "float64"
     keep_model: bool = False
@@ -150,6 +158,12 @@ class GridTask:
             raise BoltzkitError("the learning rate must be a positive number", got=repr(self.lr))
         if self.dtype not in ("float32", "float64"):
             raise BoltzkitError("a grid task's dtype must be 'float32' or 'float64'", got=repr(self.dtype))
+        if self.init_vbias not in ("normal", "data"):
+            raise BoltzkitError(
+                "a grid task's init_vbias must be 'normal' or 'data'",
+                got=repr(self.init_vbias),
+                hint="'normal' draws the visible biases as S3 does; 'data' starts them at the data's log-odds.",
+            )
 
     @property
     def cell(self) -> tuple[str, str, float, str]:
@@ -185,6 +199,8 @@ class GridTask:
             self.data_seed,
             self.init_scale,
         )
+        if self.init_vbias != "normal":  # S3's start keeps the identities its records were made with
+            settings = (*settings, self.init_vbias)
         tag = f"{derive_seed(0, repr(settings)) % 16**6:06x}"
         raw = f"{self.dataset}_{self.algorithm}_lr{float(self.lr):g}_{self.operator}_r{self.repetition}_{tag}"
         return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in raw)
@@ -193,9 +209,12 @@ class GridTask:
         return asdict(self)
 
     def identity(self) -> dict[str, Any]:
-        """What makes two tasks the same run (everything but ``keep_model``)."""
+        """What makes two tasks the same run (everything but ``keep_model``; ``init_vbias`` only
+        where it is not S3's, so the records made before it existed still match)."""
         out = self.to_dict()
         out.pop("keep_model")
+        if out["init_vbias"] == "normal":
+            out.pop("init_vbias")
         return out
 
 
@@ -231,20 +250,19 @@ def _data(spec: str, data_dir: str | None, data_seed: int) -> torch.Tensor:
 
 
 def _init_model(
-    n_visible: int, n_hidden: int, scale: float, generator: torch.Generator, dtype: torch.dtype
+    x: torch.Tensor, n_hidden: int, scale: float, generator: torch.Generator, dtype: torch.dtype, vbias: str
 ) -> RBM:
-    """S3 Sec. 4.2: weights and biases ~ N(0, scale^2) (drawn in float64, then cast)."""
+    """S3 Sec. 4.2: weights and biases ~ N(0, scale^2) (drawn in float64, then cast); with
+    ``vbias="data"`` the visible biases are then set to the log-odds of the means of ``x``
+    (:func:`~boltzkit.learning.api.visible_bias_from_data`), the other draws unchanged."""
     dev = generator.device
     kw = {"generator": generator, "dtype": torch.float64, "device": dev}
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=scale * torch.randn(n_visible, n_hidden, **kw),
-        vbias=scale * torch.randn(n_visible, **kw),
-        hbias=scale * torch.randn(n_hidden, **kw),
-        dtype=dtype,
-        device=dev,
-    )
+    weights = scale * torch.randn(x.shape[1], n_hidden, **kw)
+    visible = scale * torch.randn(x.shape[1], **kw)
+    hidden = scale * torch.randn(n_hidden, **kw)
+    if vbias == "data":
+        visible = visible_bias_from_data(x).to(visible)
+    return RBM(x.shape[1], n_hidden, weights=weights, vbias=visible, hbias=hidden, dtype=dtype, device=dev)
 
 
 def _learner(task: GridTask, n_chains: int) -> Learner:
@@ -277,7 +295,7 @@ def train_task(
     x = x.to(device=dev, dtype=dtype)
     n = x.shape[0]
     bs = n if task.batch_size is None else min(task.batch_size, n)
-    rbm = _init_model(x.shape[1], task.n_hidden, task.init_scale, g, dtype)
+    rbm = _init_model(x, task.n_hidden, task.init_scale, g, dtype, task.init_vbias)
     learner = _learner(task, bs)
     optimizer = torch.optim.SGD(rbm.parameters(), lr=float(task.lr))
     learner.setup(rbm, x, g)

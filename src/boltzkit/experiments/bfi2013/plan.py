@@ -45,6 +45,10 @@ class Plan:
     cc_max_steps: int
     slem_models: int
     include_mnist: bool = True
+    #: The start of the visible biases by data set (:class:`~boltzkit.experiments.grid.GridTask`'s
+    #: ``init_vbias``; ``"normal"``, S3's, where not named). MNIST's start at the data's log-odds: from
+    #: S3's start every PCD run of the 784 x 10 RBM ends at the base-rate model (docs/results.md).
+    init_vbias: dict[str, str] = field(default_factory=lambda: {MNIST: "data"})
     #: The data sets whose cells, models and sampling runs the plan includes (:func:`restrict_plan`).
     datasets: tuple[str, ...] = DATASETS
     notes: tuple[str, ...] = field(default_factory=tuple)

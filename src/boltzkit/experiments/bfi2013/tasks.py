@@ -41,6 +41,7 @@ def likelihood_tasks(plan: Plan, parts: tuple[str, ...], seed: int, mnist: bool)
             batch_size=batch,
             seed=seed,
             data_seed=seed,
+            init_vbias=plan.init_vbias.get(dataset, "normal"),
         )
         tasks.update((t.task_id, t) for t in grid)
     return list(tasks.values())
@@ -56,11 +57,13 @@ def autocorrelation_tasks(plan: Plan, seed: int, mnist: bool, device: str) -> di
         out[dataset] = _kept_models(
             dataset, plan.act_algorithm[dataset], plan.act_lr, models=plan.act_models,
             n_updates=plan.act_updates[dataset], n_hidden=hidden, batch_size=batch, seed=seed,
+            init_vbias=plan.init_vbias.get(dataset, "normal"),
         )  # fmt: skip
     if mnist:
         out["mnist500"] = _kept_models(
             MNIST, plan.mnist500_algorithm, plan.act_lr, models=plan.mnist500_models,
             n_updates=plan.mnist500_updates, n_hidden=500, batch_size=100, seed=seed, device=device, dtype="float32",
+            init_vbias=plan.init_vbias.get(MNIST, "normal"),
         )  # fmt: skip
     return out
 
