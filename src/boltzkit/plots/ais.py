@@ -281,7 +281,7 @@ def plot_logz_runs(
                 curve.counts[-1:], curve.log_z[-1:], "X", color="tab:red", ms=8, label="‡ unreliable: no band"
             )
         marked = undefined.copy()
-        marked[len(curve.counts) - 1] &= not last_unreliable
+        marked[shown.stop :] = False  # the unbanded point has no bar to mark
         for m, v, h in zip(curve.counts[marked], curve.log_z[marked], highs[marked], strict=True):
             ax.annotate("↓", (float(m), float(v - h)), ha="center", va="top", fontsize=9)
         if marked.any():

@@ -56,15 +56,24 @@ def header(plan: Plan, parts, mnist: bool, run, seconds: float, executor: str, w
         "",
         "Conventions: Bars and Stripes is the list of all 32 4 x 4 patterns (two duplicates; best mean "
         f"log-likelihood {BAS_OPTIMUM:.4f}); MNIST is the 50,000-image binarized training set; Artificial Modes "
-        "has 10,000 examples. Weights and biases start ~ N(0, 0.01^2) (S3), except "
-        + (", ".join(NAMES[d] for d in sorted(plan.init_vbias) if plan.init_vbias[d] == "data") or "none")
-        + ", whose visible biases start at the data's log-odds (from S3's start every PCD run on MNIST ends at "
-        "the base-rate model); plain SGD. G and T of one repetition "
+        f"has 10,000 examples. Weights and biases start ~ N(0, 0.01^2) (S3){_log_odds_start(plan)}; plain SGD. "
+        "G and T of one repetition "
         "share their initial weights and minibatches, so the signed-rank test pairs them. The star marks the "
         f"operator the two-sided Wilcoxon signed-rank test favours at p < 0.05 (with fewer than "
         f"{min_significant_pairs()} pairs no difference can be significant).",
     ]
     return "\n".join(lines)
+
+
+def _log_odds_start(plan: Plan) -> str:
+    """The data sets whose visible biases start at the data's log-odds instead (``Plan.init_vbias``)."""
+    named = [NAMES[d] for d in sorted(plan.init_vbias) if plan.init_vbias[d] == "data"]
+    if not named:
+        return ""
+    return (
+        f", except on {', '.join(named)}, whose visible biases start at the data's log-odds (from S3's start "
+        "every PCD run on MNIST ends at the base-rate model)"
+    )
 
 
 _TITLES = {
