@@ -11,6 +11,9 @@ hand (``E = -v.(h W^T + b) - c.h``: no third product) and the ``19 x 100`` swap 
 gives the ratio to the same bare cost plus one energy product ``(v W) . h``, which is what
 ``model.joint_energy`` does.
 
+**The same round with flip-the-state inside** (S3's operator; Definition 1): the bare cost has an
+``exp`` per unit (the acceptance ``exp(-relu(s a))``) where Gibbs has a sigmoid.
+
 **Sweep throughput.** Grid tasks per minute in-process and with ``workers=2`` local processes
 (each with ``cores // 2`` torch threads), for two task sizes: 8 tiny tasks (CD_5 on 3 x 3 Bars and
 Stripes, 9 x 4 RBM, 300 updates), where process start-up dominates, and 8 tasks of S3's kind at
@@ -64,7 +67,14 @@ def library_fn(rbm: RBM, pt: ParallelTempering, n_chains: int, device: torch.dev
     return go
 
 
-def bare_fn(rbm: RBM, pt: ParallelTempering, n_chains: int, device: torch.device, energy_product: bool):
+def bare_fn(
+    rbm: RBM,
+    pt: ParallelTempering,
+    n_chains: int,
+    device: torch.device,
+    energy_product: bool,
+    flip: bool = False,
+):
     gen = torch.Generator(device=device).manual_seed(2)
     rows = pt.n_temperatures * n_chains
     kw = {"dtype": rbm.dtype, "device": device}
@@ -77,16 +87,19 @@ def bare_fn(rbm: RBM, pt: ParallelTempering, n_chains: int, device: torch.device
     vw = torch.empty_like(h)
     u_swap = torch.empty(pt.n_temperatures - 1, n_chains, dtype=torch.float64, device=device)
 
+    # Gibbs: one sigmoid per unit; flip-the-state: one exp per unit (its acceptance exp(-relu(s a)))
+    kernel = torch.exp if flip else torch.sigmoid
+
     def go() -> None:
         torch.addmm(c, v, W, out=a_h)
         a_h.mul_(beta)
         torch.rand(u_h.shape, generator=gen, out=u_h)
-        torch.lt(u_h, torch.sigmoid(a_h), out=h)
+        torch.lt(u_h, kernel(a_h), out=h)
         torch.addmm(b, h, W_t, out=a_v)
         energy = -(v * a_v).sum(1) - h @ c  # the visible input before the update: E(v_old, h)
         a_v.mul_(beta)
         torch.rand(u_v.shape, generator=gen, out=u_v)
-        torch.lt(u_v, torch.sigmoid(a_v), out=v)
+        torch.lt(u_v, kernel(a_v), out=v)
         if energy_product:
             torch.mm(v, W, out=vw)
             energy = -(vw * h).sum(1)
@@ -146,6 +159,37 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, sw
                 device=dev,
                 note="what joint_energy costs on top",
                 samples=samples["bare + energy product"],
+            )
+        )
+        # S3's other operator inside: flip-the-state, against the same work with an exp per unit
+        flip_pt = ParallelTempering(t, "flip")
+        flip_fns = {
+            "library": library_fn(rbm, flip_pt, n_chains, dev),
+            "bare": bare_fn(rbm, flip_pt, n_chains, dev, energy_product=False, flip=True),
+        }
+        flip_samples: dict[str, list[float]] = {}
+        flip_times = interleaved(flip_fns, repeats=repeats, device=dev, samples=flip_samples)
+        rows.append(
+            row(
+                bench,
+                "boltzkit ParallelTempering.step (flip-the-state inside, k = 1)",
+                flip_times["library"],
+                bare_s=flip_times["bare"],
+                vs_bare=paired_ratio(flip_samples["library"], flip_samples["bare"]),
+                device=dev,
+                note=f"{flip_times['library'] / times['library']:.2f}x the Gibbs round",
+                samples=flip_samples["library"],
+            )
+        )
+        rows.append(
+            row(
+                bench,
+                "bare for flip-the-state: the same, an exp per unit in place of the sigmoid",
+                flip_times["bare"],
+                bare_s=flip_times["bare"],
+                device=dev,
+                note="preallocated outputs",
+                samples=flip_samples["bare"],
             )
         )
     if sweep if sweep is not None else not quick:

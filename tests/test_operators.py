@@ -184,6 +184,39 @@ def test_two_state_chain_eigenvalues():
     )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, F64], ids=["f32", "f64"])
+def test_in_place_kernels_give_the_out_of_place_formulas_bit_for_bit(dtype):
+    """The samplers compute move probabilities, decisions and Bernoulli draws in place for speed;
+    they must round exactly as the plain formulas do, or a seeded run's numbers would change."""
+    from boltzkit._numerics import bernoulli
+
+    g = torch.Generator().manual_seed(11)
+    logits = torch.randn(64, 50, generator=g, dtype=dtype) * 6
+    logits[:, :4] = torch.tensor([0.0, -0.0, 80.0, -80.0], dtype=dtype)  # ties and saturation
+    current = (torch.rand(64, 50, generator=g, dtype=dtype) < 0.4).to(dtype)
+    u = torch.rand(64, 50, generator=g, dtype=dtype)
+    u_before, current_before = u.clone(), current.clone()
+    signed = (2.0 * current - 1.0) * logits
+    p_gibbs = torch.sigmoid(-signed)
+    p_flip = torch.where(signed == 0, torch.full_like(signed, 0.5), torch.exp(-torch.relu(signed)))
+    for alpha, op in ((0.0, Gibbs()), (1.0, FlipTheState()), (0.3, Blend(0.3))):
+        expected = p_flip if alpha == 1.0 else p_gibbs
+        if 0.0 < alpha < 1.0:
+            expected = alpha * p_flip + (1.0 - alpha) * p_gibbs
+        got = move_probability(logits, current, alpha)
+        assert got.dtype == dtype and torch.equal(got, expected)
+        if alpha == 0.0:  # Gibbs draws the new value itself: on where u < p(x = 1 | rest)
+            decided = (u < torch.sigmoid(logits)).to(dtype)
+        else:
+            decided = torch.where(u < expected, 1.0 - current, current)
+        assert torch.equal(op.decide(logits, current, u, 0), decided)
+        assert torch.equal(u, u_before) and torch.equal(current, current_before)
+    p = torch.sigmoid(logits)
+    drawn = bernoulli(p, torch.Generator().manual_seed(5))
+    reference = (torch.rand(p.shape, generator=torch.Generator().manual_seed(5), dtype=dtype) < p).to(dtype)
+    assert drawn.dtype == dtype and torch.equal(drawn, reference)
+
+
 def test_eigenvalue_moduli_sorted_and_periodic_chain_has_slem_one():
     swap = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=F64)
     assert eigenvalue_moduli(swap).tolist() == pytest.approx([1.0, 1.0])

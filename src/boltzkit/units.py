@@ -54,6 +54,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from boltzkit._numerics import bernoulli
 from boltzkit.errors import BoltzkitError
 
 Params = dict[str, Tensor]
@@ -277,7 +278,7 @@ class Bernoulli(UnitType):
 
     def sample(self, field: Tensor, params: Params, generator: torch.Generator) -> Tensor:
         p = torch.sigmoid(field[..., 0] + params["bias"])
-        return (torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) < p).to(p.dtype)
+        return bernoulli(p, generator)
 
     def anneal(
         self, field: Tensor, params: Params, base: Params | None, beta: float

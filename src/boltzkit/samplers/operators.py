@@ -88,16 +88,22 @@ def move_probability(logits: Tensor, current: Tensor, alpha: float) -> Tensor:
     Tensor
         ``alpha * P_flip + (1 - alpha) * sigma(-s a)`` with ``s = 2 x - 1`` and
         ``P_flip = exp(-relu(s a))`` except at ties ``a = 0``, where it is 1/2.
+
+    The result is a new tensor that the caller may overwrite. Computed in place on one buffer
+    (a Gibbs or flip-the-state sweep of S3's samplers spends most of its time here), with the
+    same roundings as the out-of-place formula: ``s`` is exactly ``+-a``, and each further
+    operation rounds once.
     """
-    signed = (2.0 * current - 1.0) * logits
-    p_gibbs = torch.sigmoid(-signed)
+    sign = current * 2.0
+    signed = sign.sub_(1.0) * logits  # out of place: the product takes the promoted dtype
     if alpha == 0.0:
-        return p_gibbs
-    p_flip = torch.exp(-torch.relu(signed))
-    p_flip = torch.where(signed == 0, torch.full_like(p_flip, 0.5), p_flip)
-    if alpha == 1.0:
+        return signed.neg_().sigmoid_()
+    ties = signed == 0
+    p_gibbs = None if alpha == 1.0 else torch.neg(signed).sigmoid_()
+    p_flip = signed.relu_().neg_().exp_().masked_fill_(ties, 0.5)
+    if p_gibbs is None:
         return p_flip
-    return alpha * p_flip + (1.0 - alpha) * p_gibbs
+    return p_flip.mul_(alpha).add_(p_gibbs.mul_(1.0 - alpha))
 
 
 class TransitionOperator(ABC):
@@ -175,7 +181,8 @@ class UnitOperator(TransitionOperator):
         """Probability that each unit of a block leaves its current state (the exact kernel).
 
         Units of a block move independently, so these numbers define the block's full transition
-        matrix (used by :mod:`boltzkit.diagnostics`).
+        matrix (used by :mod:`boltzkit.diagnostics`). Returns a new tensor: :meth:`decide` writes
+        into it.
         """
 
     def flip_weight(self, layer: int) -> float:
@@ -190,8 +197,14 @@ class UnitOperator(TransitionOperator):
         return self.decide(logits, current, u, layer)
 
     def decide(self, logits: Tensor, current: Tensor, u: Tensor, layer: int) -> Tensor:
-        """New {0, 1} values given uniforms ``u``: a unit moves where ``u < P(move)``."""
-        return torch.where(u < self.move_prob(logits, current, layer), 1.0 - current, current)
+        """New {0, 1} values given uniforms ``u``: a unit moves where ``u < P(move)``.
+
+        ``|current - [u < P(move)]|``, the exclusive or, in the buffer of :meth:`move_prob`'s
+        result (which is the caller's to overwrite); ``u`` and ``current`` are left as they are
+        (the sequential sweep reuses them)."""
+        p_move = self.move_prob(logits, current, layer)
+        moved = torch.lt(u, p_move, out=p_move)  # 1.0 where the unit leaves its state
+        return moved.sub_(current).abs_().to(current.dtype)
 
     def step(
         self,
@@ -277,7 +290,8 @@ class Gibbs(UnitOperator):
 
     def decide(self, logits, current, u, layer):
         # x = 1 where u < p(x = 1 | rest): the same kernel as moving where u < P(move)
-        return (u < torch.sigmoid(logits)).to(current.dtype)
+        p_on = torch.sigmoid(logits)
+        return torch.lt(u, p_on, out=p_on).to(current.dtype)
 
 
 class Blend(UnitOperator):
