@@ -89,13 +89,13 @@ def move_probability(logits: Tensor, current: Tensor, alpha: float) -> Tensor:
         ``alpha * P_flip + (1 - alpha) * sigma(-s a)`` with ``s = 2 x - 1`` and
         ``P_flip = exp(-relu(s a))`` except at ties ``a = 0``, where it is 1/2.
 
-    The result is a new tensor that the caller may overwrite. Computed in place on one buffer
-    (a Gibbs or flip-the-state sweep of S3's samplers spends most of its time here), with the
-    same roundings as the out-of-place formula: ``s`` is exactly ``+-a``, and each further
-    operation rounds once.
+    The result is a new tensor that the caller may overwrite, outside autograd (a kernel's
+    numbers, never differentiated). Computed in place on one buffer (a Gibbs or flip-the-state
+    sweep of S3's samplers spends most of its time here), with the same roundings as the
+    out-of-place formula: ``s`` is exactly ``+-a``, and each further operation rounds once.
     """
-    sign = current * 2.0
-    signed = sign.sub_(1.0) * logits  # out of place: the product takes the promoted dtype
+    sign = current.detach() * 2.0
+    signed = sign.sub_(1.0) * logits.detach()  # out of place: the product takes the promoted dtype
     if alpha == 0.0:
         return signed.neg_().sigmoid_()
     ties = signed == 0
@@ -290,7 +290,7 @@ class Gibbs(UnitOperator):
 
     def decide(self, logits, current, u, layer):
         # x = 1 where u < p(x = 1 | rest): the same kernel as moving where u < P(move)
-        p_on = torch.sigmoid(logits)
+        p_on = torch.sigmoid(logits.detach())
         return torch.lt(u, p_on, out=p_on).to(current.dtype)
 
 
