@@ -211,6 +211,8 @@ def test_in_place_kernels_give_the_out_of_place_formulas_bit_for_bit(dtype):
             decided = torch.where(u < expected, 1.0 - current, current)
         assert torch.equal(op.decide(logits, current, u, 0), decided)
         assert torch.equal(u, u_before) and torch.equal(current, current_before)
+        # a sample never carries a graph, even from logits that require a gradient
+        assert not op.decide(logits.clone().requires_grad_(), current, u, 0).requires_grad
     p = torch.sigmoid(logits)
     drawn = bernoulli(p, torch.Generator().manual_seed(5))
     reference = (torch.rand(p.shape, generator=torch.Generator().manual_seed(5), dtype=dtype) < p).to(dtype)
