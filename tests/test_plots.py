@@ -207,6 +207,37 @@ def test_plot_logz_runs_lays_out_rows_and_withholds_an_unreliable_band(tmp_path,
         assert ("‡ unreliable: no band" in labels) == (i == 2)
 
 
+def test_plot_cell_curves_draws_a_panel_per_cell_and_shares_each_rows_axis(tmp_path, monkeypatch):
+    """A table's learning curves: rows are algorithms, columns learning rates; a cell without runs
+    is an empty panel; a row's y axis starts above the start's value (after the first tenth)."""
+    import boltzkit.plots.mixing as plots_mixing
+    from boltzkit.plots.mixing import plot_cell_curves
+
+    drawn = {}
+    keep = lambda fig, path: drawn.setdefault("fig", fig) and Path(path)  # noqa: E731
+    monkeypatch.setattr(plots_mixing, "save_png", keep)
+    updates = list(range(0, 1001, 100))
+
+    def cell(algorithm, lr, top):
+        rise = [top - 50.0 * 0.5**i for i in range(len(updates))]  # from top - 50 up towards top
+        return {"algorithm": algorithm, "lr": lr, "updates": updates, "gibbs": rise,
+                "flip": [v + 0.1 for v in rise], "runs_by_operator": {"gibbs": 3, "flip": 2}}  # fmt: skip
+
+    cells = [cell("PCD_1", 0.01, -10.0), cell("PCD_1", 0.1, -12.0), cell("PCD_5", 0.01, -8.0)]
+    plot_cell_curves(cells, tmp_path / "c.png", title="t", optimum=-9.0)
+    axes = drawn["fig"].axes
+    assert len(axes) == 4 and not axes[3].axison  # PCD_5 at 0.1 has no runs
+    assert axes[3].get_title() == "PCD_5, η = 0.1: no runs"
+    assert axes[0].get_ylim() == axes[1].get_ylim()  # one row, one axis
+    # from the lowest value at update 100 (-12 - 25) to the optimum above every curve, padded by 5%
+    assert axes[0].get_ylim() == pytest.approx((-37.0 - 1.4, -9.0 + 1.4))
+    assert axes[0].get_legend_handles_labels()[1] == ["G (3 runs)", "T (2 runs)"]
+    monkeypatch.undo()
+    check_png(plot_cell_curves(cells, tmp_path / "real.png"))
+    with pytest.raises(BoltzkitError, match="no cell"):
+        plot_cell_curves([], tmp_path / "none.png")
+
+
 def test_plot_samples_as_image_grid(written, tmp_path):
     w, h = check_png(plot_samples(written["samples"], tmp_path / "s.png"), min_bytes=200)
     assert w == h  # 25 square images on a square grid

@@ -71,6 +71,8 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     tasks = sorted(p.name for p in (tmp_path / "tasks").glob("*.json"))
     assert len(tasks) == only_bas["tasks_run"] == 4  # PCD_1 at one rate, 2 operators x 2 repetitions
     assert all(name.startswith("bars-and-stripes") for name in tasks)
+    curves = "bfi2013-table5-bars-and-stripes-curves.png"  # the learning curves behind the cells
+    assert curves in only_bas["files"] and f"]({curves})" in report and (tmp_path / curves).is_file()
 
     # the finished cells alone, without training, into their own report (bfi2013.md stays)
     seen = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), finished_only=True)

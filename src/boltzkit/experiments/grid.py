@@ -535,7 +535,8 @@ def mean_curves(
     b: str = "flip",
 ) -> dict[str, Any] | None:
     """The mean learning curves (exact log-likelihood at each evaluation) of one cell's runs with
-    ``a`` and with ``b``: ``{"updates", a, b, "runs"}``, or ``None`` while either has no run."""
+    ``a`` and with ``b``: ``{"updates", a, b, "runs", "runs_by_operator"}`` (``runs``: those with
+    ``a``), or ``None`` while either has no run."""
     sel: dict[str, list[dict[str, Any]]] = {a: [], b: []}
     for rec in records:
         t = rec["task"]
@@ -549,7 +550,8 @@ def mean_curves(
     if not sel[a] or not sel[b]:
         return None
     means = {op: np.mean([r["log_lik"] for r in rs], axis=0).tolist() for op, rs in sel.items()}
-    return {"updates": sel[a][0]["updates"], **means, "runs": len(sel[a])}
+    runs = {op: len(rs) for op, rs in sel.items()}
+    return {"updates": sel[a][0]["updates"], **means, "runs": runs[a], "runs_by_operator": runs}
 
 
 def min_significant_pairs(alpha: float = ALPHA) -> int:

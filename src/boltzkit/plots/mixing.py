@@ -75,6 +75,77 @@ def plot_curves_with_difference(
     return save_png(fig, out)
 
 
+def plot_cell_curves(
+    cells: Sequence[Mapping], out: str | os.PathLike, *, title: str = "", optimum: float | None = None
+) -> Path:
+    """The learning curves behind a likelihood table (S3 Tables 1, 5, 6): one panel per cell, a
+    row per algorithm and a column per learning rate, each with the mean exact log-likelihood of
+    the cell's runs with G and with T against the parameter updates (S3 Fig. 3, bottom, draws one
+    such cell). The table keeps the maxima; the curves show how they were reached, and whether
+    the runs fall away after them.
+
+    Parameters
+    ----------
+    cells
+        Mappings with ``algorithm`` (its label, e.g. ``"PCD_5"``), ``lr``, and the
+        :func:`~boltzkit.experiments.grid.mean_curves` of the cell: ``updates``, ``gibbs``,
+        ``flip`` (equal lengths) and ``runs_by_operator``.
+    out
+        The PNG to write.
+    title
+        The figure's title.
+    optimum
+        The best achievable mean log-likelihood, drawn dashed (Bars and Stripes).
+
+    Each row of panels shares its y axis, from the lowest value after the first tenth of the updates
+    (the first evaluations sit at the start's log-likelihood and would flatten the rest).
+    """
+    if not cells:
+        raise BoltzkitError("no cell has learning curves to draw", hint="run the table's tasks first")
+    algorithms = list(dict.fromkeys(str(c["algorithm"]) for c in cells))
+    lrs = sorted({float(c["lr"]) for c in cells})
+    at = {(str(c["algorithm"]), float(c["lr"])): c for c in cells}
+    fig = new_figure(2.9 * len(lrs) + 0.6, 2.3 * len(algorithms) + 0.7)
+    for i, algorithm in enumerate(algorithms):
+        row_values = []
+        axes = []
+        for j, lr in enumerate(lrs):
+            ax = fig.add_subplot(len(algorithms), len(lrs), i * len(lrs) + j + 1)
+            axes.append(ax)
+            cell = at.get((algorithm, lr))
+            if cell is None:
+                ax.set_axis_off()
+                ax.set_title(f"{algorithm}, η = {lr:g}: no runs", fontsize=8)
+                continue
+            updates = np.asarray(cell["updates"], dtype=float)
+            runs = cell["runs_by_operator"]
+            for op, style, symbol in (("gibbs", "k-", "G"), ("flip", "r--", "T")):
+                curve = np.asarray(cell[op], dtype=float)
+                ax.plot(updates, curve, style, lw=1.0, label=f"{symbol} ({runs[op]} runs)")
+                row_values.append(curve[updates >= 0.1 * updates[-1]])
+            if optimum is not None:
+                ax.axhline(optimum, color="grey", ls=":", lw=0.8)
+            ax.set_title(f"{algorithm}, η = {lr:g}", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=6, loc="lower right")
+            if i == len(algorithms) - 1:
+                ax.set_xlabel("parameter updates", fontsize=8)
+            if j == 0:
+                ax.set_ylabel("mean log-likelihood", fontsize=8)
+        values = np.concatenate(row_values) if row_values else np.zeros(0)
+        values = values[np.isfinite(values)]
+        if values.size:
+            top = max(float(values.max()), optimum if optimum is not None else -np.inf)
+            low = float(values.min())
+            pad = 0.05 * max(top - low, 1e-3)
+            for ax in axes:
+                if ax.axison:
+                    ax.set_ylim(low - pad, top + pad)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return save_png(fig, out)
+
+
 def plot_autocorrelations(
     panels: Mapping[str, Mapping[str, Sequence[float]]], out: str | os.PathLike
 ) -> Path:
@@ -130,6 +201,7 @@ def plot_acf(
 __all__ = [
     "plot_acf",
     "plot_autocorrelations",
+    "plot_cell_curves",
     "plot_curves_with_difference",
     "plot_slem_fraction",
     "read_energy_traces",

@@ -25,7 +25,13 @@ from boltzkit.experiments.bfi2013.paper import (
 from boltzkit.experiments.bfi2013.plan import Plan
 from boltzkit.experiments.bfi2013.tasks import reps_for, table_of
 from boltzkit.experiments.engine import finite_or_none
-from boltzkit.experiments.grid import Comparison, aggregate, algorithm_label, min_significant_pairs
+from boltzkit.experiments.grid import (
+    Comparison,
+    aggregate,
+    algorithm_label,
+    mean_curves,
+    min_significant_pairs,
+)
 from boltzkit.experiments.mixing_study import finite_mean, quartiles
 from boltzkit.experiments.report import Table
 
@@ -136,6 +142,27 @@ def likelihood_section(
                 ),
             ]
     return "\n".join(lines), tables, cells
+
+
+def cell_curves(table: str, plan: Plan, records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per data set of ``table``, the mean learning curves of each of its cells that has runs with
+    both operators (:func:`~boltzkit.experiments.grid.mean_curves`), in the plan's order of
+    algorithms and learning rates, each with its ``algorithm`` label and ``lr``: what
+    :func:`~boltzkit.plots.mixing.plot_cell_curves` draws."""
+    mine = [r for r in records if table_of(plan, r["task"]) == table]
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (tab, dataset), algorithms in plan.algorithms.items():
+        if tab != table:
+            continue
+        cells = []
+        for algorithm in algorithms:
+            for lr in plan.lrs[tab, dataset]:
+                curves = mean_curves(mine, dataset=dataset, algorithm=algorithm, lr=float(lr))
+                if curves is not None:
+                    cells.append({"algorithm": algorithm_label(algorithm), "lr": float(lr), **curves})
+        if cells:
+            out[dataset] = cells
+    return out
 
 
 #: CSV columns of ``bfi2013-tau.csv`` (Table 2): ours, then S3's.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from boltzkit.experiments.bfi2013.plan import (
     restrict_plan,
 )
 from boltzkit.experiments.bfi2013.report import (
+    cell_curves,
     classes_section,
     fig3_section,
     header,
@@ -116,7 +118,12 @@ def run_bfi2013(
             hint="add --only table5 (or table1, table6)",
         )
     dev = str(device)
-    from boltzkit.plots.mixing import plot_autocorrelations, plot_curves_with_difference, plot_slem_fraction
+    from boltzkit.plots.mixing import (
+        plot_autocorrelations,
+        plot_cell_curves,
+        plot_curves_with_difference,
+        plot_slem_fraction,
+    )
 
     # finished_only reads records, never the data: MNIST records count without the MNIST files
     mnist = plan.include_mnist and MNIST in plan.datasets and (finished_only or _mnist_available(data_dir))
@@ -148,6 +155,15 @@ def run_bfi2013(
     for table in LL_TABLES:
         if table in parts:
             text, tables, cells = likelihood_section(table, plan, ll_records)
+            for dataset, curves in cell_curves(table, plan, ll_records).items():
+                name = f"{stem}-{table}-{dataset.replace(':', '-')}-curves.png"
+                title = (
+                    f"S3 Table {table[-1]}, {NAMES[dataset]}: mean exact log-likelihood of each cell's runs"
+                )
+                optimum = BAS_OPTIMUM if dataset == BAS else None
+                if _plot(partial(plot_cell_curves, curves, out / name, title=title, optimum=optimum)):
+                    files.append(name)
+                    text += f"\n\n![{NAMES[dataset]}: learning curves]({name})"
             sections.append(text)
             ll_tables += tables
             results[table] = [finite_or_none(asdict(c)) for c in cells]  # a cell without pairs: NaN
