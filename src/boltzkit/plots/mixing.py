@@ -102,10 +102,13 @@ def plot_cell_curves(
     """
     if not cells:
         raise BoltzkitError("no cell has learning curves to draw", hint="run the table's tasks first")
+    fig = new_figure(1.0, 1.0)  # matplotlib is there (or a clear error) before its ticker is imported
+    from matplotlib.ticker import MaxNLocator
+
     algorithms = list(dict.fromkeys(str(c["algorithm"]) for c in cells))
     lrs = sorted({float(c["lr"]) for c in cells})
     at = {(str(c["algorithm"]), float(c["lr"])): c for c in cells}
-    fig = new_figure(2.9 * len(lrs) + 0.6, 2.3 * len(algorithms) + 0.7)
+    fig.set_size_inches(2.9 * len(lrs) + 0.6, 2.3 * len(algorithms) + 0.7)
     for i, algorithm in enumerate(algorithms):
         row_values = []
         axes = []
@@ -127,6 +130,7 @@ def plot_cell_curves(
                 ax.axhline(optimum, color="grey", ls=":", lw=0.8)
             ax.set_title(f"{algorithm}, η = {lr:g}", fontsize=8)
             ax.tick_params(labelsize=7)
+            ax.xaxis.set_major_locator(MaxNLocator(4))
             ax.legend(fontsize=6, loc="lower right")
             if i == len(algorithms) - 1:
                 ax.set_xlabel("parameter updates", fontsize=8)
