@@ -117,81 +117,55 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, sw
     for dtype in (torch.float32,) if quick else (torch.float32, torch.float64):
         name = str(dtype).replace("torch.", "")
         rbm = make_rbm(n_visible, n_hidden, dtype, dev)
-        pt = ParallelTempering(t, "gibbs")
         bench = f"PT round, {t} replicas x {n_chains} chains, RBM {n_visible}x{n_hidden}, {name}"
-        fns = {
-            "library": library_fn(rbm, pt, n_chains, dev),
-            "bare": bare_fn(rbm, pt, n_chains, dev, energy_product=False),
-            "bare + energy product": bare_fn(rbm, pt, n_chains, dev, energy_product=True),
-        }
-        samples: dict[str, list[float]] = {}
-        times = interleaved(fns, repeats=repeats, device=dev, samples=samples)
-        with_energy = paired_ratio(samples["library"], samples["bare + energy product"])
-        rows.append(
-            row(
-                bench,
-                "boltzkit ParallelTempering.step (Gibbs inside, k = 1)",
-                times["library"],
-                bare_s=times["bare"],
-                vs_bare=paired_ratio(samples["library"], samples["bare"]),
-                device=dev,
-                note=f"{with_energy:.2f}x bare with one energy product",
-                samples=samples["library"],
+        gibbs_library = None
+        # Gibbs inside, then S3's other operator, flip-the-state, against the same work with an
+        # exp per unit in place of the sigmoid
+        for operator, inside in (("gibbs", "Gibbs"), ("flip", "flip-the-state")):
+            pt = ParallelTempering(t, operator)
+            flip = operator == "flip"
+            fns = {
+                "library": library_fn(rbm, pt, n_chains, dev),
+                "bare": bare_fn(rbm, pt, n_chains, dev, energy_product=False, flip=flip),
+            }
+            if not flip:
+                fns["bare + energy product"] = bare_fn(rbm, pt, n_chains, dev, energy_product=True)
+            samples: dict[str, list[float]] = {}
+            times = interleaved(fns, repeats=repeats, device=dev, samples=samples)
+            if flip:
+                note = f"{times['library'] / gibbs_library:.2f}x the Gibbs round"
+            else:
+                gibbs_library = times["library"]
+                with_energy = paired_ratio(samples["library"], samples["bare + energy product"])
+                note = f"{with_energy:.2f}x bare with one energy product"
+            bare = (
+                "bare for flip-the-state: the same, an exp per unit in place of the sigmoid"
+                if flip
+                else "bare: 2 tempered products, uniforms, energies from the visible input, swap uniforms"
             )
-        )
-        rows.append(
-            row(
-                bench,
-                "bare: 2 tempered products, uniforms, energies from the visible input, swap uniforms",
-                times["bare"],
-                bare_s=times["bare"],
-                device=dev,
-                note="preallocated outputs",
-                samples=samples["bare"],
-            )
-        )
-        rows.append(
-            row(
-                bench,
-                "bare + one energy product (v W) . h",
-                times["bare + energy product"],
-                bare_s=times["bare"],
-                device=dev,
-                note="what joint_energy costs on top",
-                samples=samples["bare + energy product"],
-            )
-        )
-        # S3's other operator inside: flip-the-state, against the same work with an exp per unit
-        flip_pt = ParallelTempering(t, "flip")
-        flip_fns = {
-            "library": library_fn(rbm, flip_pt, n_chains, dev),
-            "bare": bare_fn(rbm, flip_pt, n_chains, dev, energy_product=False, flip=True),
-        }
-        flip_samples: dict[str, list[float]] = {}
-        flip_times = interleaved(flip_fns, repeats=repeats, device=dev, samples=flip_samples)
-        rows.append(
-            row(
-                bench,
-                "boltzkit ParallelTempering.step (flip-the-state inside, k = 1)",
-                flip_times["library"],
-                bare_s=flip_times["bare"],
-                vs_bare=paired_ratio(flip_samples["library"], flip_samples["bare"]),
-                device=dev,
-                note=f"{flip_times['library'] / times['library']:.2f}x the Gibbs round",
-                samples=flip_samples["library"],
-            )
-        )
-        rows.append(
-            row(
-                bench,
-                "bare for flip-the-state: the same, an exp per unit in place of the sigmoid",
-                flip_times["bare"],
-                bare_s=flip_times["bare"],
-                device=dev,
-                note="preallocated outputs",
-                samples=flip_samples["bare"],
-            )
-        )
+            what = {
+                "library": (f"boltzkit ParallelTempering.step ({inside} inside, k = 1)", note),
+                "bare": (bare, "preallocated outputs"),
+                "bare + energy product": (
+                    "bare + one energy product (v W) . h",
+                    "what joint_energy costs on top",
+                ),
+            }
+            for key in fns:
+                description, row_note = what[key]
+                vs_bare = paired_ratio(samples[key], samples["bare"]) if key == "library" else None
+                rows.append(
+                    row(
+                        bench,
+                        description,
+                        times[key],
+                        bare_s=times["bare"],
+                        vs_bare=vs_bare,
+                        device=dev,
+                        note=row_note,
+                        samples=samples[key],
+                    )
+                )
     if sweep if sweep is not None else not quick:
         rows.extend(sweep_rows())
     return rows
