@@ -204,6 +204,9 @@ def test_mean_curves_average_one_cells_runs_per_operator(tmp_path):
     }
     assert curves["runs"] == 2 and curves["updates"] == [0, 10, 20, 30]
     assert curves["runs_by_operator"] == {"gibbs": 2, "flip": 2}
+    # the level over the last quarter of the updates (here the evaluation at 30 alone), per operator
+    for op, runs in mine.items():
+        assert curves["end_level"][op] == pytest.approx((runs[0][-1] + runs[1][-1]) / 2, abs=1e-12)
     for op, runs in mine.items():
         assert curves[op] == pytest.approx([(a + b) / 2 for a, b in zip(*runs, strict=True)], abs=1e-12)
     # a cell with no run of one operator has no curves

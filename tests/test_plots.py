@@ -214,7 +214,11 @@ def test_plot_cell_curves_draws_a_panel_per_cell_and_shares_each_rows_axis(tmp_p
     from boltzkit.plots.mixing import plot_cell_curves
 
     drawn = {}
-    keep = lambda fig, path: drawn.setdefault("fig", fig) and Path(path)  # noqa: E731
+
+    def keep(fig, path):
+        drawn["fig"] = fig
+        return Path(path)
+
     monkeypatch.setattr(plots_mixing, "save_png", keep)
     updates = list(range(0, 1001, 100))
 
@@ -232,6 +236,10 @@ def test_plot_cell_curves_draws_a_panel_per_cell_and_shares_each_rows_axis(tmp_p
     # from the lowest value at update 100 (-12 - 25) to the optimum above every curve, padded by 5%
     assert axes[0].get_ylim() == pytest.approx((-37.0 - 1.4, -9.0 + 1.4))
     assert axes[0].get_legend_handles_labels()[1] == ["G (3 runs)", "T (2 runs)"]
+    cells[0]["end_level"] = {"gibbs": -10.123456, "flip": -10.0234}
+    plot_cell_curves(cells, tmp_path / "c.png")
+    labels = drawn["fig"].axes[0].get_legend_handles_labels()[1]
+    assert labels == ["G (3 runs; last quarter -10.12)", "T (2 runs; last quarter -10.02)"]
     monkeypatch.undo()
     check_png(plot_cell_curves(cells, tmp_path / "real.png"))
     with pytest.raises(BoltzkitError, match="no cell"):

@@ -535,8 +535,13 @@ def mean_curves(
     b: str = "flip",
 ) -> dict[str, Any] | None:
     """The mean learning curves (exact log-likelihood at each evaluation) of one cell's runs with
-    ``a`` and with ``b``: ``{"updates", a, b, "runs", "runs_by_operator"}`` (``runs``: those with
-    ``a``), or ``None`` while either has no run."""
+    ``a`` and with ``b``: ``{"updates", a, b, "runs", "runs_by_operator", "end_level"}``
+    (``runs``: those with ``a``), or ``None`` while either has no run.
+
+    ``end_level[op]`` is the median over ``op``'s runs of each run's mean log-likelihood over the
+    last quarter of the updates (evaluations after 3/4 of the last update): the level the runs
+    hold, beside the maximum that S3's tables keep, which on a noisy curve is the best of many
+    fluctuations."""
     sel: dict[str, list[dict[str, Any]]] = {a: [], b: []}
     for rec in records:
         t = rec["task"]
@@ -551,7 +556,19 @@ def mean_curves(
         return None
     means = {op: np.mean([r["log_lik"] for r in rs], axis=0).tolist() for op, rs in sel.items()}
     runs = {op: len(rs) for op, rs in sel.items()}
-    return {"updates": sel[a][0]["updates"], **means, "runs": runs[a], "runs_by_operator": runs}
+    updates = np.asarray(sel[a][0]["updates"], dtype=float)
+    last = updates > 0.75 * updates[-1]
+    end = {
+        op: float(np.median([np.mean(np.asarray(r["log_lik"], dtype=float)[last]) for r in rs]))
+        for op, rs in sel.items()
+    }
+    return {
+        "updates": sel[a][0]["updates"],
+        **means,
+        "runs": runs[a],
+        "runs_by_operator": runs,
+        "end_level": end,
+    }
 
 
 def min_significant_pairs(alpha: float = ALPHA) -> int:

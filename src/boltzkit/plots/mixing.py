@@ -89,7 +89,8 @@ def plot_cell_curves(
     cells
         Mappings with ``algorithm`` (its label, e.g. ``"PCD_5"``), ``lr``, and the
         :func:`~boltzkit.experiments.grid.mean_curves` of the cell: ``updates``, ``gibbs``,
-        ``flip`` (equal lengths) and ``runs_by_operator``.
+        ``flip`` (equal lengths), ``runs_by_operator`` and, optionally, ``end_level`` (each
+        operator's median level over the last quarter of the updates, given in the legend).
     out
         The PNG to write.
     title
@@ -121,10 +122,11 @@ def plot_cell_curves(
                 ax.set_title(f"{algorithm}, η = {lr:g}: no runs", fontsize=8)
                 continue
             updates = np.asarray(cell["updates"], dtype=float)
-            runs = cell["runs_by_operator"]
+            runs, end = cell["runs_by_operator"], cell.get("end_level", {})
             for op, style, symbol in (("gibbs", "k-", "G"), ("flip", "r--", "T")):
                 curve = np.asarray(cell[op], dtype=float)
-                ax.plot(updates, curve, style, lw=1.0, label=f"{symbol} ({runs[op]} runs)")
+                level = f"; last quarter {end[op]:.4g}" if op in end else ""
+                ax.plot(updates, curve, style, lw=1.0, label=f"{symbol} ({runs[op]} runs{level})")
                 row_values.append(curve[updates >= 0.1 * updates[-1]])
             if optimum is not None:
                 ax.axhline(optimum, color="grey", ls=":", lw=0.8)
