@@ -207,6 +207,21 @@ def test_mean_curves_average_one_cells_runs_per_operator(tmp_path):
     # the level over the last quarter of the updates (here the evaluation at 30 alone), per operator
     for op, runs in mine.items():
         assert curves["end_level"][op] == pytest.approx((runs[0][-1] + runs[1][-1]) / 2, abs=1e-12)
+    # a missing evaluation is left out of the mean at its update; a run without its pair is left out
+    import copy
+
+    edited = copy.deepcopy(records)
+    gibbs = [r for r in edited if r["task"]["algorithm"] == "cd:2" and r["task"]["operator"] == "gibbs"]
+    gibbs[0]["log_lik"][1] = None
+    unpaired = copy.deepcopy(gibbs[0])
+    unpaired["task"]["repetition"] = 7
+    unpaired["log_lik"] = [0.0, 0.0, 0.0, 0.0]
+    gaps = mean_curves([*edited, unpaired], dataset=DATA, algorithm="cd:2", lr=0.1)
+    assert gaps["gibbs"][1] == pytest.approx(gibbs[1]["log_lik"][1], abs=1e-12)
+    assert gaps["runs_by_operator"] == {"gibbs": 2, "flip": 2}
+    # runs evaluated at other updates are not averaged with the rest
+    gibbs[0]["updates"] = [0, 5, 20, 30]
+    assert mean_curves(edited, dataset=DATA, algorithm="cd:2", lr=0.1) is None
     for op, runs in mine.items():
         assert curves[op] == pytest.approx([(a + b) / 2 for a, b in zip(*runs, strict=True)], abs=1e-12)
     # a cell with no run of one operator has no curves

@@ -239,7 +239,7 @@ def test_plot_cell_curves_draws_a_panel_per_cell_and_shares_each_rows_axis(tmp_p
     cells[0]["end_level"] = {"gibbs": -10.123456, "flip": -10.0234}
     plot_cell_curves(cells, tmp_path / "c.png")
     labels = drawn["fig"].axes[0].get_legend_handles_labels()[1]
-    assert labels == ["G (3 runs; last quarter -10.12)", "T (2 runs; last quarter -10.02)"]
+    assert labels == ["G (3 runs; last quarter -10.123)", "T (2 runs; last quarter -10.023)"]
     monkeypatch.undo()
     check_png(plot_cell_curves(cells, tmp_path / "real.png"))
     with pytest.raises(BoltzkitError, match="no cell"):

@@ -28,6 +28,7 @@ import math
 import os
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -536,13 +537,15 @@ def mean_curves(
 ) -> dict[str, Any] | None:
     """The mean learning curves (exact log-likelihood at each evaluation) of one cell's runs with
     ``a`` and with ``b``: ``{"updates", a, b, "runs", "runs_by_operator", "end_level"}``
-    (``runs``: those with ``a``), or ``None`` while either has no run.
+    (``runs``: those with ``a``), or ``None`` while either has no run or the runs were evaluated
+    at different updates.
 
-    ``end_level[op]`` is the median over ``op``'s runs of each run's mean log-likelihood over the
-    last quarter of the updates (evaluations after 3/4 of the last update): the level the runs
-    hold, beside the maximum that S3's tables keep, which on a noisy curve is the best of many
-    fluctuations."""
-    sel: dict[str, list[dict[str, Any]]] = {a: [], b: []}
+    As in :func:`aggregate`, only the repetitions that both operators finished count, where there
+    are any. A missing evaluation (``None``, an intractable or non-finite value) is left out of the
+    mean at its update. ``end_level[op]`` is the drawn curve's mean over the last quarter of the
+    updates (evaluations after 3/4 of the last update): the level the runs hold, beside the maximum
+    that S3's tables keep, which on a noisy curve is the best of many fluctuations."""
+    sel: dict[str, dict[int, dict[str, Any]]] = {a: {}, b: {}}
     for rec in records:
         t = rec["task"]
         if (
@@ -551,24 +554,26 @@ def mean_curves(
             and float(t["lr"]) == lr
             and t["operator"] in sel
         ):
-            sel[t["operator"]].append(rec)
+            sel[t["operator"]][int(t["repetition"])] = rec
     if not sel[a] or not sel[b]:
         return None
-    means = {op: np.mean([r["log_lik"] for r in rs], axis=0).tolist() for op, rs in sel.items()}
-    runs = {op: len(rs) for op, rs in sel.items()}
-    updates = np.asarray(sel[a][0]["updates"], dtype=float)
-    last = updates > 0.75 * updates[-1]
-    end = {
-        op: float(np.median([np.mean(np.asarray(r["log_lik"], dtype=float)[last]) for r in rs]))
-        for op, rs in sel.items()
+    paired = set(sel[a]) & set(sel[b])
+    runs_of = {
+        op: [r for rep, r in sorted(rs.items()) if not paired or rep in paired] for op, rs in sel.items()
     }
-    return {
-        "updates": sel[a][0]["updates"],
-        **means,
-        "runs": runs[a],
-        "runs_by_operator": runs,
-        "end_level": end,
-    }
+    updates = runs_of[a][0]["updates"]
+    if any(r["updates"] != updates for rs in runs_of.values() for r in rs):
+        return None
+    last = np.asarray(updates, dtype=float) > 0.75 * float(updates[-1])
+    means, end = {}, {}
+    with warnings.catch_warnings():  # an update where every run's value is missing: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for op, rs in runs_of.items():
+            curve = np.nanmean(np.array([r["log_lik"] for r in rs], dtype=float), axis=0)
+            means[op] = curve.tolist()
+            end[op] = float(np.nanmean(curve[last]))
+    runs = {op: len(rs) for op, rs in runs_of.items()}
+    return {"updates": updates, **means, "runs": runs[a], "runs_by_operator": runs, "end_level": end}
 
 
 def min_significant_pairs(alpha: float = ALPHA) -> int:

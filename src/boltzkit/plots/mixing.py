@@ -90,7 +90,7 @@ def plot_cell_curves(
         Mappings with ``algorithm`` (its label, e.g. ``"PCD_5"``), ``lr``, and the
         :func:`~boltzkit.experiments.grid.mean_curves` of the cell: ``updates``, ``gibbs``,
         ``flip`` (equal lengths), ``runs_by_operator`` and, optionally, ``end_level`` (each
-        operator's median level over the last quarter of the updates, given in the legend).
+        drawn curve's mean over the last quarter of the updates, given in the legend).
     out
         The PNG to write.
     title
@@ -125,7 +125,8 @@ def plot_cell_curves(
             runs, end = cell["runs_by_operator"], cell.get("end_level", {})
             for op, style, symbol in (("gibbs", "k-", "G"), ("flip", "r--", "T")):
                 curve = np.asarray(cell[op], dtype=float)
-                level = f"; last quarter {end[op]:.4g}" if op in end else ""
+                digits = 2 if abs(end.get(op, 0.0)) >= 100 else 3
+                level = f"; last quarter {end[op]:.{digits}f}" if op in end else ""
                 ax.plot(updates, curve, style, lw=1.0, label=f"{symbol} ({runs[op]} runs{level})")
                 row_values.append(curve[updates >= 0.1 * updates[-1]])
             if optimum is not None:
