@@ -204,7 +204,7 @@ class UnitOperator(TransitionOperator):
         (the sequential sweep reuses them)."""
         p_move = self.move_prob(logits, current, layer)
         moved = torch.lt(u, p_move, out=p_move)  # 1.0 where the unit leaves its state
-        return moved.sub_(current).abs_().to(current.dtype)
+        return moved.sub_(current.detach()).abs_().to(current.dtype)
 
     def step(
         self,
