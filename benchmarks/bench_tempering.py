@@ -11,8 +11,9 @@ hand (``E = -v.(h W^T + b) - c.h``: no third product) and the ``19 x 100`` swap 
 gives the ratio to the same bare cost plus one energy product ``(v W) . h``, which is what
 ``model.joint_energy`` does.
 
-**The same round with flip-the-state inside** (S3's operator; Definition 1): the bare cost has an
-``exp`` per unit (the acceptance ``exp(-relu(s a))``) where Gibbs has a sigmoid.
+**The same round with flip-the-state inside** (S3's operator; Definition 1): in the bare cost each
+unit's sigmoid and draw become the whole flip, in place in one buffer: the sign ``s = 1 - 2x``, the
+flip probability ``exp(-relu(s a))``, the draw ``u < P`` and the exclusive or ``x = |x - [u < P]|``.
 
 **Sweep throughput.** Grid tasks per minute in-process and with ``workers=2`` local processes
 (each with ``cores // 2`` torch threads), for two task sizes: 8 tiny tasks (CD_5 on 3 x 3 Bars and
@@ -81,25 +82,32 @@ def bare_fn(
     W, W_t, b, c = rbm.W.detach(), rbm.W.detach().t(), rbm.vbias.detach(), rbm.hbias.detach()
     beta = pt.betas.to(**kw).repeat_interleave(n_chains).unsqueeze(1)
     v = (torch.rand(rows, rbm.n_visible, generator=gen, **kw) < 0.5).to(rbm.dtype)
-    h = torch.empty(rows, rbm.n_hidden, **kw)
+    h = (torch.rand(rows, rbm.n_hidden, generator=gen, **kw) < 0.5).to(rbm.dtype)  # flip reads it
     a_h, u_h = torch.empty_like(h), torch.empty_like(h)
     a_v, u_v = torch.empty_like(v), torch.empty_like(v)
     vw = torch.empty_like(h)
     u_swap = torch.empty(pt.n_temperatures - 1, n_chains, dtype=torch.float64, device=device)
 
-    # Gibbs: one sigmoid per unit; flip-the-state: one exp per unit (its acceptance exp(-relu(s a)))
-    kernel = torch.exp if flip else torch.sigmoid
+    move_h, move_v = torch.empty_like(h), torch.empty_like(v)
+
+    def draw(x: torch.Tensor, a: torch.Tensor, u: torch.Tensor, move: torch.Tensor) -> None:
+        """One block's new states ``x`` from its tempered inputs ``a``, with uniforms in ``u``."""
+        torch.rand(u.shape, generator=gen, out=u)
+        if flip:  # flip with P = exp(-relu(s a)), s = 1 - 2x; then x = x xor [u < P]
+            torch.mul(x, -2.0, out=move).add_(1.0).mul_(a).relu_().neg_().exp_()
+            torch.lt(u, move, out=u)
+            x.sub_(u).abs_()
+        else:  # Gibbs: x = [u < sigmoid(a)]
+            torch.lt(u, torch.sigmoid(a), out=x)
 
     def go() -> None:
         torch.addmm(c, v, W, out=a_h)
         a_h.mul_(beta)
-        torch.rand(u_h.shape, generator=gen, out=u_h)
-        torch.lt(u_h, kernel(a_h), out=h)
+        draw(h, a_h, u_h, move_h)
         torch.addmm(b, h, W_t, out=a_v)
         energy = -(v * a_v).sum(1) - h @ c  # the visible input before the update: E(v_old, h)
         a_v.mul_(beta)
-        torch.rand(u_v.shape, generator=gen, out=u_v)
-        torch.lt(u_v, kernel(a_v), out=v)
+        draw(v, a_v, u_v, move_v)
         if energy_product:
             torch.mm(v, W, out=vw)
             energy = -(vw * h).sum(1)
@@ -119,8 +127,8 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, sw
         rbm = make_rbm(n_visible, n_hidden, dtype, dev)
         bench = f"PT round, {t} replicas x {n_chains} chains, RBM {n_visible}x{n_hidden}, {name}"
         gibbs_library = None
-        # Gibbs inside, then S3's other operator, flip-the-state, against the same work with an
-        # exp per unit in place of the sigmoid
+        # Gibbs inside, then S3's other operator, flip-the-state, against the same work with the
+        # flip (sign, exp, draw, exclusive or) in place of the sigmoid and draw
         for operator, inside in (("gibbs", "Gibbs"), ("flip", "flip-the-state")):
             pt = ParallelTempering(t, operator)
             flip = operator == "flip"
@@ -139,7 +147,7 @@ def run(device: str = "cpu", quick: bool = False, repeats: int | None = None, sw
                 with_energy = paired_ratio(samples["library"], samples["bare + energy product"])
                 note = f"{with_energy:.2f}x bare with one energy product"
             bare = (
-                "bare for flip-the-state: the same, an exp per unit in place of the sigmoid"
+                "bare for flip-the-state: the same, each unit's sigmoid and draw replaced by the flip"
                 if flip
                 else "bare: 2 tempered products, uniforms, energies from the visible input, swap uniforms"
             )

@@ -228,10 +228,16 @@ def test_plot_cell_curves_draws_a_panel_per_cell_and_shares_each_rows_axis(tmp_p
                 "flip": [v + 0.1 for v in rise], "runs_by_operator": {"gibbs": 3, "flip": 2}}  # fmt: skip
 
     cells = [cell("PCD_1", 0.01, -10.0), cell("PCD_1", 0.1, -12.0), cell("PCD_5", 0.01, -8.0)]
-    plot_cell_curves(cells, tmp_path / "c.png", title="t", optimum=-9.0)
+    no_runs = [{"algorithm": "PCD_10", "lr": 0.01}, {"algorithm": "PCD_10", "lr": 0.1}]
+    plot_cell_curves(cells + no_runs, tmp_path / "c.png", title="t", optimum=-9.0)
     axes = drawn["fig"].axes
-    assert len(axes) == 4 and not axes[3].axison  # PCD_5 at 0.1 has no runs
+    assert len(axes) == 6 and not axes[3].axison  # PCD_5 at 0.1 has no runs
     assert axes[3].get_title() == "PCD_5, η = 0.1: no runs"
+    # a row none of whose cells has run is still drawn, as empty panels
+    assert [ax.get_title() for ax in axes[4:]] == ["PCD_10, η = 0.01: no runs", "PCD_10, η = 0.1: no runs"]
+    assert not axes[4].axison and not axes[5].axison
+    notes = [t.get_text() for t in drawn["fig"].texts]
+    assert any("first tenth of the updates" in t for t in notes)  # the figure says where y starts
     assert axes[0].get_ylim() == axes[1].get_ylim()  # one row, one axis
     # from the lowest value at update 100 (-12 - 25) to the optimum above every curve, padded by 5%
     assert axes[0].get_ylim() == pytest.approx((-37.0 - 1.4, -9.0 + 1.4))
@@ -244,6 +250,8 @@ def test_plot_cell_curves_draws_a_panel_per_cell_and_shares_each_rows_axis(tmp_p
     check_png(plot_cell_curves(cells, tmp_path / "real.png"))
     with pytest.raises(BoltzkitError, match="no cell"):
         plot_cell_curves([], tmp_path / "none.png")
+    with pytest.raises(BoltzkitError, match="no cell"):
+        plot_cell_curves(no_runs, tmp_path / "none.png")
 
 
 def test_plot_samples_as_image_grid(written, tmp_path):

@@ -73,6 +73,18 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     assert all(name.startswith("bars-and-stripes") for name in tasks)
     curves = "bfi2013-table5-bars-and-stripes-curves.png"  # the learning curves behind the cells
     assert curves in only_bas["files"] and f"]({curves})" in report and (tmp_path / curves).is_file()
+    # the figure's cells: one per algorithm and rate of the plan, a row that has not run as empty panels
+    from dataclasses import replace
+
+    from boltzkit.experiments.bfi2013.report import cell_curves
+
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "tasks").glob("*.json"))]
+    smoke = make_plan("smoke")
+    with_pcd5 = (*smoke.algorithms["table5", BAS], "pcd:5")  # a row with no runs
+    wider = replace(smoke, algorithms={**smoke.algorithms, ("table5", BAS): with_pcd5})
+    drawn = cell_curves("table5", wider, records)
+    assert list(drawn) == [BAS]  # data sets without runs have no figure
+    assert [(c["algorithm"], "updates" in c) for c in drawn[BAS]] == [("PCD_1", True), ("PCD_5", False)]
 
     # the finished cells alone, without training, into their own report (bfi2013.md stays)
     seen = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), finished_only=True)

@@ -90,7 +90,9 @@ def plot_cell_curves(
         Mappings with ``algorithm`` (its label, e.g. ``"PCD_5"``), ``lr``, and the
         :func:`~boltzkit.experiments.grid.mean_curves` of the cell: ``updates``, ``gibbs``,
         ``flip`` (equal lengths), ``runs_by_operator`` and, optionally, ``end_level`` (each
-        drawn curve's mean over the last quarter of the updates, given in the legend).
+        drawn curve's mean over the last quarter of the updates, given in the legend). A cell
+        with only ``algorithm`` and ``lr`` has no runs yet and is an empty panel, so a table's
+        row is there even before any of its cells has run.
     out
         The PNG to write.
     title
@@ -99,9 +101,10 @@ def plot_cell_curves(
         The best achievable mean log-likelihood, drawn dashed (Bars and Stripes).
 
     Each row of panels shares its y axis, from the lowest value after the first tenth of the updates
-    (the first evaluations sit at the start's log-likelihood and would flatten the rest).
+    (the first evaluations sit at the start's log-likelihood and would flatten the rest); a line
+    under the panels says so.
     """
-    if not cells:
+    if not any("updates" in c for c in cells):
         raise BoltzkitError("no cell has learning curves to draw", hint="run the table's tasks first")
     fig = new_figure(1.0, 1.0)  # matplotlib is there (or a clear error) before its ticker is imported
     from matplotlib.ticker import MaxNLocator
@@ -117,7 +120,7 @@ def plot_cell_curves(
             ax = fig.add_subplot(len(algorithms), len(lrs), i * len(lrs) + j + 1)
             axes.append(ax)
             cell = at.get((algorithm, lr))
-            if cell is None:
+            if cell is None or "updates" not in cell:
                 ax.set_axis_off()
                 ax.set_title(f"{algorithm}, η = {lr:g}: no runs", fontsize=8)
                 continue
@@ -135,7 +138,8 @@ def plot_cell_curves(
             ax.tick_params(labelsize=7)
             ax.xaxis.set_major_locator(MaxNLocator(4))
             ax.legend(fontsize=6, loc="lower right")
-            if i == len(algorithms) - 1:
+            below = at.get((algorithms[i + 1], lr)) if i + 1 < len(algorithms) else None
+            if below is None or "updates" not in below:  # the lowest drawn panel of its column
                 ax.set_xlabel("parameter updates", fontsize=8)
             if j == 0:
                 ax.set_ylabel("mean log-likelihood", fontsize=8)
@@ -150,7 +154,12 @@ def plot_cell_curves(
                     ax.set_ylim(low - pad, top + pad)
     if title:
         fig.suptitle(title, fontsize=9)
+    fig.text(0.01, 0.005, _Y_FROM, fontsize=6, color="grey", va="bottom")
     return save_png(fig, out)
+
+
+#: The note under :func:`plot_cell_curves`'s panels: where each row's y axis starts.
+_Y_FROM = "Each row's y axis starts at its lowest mean after the first tenth of the updates."
 
 
 def plot_autocorrelations(

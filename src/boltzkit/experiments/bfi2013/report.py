@@ -145,10 +145,11 @@ def likelihood_section(
 
 
 def cell_curves(table: str, plan: Plan, records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Per data set of ``table``, the mean learning curves of each of its cells that has runs with
-    both operators (:func:`~boltzkit.experiments.grid.mean_curves`), in the plan's order of
-    algorithms and learning rates, each with its ``algorithm`` label and ``lr``: what
-    :func:`~boltzkit.plots.mixing.plot_cell_curves` draws."""
+    """Per data set of ``table`` with runs, the mean learning curves of each of its cells
+    (:func:`~boltzkit.experiments.grid.mean_curves`), in the plan's order of algorithms and
+    learning rates, each with its ``algorithm`` label and ``lr``: what
+    :func:`~boltzkit.plots.mixing.plot_cell_curves` draws. A cell without runs with both operators
+    is only its label and learning rate (an empty panel), so every row of the table has its panels."""
     mine = [r for r in records if table_of(plan, r["task"]) == table]
     out: dict[str, list[dict[str, Any]]] = {}
     for (tab, dataset), algorithms in plan.algorithms.items():
@@ -158,9 +159,8 @@ def cell_curves(table: str, plan: Plan, records: list[dict[str, Any]]) -> dict[s
         for algorithm in algorithms:
             for lr in plan.lrs[tab, dataset]:
                 curves = mean_curves(mine, dataset=dataset, algorithm=algorithm, lr=float(lr))
-                if curves is not None:
-                    cells.append({"algorithm": algorithm_label(algorithm), "lr": float(lr), **curves})
-        if cells:
+                cells.append({"algorithm": algorithm_label(algorithm), "lr": float(lr), **(curves or {})})
+        if any("updates" in c for c in cells):
             out[dataset] = cells
     return out
 
