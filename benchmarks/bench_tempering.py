@@ -21,7 +21,7 @@ Stripes, 9 x 4 RBM, 300 updates), where process start-up dominates, and 8 tasks 
 half its length (CD_5 on 4 x 4 Bars and Stripes, 16 x 8 RBM, 10,000 updates, exact log-likelihood
 every 100), where it does not. Not run by ``--quick`` unless ``--sweep`` is given.
 
-Run: python benchmarks/bench_tempering.py [--quick] [--device cpu] [--repeats 15] [--sweep]
+Run: python benchmarks/bench_tempering.py [--quick] [--device cpu] [--repeats 15] [--sweep | --no-sweep]
 """
 
 from __future__ import annotations
@@ -229,9 +229,14 @@ def aims(rows: list[dict]) -> list[str]:
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common_arguments(p)
-    p.add_argument("--sweep", action="store_true", help="also time the grid sweep (in-process vs 2 workers)")
+    p.add_argument(
+        "--sweep",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time the grid sweep (in-process vs 2 workers); default: yes, except with --quick",
+    )
     a = p.parse_args()
     set_threads(a.threads)
-    rows = run(a.device, a.quick, a.repeats, sweep=True if a.sweep else None)
+    rows = run(a.device, a.quick, a.repeats, sweep=a.sweep)
     finish(rows, torch.device(a.device), a.json)
     print("\n".join(aims(rows)))

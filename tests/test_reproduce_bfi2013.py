@@ -145,14 +145,39 @@ def test_the_cli_options_of_a_restricted_look(tmp_path):
     from boltzkit.cli.main import app
 
     runner = CliRunner()
-    for option in (["--datasets", "mnist"], ["--finished-only"]):
-        result = runner.invoke(
-            app, ["reproduce", "learning-recipes", "--quick", *option, "--out", str(tmp_path)]
-        )
-        assert (
-            result.exit_code != 0
-            and f"{option[0]} applies to bruegge-fischer-igel-2013 only" in result.output
-        )
+    # an option the experiment does not take is refused before anything runs, never ignored
+    refused = {
+        "learning-recipes": (
+            ["--datasets", "mnist"],
+            ["--finished-only"],
+            ["--only", "x"],
+            ["--chains", "50"],
+        ),
+        "bruegge-fischer-igel-2013": (
+            ["--chains", "50"],
+            ["--betas", "1000"],
+            ["--epochs", "3"],
+            ["--no-zoo"],
+        ),
+        "ais-operators": (["--betas", "1000"], ["--epochs", "3"], ["--workers", "2"]),
+    }
+    for name, options in refused.items():
+        for option in options:
+            result = runner.invoke(app, ["reproduce", name, "--quick", *option, "--out", str(tmp_path)])
+            assert result.exit_code != 0 and f"{option[0]} does not apply to {name}" in result.output
+            assert "takes:" in result.output  # and the options it does take
+    assert not any(tmp_path.iterdir())
+    from boltzkit.experiments.registry import experiment_options, run_experiment
+
+    assert {"only", "datasets", "executor", "workers"} <= set(experiment_options("bruegge-fischer-igel-2013"))
+    assert "n_chains" not in experiment_options("bruegge-fischer-igel-2013")
+    assert {"n_chains", "betas", "epochs", "use_zoo"} <= set(
+        experiment_options("salakhutdinov-murray-2008-table1")
+    )
+    with pytest.raises(BoltzkitError, match="learning-recipes does not take n_chains"):
+        run_experiment("learning-recipes", out_dir=tmp_path, quick=True, n_chains=10)
+    with pytest.raises(BoltzkitError, match="unknown experiment"):
+        run_experiment("no-such-table", out_dir=tmp_path)
     args = ["reproduce", "bruegge-fischer-igel-2013", "--finished-only", "--datasets", "bars-and-stripes"]
     result = runner.invoke(app, [*args, "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -78,6 +78,13 @@ def debug_enabled(ctx: typer.Context | None = None) -> bool:
     return bool(ctx is not None and ctx.find_root().params.get("debug"))
 
 
+def option_given(ctx: typer.Context, key: str) -> bool:
+    """Whether the option of parameter ``key`` was given on the command line (not left at its
+    default)."""
+    source = ctx.get_parameter_source(key)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
 def warn(message: str) -> None:
     """One line ``warning: ...`` on stderr (the one way the command line warns)."""
     typer.echo(f"warning: {' '.join(str(message).split())}", err=True)

@@ -1,7 +1,9 @@
 """``boltzkit reproduce NAME``: rerun a paper's experiment and write its table beside the paper's.
 
 Names: see :data:`boltzkit.experiments.EXPERIMENTS`. The run writes into ``--out`` as it goes
-(models, per-model results, the report), so running the same command again resumes it.
+(models, per-model results, the report), so running the same command again resumes it. An option
+given on the command line that the experiment does not take is refused with the list of those it
+does take (:func:`~boltzkit.experiments.registry.experiment_options`), never silently ignored.
 """
 
 from __future__ import annotations
@@ -12,12 +14,40 @@ from typing import Annotated, Any
 
 import typer
 
-from boltzkit.cli.common import DataDirOpt, DeviceOpt, JsonFlag, ProgressFlag, SeedOpt, device_from, emit
+from boltzkit.cli.common import (
+    DataDirOpt,
+    DeviceOpt,
+    JsonFlag,
+    ProgressFlag,
+    SeedOpt,
+    device_from,
+    emit,
+    option_given,
+)
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import EXPERIMENTS, run_experiment
+from boltzkit.experiments.registry import experiment_options
+
+#: The experiment options of ``boltzkit reproduce``: the command-line name of each, and its keyword
+#: in the experiments' runners.
+_OPTIONS = {
+    "chains": ("--chains", "n_chains"),
+    "betas": ("--betas", "betas"),
+    "epochs": ("--epochs", "epochs"),
+    "only": ("--only", "only"),
+    "datasets": ("--datasets", "datasets"),
+    "algorithms": ("--algorithms", "algorithms"),
+    "learning_rates": ("--learning-rates", "lrs"),
+    "finished_only": ("--finished-only", "finished_only"),
+    "executor": ("--executor", "executor"),
+    "workers": ("--workers", "workers"),
+    "address": ("--address", "address"),
+    "zoo": ("--zoo/--no-zoo", "use_zoo"),
+}
 
 
 def command(
+    ctx: typer.Context,
     name: Annotated[
         str, typer.Argument(metavar="NAME", help="Experiment: " + ", ".join(sorted(EXPERIMENTS)) + ".")
     ],
@@ -27,10 +57,22 @@ def command(
     out: Annotated[Path, typer.Option("--out", help="Folder for models, results and the report.")] = Path(
         "reproduce-out"
     ),
-    chains: Annotated[int, typer.Option("--chains", min=10, help="AIS runs per model.")] = 100,
-    betas: Annotated[str, typer.Option("--betas", help="AIS schedule (default: the paper's).")] = "paper",
+    chains: Annotated[
+        int,
+        typer.Option(
+            "--chains", min=10, help="AIS runs per model (the salakhutdinov tables and ais-operators)."
+        ),
+    ] = 100,
+    betas: Annotated[
+        str, typer.Option("--betas", help="AIS schedule (the salakhutdinov tables; default: the paper's).")
+    ] = "paper",
     epochs: Annotated[
-        int | None, typer.Option("--epochs", min=1, help="Training epochs [default: by mode].")
+        int | None,
+        typer.Option(
+            "--epochs",
+            min=1,
+            help="Training epochs (the salakhutdinov tables and learning-recipes) [default: by mode].",
+        ),
     ] = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
@@ -82,7 +124,8 @@ def command(
         str,
         typer.Option(
             "--executor",
-            help="bruegge-fischer-igel-2013: where training tasks run: inline, processes or ray.",
+            help="bruegge-fischer-igel-2013 and learning-recipes: where training tasks run: inline, "
+            "processes or ray.",
         ),
     ] = "inline",
     workers: Annotated[
@@ -90,13 +133,16 @@ def command(
         typer.Option(
             "--workers",
             min=1,
-            help="bruegge-fischer-igel-2013: local worker processes (implies --executor processes when > 1).",
+            help="bruegge-fischer-igel-2013 and learning-recipes: local worker processes (implies --executor "
+            "processes when > 1).",
         ),
     ] = 1,
     address: Annotated[
         str | None,
         typer.Option(
-            "--address", help="bruegge-fischer-igel-2013 --executor ray: the cluster (default: local)."
+            "--address",
+            help="bruegge-fischer-igel-2013 and learning-recipes, --executor ray: the cluster "
+            "(default: local).",
         ),
     ] = None,
     zoo: Annotated[
@@ -112,48 +158,33 @@ def command(
     from boltzkit.cli.common import show_progress
 
     t0 = time.perf_counter()
+    values = {
+        "chains": chains, "betas": betas, "epochs": epochs, "only": only, "datasets": datasets,
+        "algorithms": algorithms, "learning_rates": learning_rates, "finished_only": finished_only,
+        "executor": executor, "workers": workers, "address": address, "zoo": zoo,
+    }  # fmt: skip
+    given = [key for key in _OPTIONS if option_given(ctx, key)]
+    if workers > 1 and executor == "inline":  # several workers are processes unless Ray is named
+        values["executor"] = "processes"
+        given.append("executor")
     extra: dict[str, Any] = {}
-    if name.startswith("salakhutdinov-murray-2008") or name == "salakhutdinov-2008-table2":
-        extra["use_zoo"] = zoo
-    elif not zoo:
-        raise BoltzkitError(
-            "--no-zoo applies to the salakhutdinov-murray-2008 tables and salakhutdinov-2008-table2 only",
-            got=name,
-        )
-    for option, key, value in (
-        ("--datasets", "datasets", datasets),
-        ("--algorithms", "algorithms", algorithms),
-        ("--learning-rates", "lrs", learning_rates),
-        ("--finished-only", "finished_only", finished_only),
-    ):
-        if value is None or value is False:
-            continue
-        if name != "bruegge-fischer-igel-2013":
-            raise BoltzkitError(f"{option} applies to bruegge-fischer-igel-2013 only", got=name)
-        extra[key] = value
-    grid_options = only is not None or executor != "inline" or workers > 1 or address is not None
-    if grid_options:
-        if name not in ("bruegge-fischer-igel-2013", "learning-recipes"):
+    takes = experiment_options(name) if name in EXPERIMENTS else ()  # an unknown name: run_experiment
+    for key in given:
+        option, keyword = _OPTIONS[key]
+        if keyword not in takes and name in EXPERIMENTS:
+            uses = [o for o, k in _OPTIONS.values() if k in takes]
             raise BoltzkitError(
-                "--only, --executor, --workers and --address apply to bruegge-fischer-igel-2013 and "
-                "learning-recipes only",
-                got=name,
+                f"{option} does not apply to {name}",
+                expected=f"the options {name} takes: {', '.join(uses) or 'none of these'}",
+                hint="leave the option out",
             )
-        extra.update(
-            only=only,
-            executor="processes" if workers > 1 and executor == "inline" else executor,
-            workers=workers,
-            address=address,
-        )
+        extra[keyword] = values[key]
     summary: dict[str, Any] = run_experiment(
         name,
         out_dir=out,
         quick=quick,
         seed=seed,
         device=device_from(device),
-        n_chains=chains,
-        betas=betas,
-        epochs=epochs,
         data_dir=None if data_dir is None else str(data_dir),
         progress=show_progress(progress),
         **extra,

@@ -119,7 +119,6 @@ def run_learning_study(
     executor: str = "inline",
     workers: int = 1,
     address: str | None = None,
-    **_: Any,
 ) -> dict[str, Any]:
     """Run every variant (resumable tasks) and write ``learning.md``, ``learning.csv`` and
     ``learning.json`` into ``out_dir``. Quick: 5 epochs; full: 20 (784 x 25 RBMs, exact scores)."""

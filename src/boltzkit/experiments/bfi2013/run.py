@@ -57,7 +57,6 @@ def run_bfi2013(
     executor: str = "inline",
     workers: int = 1,
     address: str | None = None,
-    **_ignored: Any,
 ) -> dict[str, Any]:
     """Run the parts of S3 in ``only`` and write the report ``bfi2013.md`` into ``out_dir``, with
     each table's numbers as CSV: ``bfi2013.csv`` (Tables 1, 5, 6), ``bfi2013-tau.csv`` (Table 2),
@@ -83,7 +82,8 @@ def run_bfi2013(
         folder's ``bfi2013.md`` as it was.
     finished_only
         Train nothing: report the cells of Tables 1, 5 and 6 (the default parts then) from the task
-        records already in ``out_dir``, into ``bfi2013-finished.md`` and ``.json`` (a grid spread
+        records already in ``out_dir``, into ``bfi2013-finished.md``, ``.json``, ``.csv`` and the
+        learning-curve figures ``bfi2013-finished-TABLE-DATASET-curves.png`` (a grid spread
         over sessions, seen before it is complete; each cell shows how many pairs it has, and its
         medians are over those pairs). Other parts are refused.
     seed
