@@ -20,6 +20,7 @@ from boltzkit.estimators import dataset_log_prob, exact_log_z
 from boltzkit.estimators.unit_rbm import exact_sample_units
 from boltzkit.io import load_model
 from boltzkit.learning import load_checkpoint, train_model, train_unit_dbm, train_unit_rbm
+from boltzkit.learning.recipes import get_recipe
 from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm
 
 F64 = torch.float64
@@ -144,6 +145,14 @@ def test_the_command_line_honours_every_option_for_unit_models(tmp_path) -> None
             "--out", tmp_path / "g.safetensors", "--json")
     )  # fmt: skip
     assert fixed["settings"]["learn_sigma"] is False
+    # a recipe's learning rate holds for Gaussian units too; the units' own default only stands in
+    # where neither --lr nor a recipe gives one
+    recipe = last_json(
+        run("train", "--data", gauss, "--visible", "gaussian", "--hidden", 3, "--epochs", 1,
+            "--recipe", "sm2008-cd1", "--reconstruction", "sample", "--out", tmp_path / "r.safetensors",
+            "--json")
+    )  # fmt: skip
+    assert recipe["settings"]["lr"] == get_recipe("sm2008-cd1").lr != fixed["settings"]["lr"]
     assert "applies to binary visible units" in assert_clean_failure(
         run("train", "--data", gauss, "--visible", "gaussian", "--hidden", 3, "--reconstruction", "mean",
             "--out", tmp_path / "m.safetensors")

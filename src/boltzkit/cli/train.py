@@ -1,8 +1,12 @@
-"""``boltzkit train``: train an RBM, SRBM, BM or DBM and save it with its settings and metrics.
+"""``boltzkit train``: train an RBM, SRBM, BM, DBM, DBN or mixture of Bernoullis and save it with its
+settings and metrics.
 
 ``--model rbm|srbm|bm|dbm`` with ``--hidden 500`` (a DBM: ``--hidden 500,1000``); ``--method cd``
-(CD-k), ``pcd`` or ``sap`` (persistent chains, Salakhutdinov 2008 Sec. 4.1.1); the positive phase
-is the exact ``p(h | v)`` for RBMs and SRBMs and damped mean-field for BMs and DBMs (``--positive``).
+(CD-k), ``pcd`` or ``sap`` (persistent chains, Salakhutdinov 2008 Sec. 4.1.1), or ``pt`` (persistent
+chains by parallel tempering); the positive phase is the exact ``p(h | v)`` for RBMs and SRBMs and
+damped mean-field for BMs and DBMs (``--positive``). ``--model dbn`` stacks RBMs greedily and
+``--model mixture`` fits a mixture of Bernoullis by EM (``cli/stack.py``); ``--recipe NAME`` takes
+a named recipe's settings, under the options given explicitly.
 After training, when ``log Z`` and ``log p*(v)`` need at most ``--exact-max-bits`` enumerated units,
 ``log Z`` and the mean log-likelihoods of the training data (and of the validation and test data,
 when there are any) are computed exactly; the reconstruction error is always reported.
@@ -35,6 +39,7 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     non_negative_float_option,
+    option_given,
     positive_float_option,
     show_progress,
     unit_dataset,
@@ -188,9 +193,7 @@ def _summary(record: dict[str, Any]) -> str:
 
 def _given(ctx: typer.Context, name: str) -> bool:
     """Whether option ``name`` was given on the command line (not left at its default)."""
-    key = {"n_chains": "chains"}.get(name, name)
-    source = ctx.get_parameter_source(key)
-    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+    return option_given(ctx, {"n_chains": "chains"}.get(name, name))
 
 
 def _spec_check(parse: Callable[[Any], object]) -> Callable[[str | None], str | None]:
@@ -528,7 +531,7 @@ def command(
         # learning rate for Gaussian units (Hinton 2010, Sec. 13.2), momentum 0.5 (Sec. 9), and the
         # rate decaying to 0 (S2 Sec. 5)
         defaults = {
-            "lr": DEFAULT_LR.get(units.name.split(":")[0], DEFAULT_UNIT_LR),
+            "lr": DEFAULT_LR.get(units.name.split(":")[0], DEFAULT_UNIT_LR) if recipe is None else chosen.lr,
             "momentum": "0.5" if recipe is None else chosen.momentum,
             "lr_schedule": "linear" if recipe is None else chosen.lr_schedule,
         }
