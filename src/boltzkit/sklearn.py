@@ -85,7 +85,6 @@ from boltzkit.estimators import (
 )
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import enumeration_bits
-from boltzkit.estimators.unit_dbm import mean_field as unit_mean_field
 from boltzkit.estimators.unit_dbm import unit_dbm_path
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.learning import History, ProgressBar, Trainer, init_model, make_learner
@@ -94,6 +93,7 @@ from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm
 from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field
+from boltzkit.models.mean_field import unit_dbm_mean_field as unit_mean_field
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers import sample as run_chains

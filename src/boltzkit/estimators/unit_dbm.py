@@ -45,7 +45,8 @@ from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.exact import ExactMethod, register_exact
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.unit_rbm import UnitBaseRatePath, _softplus_increment, unit_base_rate_path
-from boltzkit.models.boltzmann import binary_entropy
+from boltzkit.models.mean_field import unit_dbm_mean_field as mean_field
+from boltzkit.models.mean_field import unit_dbm_mean_field_bound as mean_field_log_unnormalized
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.resources import Forecast
 from boltzkit.samplers.operators import Gibbs
@@ -164,59 +165,6 @@ def exact_sample_unit_dbm(
     state = _odd_state(model, _odd_layers_of(model, idx.to(model.device), bits))
     # the even layers given the odd ones: the operators' block sweep with the odd layers clamped
     return Gibbs().step(model, state, generator=generator, clamped=model.odd_layers)[0]
-
-
-# ---------------------------------------------------------------------- the mean-field bound
-@torch.no_grad()
-def mean_field(
-    model: UnitDBM, v: Tensor, *, tol: float = 1e-6, max_iter: int = 100, mu: list[Tensor] | None = None
-) -> tuple[list[Tensor], dict[str, Any]]:
-    """The mean-field marginals ``mu_1, ..., mu_L`` of ``q(h | v)`` (the module docstring): the odd
-    layers given the even ones, then the even ones, until no marginal moves by more than ``tol``.
-    ``mu``: a start (default: one bottom-up pass, each layer from the one below alone)."""
-    v = v.to(model.dtype)
-    visible_input = model.visible_units.couple(v, model.w0_flat(), model.visible_params())
-    if mu is None:
-        mu, below = [], visible_input
-        for l in range(1, model.n_layers):
-            mu.append(torch.sigmoid(below + model.biases[l]))
-            if l + 1 < model.n_layers:
-                below = mu[-1] @ model.weights[l]
-    mu = [m.clone() for m in mu]
-    residual, iterations = math.inf, 0
-    for iterations in range(1, int(max_iter) + 1):  # noqa: B007
-        residual = 0.0
-        for parity in (1, 0):
-            for l in range(1, model.n_layers):
-                if l % 2 != parity:
-                    continue
-                state = ChainState((v, *mu))
-                new = torch.sigmoid(
-                    model.hidden_input(state, l, visible_input=visible_input if l == 1 else None)
-                )
-                residual = max(residual, float((new - mu[l - 1]).abs().max()))
-                mu[l - 1] = new
-        if residual <= tol:
-            break
-    return mu, {
-        "mean_field_iterations": iterations,
-        "mean_field_residual": residual,
-        "mean_field_converged": residual <= tol,
-    }
-
-
-@torch.no_grad()
-def mean_field_log_unnormalized(model: UnitDBM, v: Tensor, **kwargs: Any) -> tuple[Tensor, dict[str, Any]]:
-    """The mean-field lower bound of ``log p*(v)`` per row, float64 (the module docstring), and the
-    fixed point's record (:func:`mean_field`)."""
-    v = v.to(model.dtype)
-    mu, details = mean_field(model, v, **kwargs)
-    state = ChainState((v, *mu))
-    # -E at the marginals is the bound's energy term (E is linear in each layer's units)
-    bound = -model.energy(state)
-    for m in mu:
-        bound = bound + binary_entropy(m).sum(-1)
-    return bound, details
 
 
 def unit_dbm_log_unnormalized(

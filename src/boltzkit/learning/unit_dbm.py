@@ -3,7 +3,7 @@ DBMs) as S2 (Sec. 4.1) trains a DBM: a mean-field positive phase and persistent 
 
 The gradient of the mean log-likelihood is ``E_data[-dE/dtheta] - E_model[-dE/dtheta]``. Its data
 term is intractable for a DBM; S2 replaces ``p(h | v)`` by the mean-field ``q(h | v)``
-(:func:`~boltzkit.estimators.unit_dbm.mean_field`), which makes the learning rule the gradient of
+(:func:`~boltzkit.models.mean_field.unit_dbm_mean_field`), which makes the learning rule the gradient of
 the variational lower bound of ``log p(v)`` (S2 Eq. 7). The model term comes from ``n_chains``
 persistent Markov chains (stochastic approximation, S2 Sec. 4.1; Tieleman 2008), ``k`` sweeps of the
 operator's one block sweep (:meth:`~boltzkit.samplers.operators.UnitOperator.step`) per update,
@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.estimators.unit_dbm import mean_field
 from boltzkit.learning.unit_rbm import NamedPhase, UnitLearner, set_visible_gradients, visible_base
+from boltzkit.models.mean_field import unit_dbm_mean_field as mean_field
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.samplers.operators import TransitionOperator
 from boltzkit.state import ChainState
