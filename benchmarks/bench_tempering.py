@@ -12,7 +12,7 @@ gives the ratio to the same bare cost plus one energy product ``(v W) . h``, whi
 ``model.joint_energy`` does.
 
 **The same round with flip-the-state inside** (S3's operator; Definition 1): in the bare cost each
-unit's sigmoid and draw become the whole flip, in place in one buffer: the sign ``s = 1 - 2x``, the
+unit's sigmoid and draw become the whole flip, in place in one buffer: the sign ``s = 2x - 1``, the
 flip probability ``exp(-relu(s a))``, the draw ``u < P`` and the exclusive or ``x = |x - [u < P]|``.
 
 **Sweep throughput.** Grid tasks per minute in-process and with ``workers=2`` local processes
@@ -93,8 +93,8 @@ def bare_fn(
     def draw(x: torch.Tensor, a: torch.Tensor, u: torch.Tensor, move: torch.Tensor) -> None:
         """One block's new states ``x`` from its tempered inputs ``a``, with uniforms in ``u``."""
         torch.rand(u.shape, generator=gen, out=u)
-        if flip:  # flip with P = exp(-relu(s a)), s = 1 - 2x; then x = x xor [u < P]
-            torch.mul(x, -2.0, out=move).add_(1.0).mul_(a).relu_().neg_().exp_()
+        if flip:  # P(flip) = exp(-relu(s a)), s = 2x - 1 (the other state's ratio is exp(-s a)); x ^= [u < P]
+            torch.mul(x, 2.0, out=move).sub_(1.0).mul_(a).relu_().neg_().exp_()
             torch.lt(u, move, out=u)
             x.sub_(u).abs_()
         else:  # Gibbs: x = [u < sigmoid(a)]
