@@ -13,7 +13,8 @@ gives the ratio to the same bare cost plus one energy product ``(v W) . h``, whi
 
 **The same round with flip-the-state inside** (S3's operator; Definition 1): in the bare cost each
 unit's sigmoid and draw become the whole flip, in place in one buffer: the sign ``s = 2x - 1``, the
-flip probability ``exp(-relu(s a))``, the draw ``u < P`` and the exclusive or ``x = |x - [u < P]|``.
+flip probability ``exp(-relu(s a))``, the draw ``u < P`` and the exclusive or ``x = |x - [u < P]|``
+(without the library's ties, ``a = 0``, set to 1/2: the ratio to bare is a little high for it).
 
 **Sweep throughput.** Grid tasks per minute in-process and with ``workers=2`` local processes
 (each with ``cores // 2`` torch threads), for two task sizes: 8 tiny tasks (CD_5 on 3 x 3 Bars and

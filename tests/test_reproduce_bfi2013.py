@@ -159,13 +159,24 @@ def test_the_cli_options_of_a_restricted_look(tmp_path):
             ["--epochs", "3"],
             ["--no-zoo"],
         ),
-        "ais-operators": (["--betas", "1000"], ["--epochs", "3"], ["--workers", "2"]),
+        "ais-operators": (["--betas", "1000"], ["--epochs", "3"], ["--workers", "2"], ["--no-progress"]),
+        "salakhutdinov-murray-2008-table2": (["--betas", "1000"], ["--only", "x"]),
     }
     for name, options in refused.items():
         for option in options:
             result = runner.invoke(app, ["reproduce", name, "--quick", *option, "--out", str(tmp_path)])
             assert result.exit_code != 0 and f"{option[0]} does not apply to {name}" in result.output
             assert "takes:" in result.output  # and the options it does take
+    learning = ["reproduce", "learning-recipes", "--quick", "--out", str(tmp_path)]
+    assert "--device does not apply" in runner.invoke(app, [*learning, "--device", "cpu"]).output
+    # executor options that contradict each other are refused too (each would be ignored)
+    for option, message in (
+        (["--address", "auto"], "--address names a Ray cluster"),
+        (["--executor", "ray", "--workers", "2"], "counts local processes"),
+        (["--executor", "inline", "--workers", "2"], "counts local processes"),
+    ):
+        result = runner.invoke(app, [*learning, *option])
+        assert result.exit_code != 0 and message in result.output
     assert not any(tmp_path.iterdir())
     from boltzkit.experiments.registry import experiment_options, run_experiment
 

@@ -153,6 +153,11 @@ def test_the_command_line_honours_every_option_for_unit_models(tmp_path) -> None
             "--json")
     )  # fmt: skip
     assert recipe["settings"]["lr"] == get_recipe("sm2008-cd1").lr != fixed["settings"]["lr"]
+    warned = run(
+        "train", "--data", gauss, "--visible", "gaussian", "--hidden", 3, "--epochs", 1,
+        "--recipe", "sm2008-cd1", "--reconstruction", "sample", "--out", tmp_path / "w.safetensors",
+    )  # fmt: skip
+    assert "set for binary units" in warned.output and "give --lr" in warned.output
     assert "applies to binary visible units" in assert_clean_failure(
         run("train", "--data", gauss, "--visible", "gaussian", "--hidden", 3, "--reconstruction", "mean",
             "--out", tmp_path / "m.safetensors")

@@ -31,6 +31,10 @@ from boltzkit.experiments.registry import experiment_options
 #: The experiment options of ``boltzkit reproduce``: the command-line name of each, and its keyword
 #: in the experiments' runners.
 _OPTIONS = {
+    "seed": ("--seed", "seed"),
+    "device": ("--device", "device"),
+    "data_dir": ("--data-dir", "data_dir"),
+    "progress": ("--progress/--no-progress", "progress"),
     "chains": ("--chains", "n_chains"),
     "betas": ("--betas", "betas"),
     "epochs": ("--epochs", "epochs"),
@@ -44,6 +48,23 @@ _OPTIONS = {
     "address": ("--address", "address"),
     "zoo": ("--zoo/--no-zoo", "use_zoo"),
 }
+#: Options every runner that takes them gets, given or not: the CLI's defaults (the device ``auto``,
+#: progress bars on a terminal) are not all the Python API's.
+_ALWAYS = ("seed", "device", "data_dir", "progress")
+
+
+def _check_executor(executor: str, workers: int, given: list[str]) -> None:
+    """Refuse executor options that contradict each other (each would otherwise be ignored)."""
+    if "address" in given and executor != "ray":
+        raise BoltzkitError(
+            "--address names a Ray cluster", got=f"--executor {executor}", hint="add --executor ray"
+        )
+    if workers > 1 and executor in ("inline", "ray"):
+        raise BoltzkitError(
+            f"--workers {workers} counts local processes, which --executor {executor} does not start",
+            hint="--executor inline runs one task at a time; Ray gives each task one CPU of its cluster: "
+            "leave out --workers, or use --executor processes",
+        )
 
 
 def command(
@@ -159,17 +180,19 @@ def command(
 
     t0 = time.perf_counter()
     values = {
-        "chains": chains, "betas": betas, "epochs": epochs, "only": only, "datasets": datasets,
-        "algorithms": algorithms, "learning_rates": learning_rates, "finished_only": finished_only,
-        "executor": executor, "workers": workers, "address": address, "zoo": zoo,
+        "seed": seed, "device": device_from(device), "data_dir": None if data_dir is None else str(data_dir),
+        "progress": show_progress(progress), "chains": chains, "betas": betas, "epochs": epochs,
+        "only": only, "datasets": datasets, "algorithms": algorithms, "learning_rates": learning_rates,
+        "finished_only": finished_only, "executor": executor, "workers": workers, "address": address,
+        "zoo": zoo,
     }  # fmt: skip
     given = [key for key in _OPTIONS if option_given(ctx, key)]
-    if workers > 1 and executor == "inline":  # several workers are processes unless Ray is named
+    if workers > 1 and executor == "inline" and "executor" not in given:  # several workers: processes
         values["executor"] = "processes"
         given.append("executor")
     extra: dict[str, Any] = {}
     takes = experiment_options(name) if name in EXPERIMENTS else ()  # an unknown name: run_experiment
-    for key in given:
+    for key in (*given, *(k for k in _ALWAYS if k not in given and _OPTIONS[k][1] in takes)):
         option, keyword = _OPTIONS[key]
         if keyword not in takes and name in EXPERIMENTS:
             uses = [o for o, k in _OPTIONS.values() if k in takes]
@@ -179,14 +202,11 @@ def command(
                 hint="leave the option out",
             )
         extra[keyword] = values[key]
+    _check_executor(values["executor"], workers, given)
     summary: dict[str, Any] = run_experiment(
         name,
         out_dir=out,
         quick=quick,
-        seed=seed,
-        device=device_from(device),
-        data_dir=None if data_dir is None else str(data_dir),
-        progress=show_progress(progress),
         **extra,
     )
     summary["out"] = str(out)

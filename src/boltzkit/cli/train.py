@@ -530,8 +530,14 @@ def command(
         # the defaults of these units where neither an option nor a recipe says otherwise: a small
         # learning rate for Gaussian units (Hinton 2010, Sec. 13.2), momentum 0.5 (Sec. 9), and the
         # rate decaying to 0 (S2 Sec. 5)
+        unit_lr = DEFAULT_LR.get(units.name.split(":")[0], DEFAULT_UNIT_LR)
+        if recipe is not None and not _given(ctx, "lr") and chosen.lr > unit_lr:
+            warn(
+                f"recipe {recipe} learns at {chosen.lr:g}, set for binary units; {units.name} units usually "
+                f"need less (boltzkit's default for them: {unit_lr:g}; Hinton 2010, Sec. 13.2): give --lr"
+            )
         defaults = {
-            "lr": DEFAULT_LR.get(units.name.split(":")[0], DEFAULT_UNIT_LR) if recipe is None else chosen.lr,
+            "lr": unit_lr if recipe is None else chosen.lr,
             "momentum": "0.5" if recipe is None else chosen.momentum,
             "lr_schedule": "linear" if recipe is None else chosen.lr_schedule,
         }

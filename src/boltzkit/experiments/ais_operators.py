@@ -73,7 +73,6 @@ def run_ais_operators(
     seed: int = 0,
     device: str | torch.device = "auto",
     n_chains: int = 100,
-    progress: bool = False,
 ) -> dict[str, Any]:
     """Run the study and write ``ais_operators.md``, ``.csv`` and ``.json`` (and a plot) into
     ``out_dir``. The schedules' lengths and the models' training are the study's own (100, 1,000

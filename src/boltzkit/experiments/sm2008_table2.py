@@ -544,8 +544,7 @@ def run_table2(
     data_dir: str | None = None,
     seed: int = 0,
     device: str | torch.device = "auto",
-    n_chains: int = 100,
-    betas: str | int = "paper",
+    n_chains: int | None = None,
     epochs: int | None = None,
     progress: bool = True,
     use_zoo: bool = True,
@@ -560,10 +559,9 @@ def run_table2(
         Small layers and few epochs on 20,000 images (minutes on 2 CPU cores); otherwise S1's sizes
         on the 60,000 training images.
     n_chains
-        AIS runs on the top RBMs. In full mode the default 100 means S1's 500 runs (and S1's
-        15,000 steps); the bottom RBMs' AIS uses 100 runs of S1's 14,500 steps.
-    betas
-        ``"paper"`` (the only schedule this spec takes: S1's segments scaled as the mode says).
+        AIS runs on the top RBMs; default S1's 500 in full mode (with S1's 15,000 steps), 100 in
+        quick mode. The bottom RBMs' AIS uses 100 runs of S1's 14,500 steps. The schedules are
+        S1's segments scaled as the mode says: this spec takes no other.
     epochs
         Training epochs of every layer trained here (default: the recipes' own; then no zoo model
         is used).
@@ -584,8 +582,7 @@ def run_table2(
     data = {
         "train": train_x, "test": load_dataset("mnist", split="test", data_dir=data_dir).x, "spec": spec,
         "use_zoo": use_zoo and not quick and mode.epochs is None,
-        # full mode: the command's default --chains 100 means S1's 500 runs on the top RBMs
-        "top_chains": mode.top_chains if (not quick and int(n_chains) == 100) else int(n_chains),
+        "top_chains": mode.top_chains if n_chains is None else int(n_chains),
     }  # fmt: skip
     records, bottoms, dbns = [], {}, {}
     for s in SPECS:

@@ -141,7 +141,7 @@ def plot_cell_curves(
             below = at.get((algorithms[i + 1], lr)) if i + 1 < len(algorithms) else None
             if below is None or "updates" not in below:  # the lowest drawn panel of its column
                 ax.set_xlabel("parameter updates", fontsize=8)
-            if j == 0:
+            if not any(a.axison for a in axes[:-1]):  # the first drawn panel of its row
                 ax.set_ylabel("mean log-likelihood", fontsize=8)
         values = np.concatenate(row_values) if row_values else np.zeros(0)
         values = values[np.isfinite(values)]
@@ -154,7 +154,7 @@ def plot_cell_curves(
                     ax.set_ylim(low - pad, top + pad)
     if title:
         fig.suptitle(title, fontsize=9)
-    fig.text(0.01, 0.005, _Y_FROM, fontsize=6, color="grey", va="bottom")
+    fig.supxlabel(_Y_FROM, fontsize=6, color="grey", x=0.01, ha="left")  # the layout keeps room for it
     return save_png(fig, out)
 
 
