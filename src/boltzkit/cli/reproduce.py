@@ -81,7 +81,10 @@ def command(
     chains: Annotated[
         int,
         typer.Option(
-            "--chains", min=10, help="AIS runs per model (the salakhutdinov tables and ais-operators)."
+            "--chains",
+            min=10,
+            help="AIS runs per model (the salakhutdinov tables and ais-operators; "
+            "salakhutdinov-murray-2008-table2's top RBMs: S1's 500 in full mode unless given).",
         ),
     ] = 100,
     betas: Annotated[
