@@ -23,6 +23,7 @@ from boltzkit.cli.common import (
     device_from,
     emit,
     option_given,
+    show_progress,
 )
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import EXPERIMENTS, run_experiment
@@ -179,8 +180,6 @@ def command(
     ] = True,
 ) -> None:
     """Reproduce a paper's table (e.g. salakhutdinov-murray-2008-table1) and write it to --out."""
-    from boltzkit.cli.common import show_progress
-
     t0 = time.perf_counter()
     values = {
         "seed": seed, "device": device_from(device), "data_dir": None if data_dir is None else str(data_dir),
@@ -194,10 +193,10 @@ def command(
         values["executor"] = "processes"
         given.append("executor")
     extra: dict[str, Any] = {}
-    takes = experiment_options(name) if name in EXPERIMENTS else ()  # an unknown name: run_experiment
+    takes = experiment_options(name)  # an unknown name is refused here
     for key in (*given, *(k for k in _ALWAYS if k not in given and _OPTIONS[k][1] in takes)):
         option, keyword = _OPTIONS[key]
-        if keyword not in takes and name in EXPERIMENTS:
+        if keyword not in takes:
             uses = [o for o, k in _OPTIONS.values() if k in takes]
             raise BoltzkitError(
                 f"{option} does not apply to {name}",

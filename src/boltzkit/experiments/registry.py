@@ -65,13 +65,17 @@ def experiment_runner(name: str) -> Callable[..., dict[str, Any]]:
     return getattr(importlib.import_module(f"boltzkit.experiments.{module}"), function)
 
 
-def experiment_options(name: str) -> tuple[str, ...]:
-    """The keyword options experiment ``name`` takes besides ``out_dir`` and ``quick``: its
-    runner's parameters, in their order."""
-    parameters = inspect.signature(experiment_runner(name)).parameters.values()
+def _options_of(runner: Callable[..., dict[str, Any]]) -> tuple[str, ...]:
+    parameters = inspect.signature(runner).parameters.values()
     return tuple(
         p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in ("out_dir", "quick")
     )
+
+
+def experiment_options(name: str) -> tuple[str, ...]:
+    """The keyword options experiment ``name`` takes besides ``out_dir`` and ``quick``: its
+    runner's parameters, in their order."""
+    return _options_of(experiment_runner(name))
 
 
 def run_experiment(name: str, *, out_dir: str | Path, quick: bool = False, **kwargs: Any) -> dict[str, Any]:
@@ -81,7 +85,7 @@ def run_experiment(name: str, *, out_dir: str | Path, quick: bool = False, **kwa
     experiment does not take (:func:`experiment_options`), before anything runs.
     """
     runner = experiment_runner(name)
-    takes = experiment_options(name)
+    takes = _options_of(runner)
     unknown = [key for key in kwargs if key not in takes]
     if unknown:
         raise BoltzkitError(
