@@ -195,6 +195,23 @@ def test_the_cli_options_of_a_restricted_look(tmp_path):
     assert "Finished tasks only: 0 of the " in (tmp_path / "bfi2013-finished.md").read_text()
 
 
+def test_the_likelihood_tasks_fill_every_cell_pair_by_pair():
+    """A sweep stopped partway leaves every cell with the same number of pairs, give or take one."""
+    from boltzkit.experiments.bfi2013 import likelihood_tasks
+
+    full = make_plan("full")
+    tasks = likelihood_tasks(full, ("table1", "table5", "table6"), 0, True)
+    cells = {t.cell[:3] for t in tasks}
+    assert len(tasks) == 2 * full.reps * len(cells)
+    for stop in (1, 2 * len(cells) - 1, 2 * len(cells) + 3, len(tasks) // 2):
+        done = tasks[:stop]
+        pairs = {c: sum(t.cell[:3] == c and t.operator == "flip" for t in done) for c in cells}
+        assert max(pairs.values()) - min(pairs.values()) <= 1
+    for gibbs, flip in zip(tasks[0::2], tasks[1::2], strict=True):  # G and T of a repetition side by side
+        assert (gibbs.cell[:3], gibbs.repetition) == (flip.cell[:3], flip.repetition)
+        assert (gibbs.operator, flip.operator) == ("gibbs", "flip")
+
+
 def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
     from boltzkit.experiments.bfi2013 import AM01, BAS, likelihood_tasks, restrict_plan
 

@@ -16,6 +16,11 @@ def reps_for(plan: Plan, dataset: str) -> int:
 
 
 def likelihood_tasks(plan: Plan, parts: tuple[str, ...], seed: int, mnist: bool) -> list[GridTask]:
+    """The likelihood tasks of ``parts``, repetition by repetition: every cell's first pair (G and T
+    side by side), then every cell's second, and so on. A sweep stopped partway (a session's time
+    limit) so leaves every cell with the same number of finished pairs, give or take one, and
+    ``--finished-only`` compares all cells on equal footing; the records do not depend on the
+    order."""
     keys = [k for k in plan.algorithms if k[0] in parts]
     if "fig3" in parts and ("table1", BAS) not in keys and BAS in plan.datasets:
         keys.append(("fig3", BAS))
@@ -44,7 +49,7 @@ def likelihood_tasks(plan: Plan, parts: tuple[str, ...], seed: int, mnist: bool)
             init_vbias=plan.init_vbias.get(dataset, "normal"),
         )
         tasks.update((t.task_id, t) for t in grid)
-    return list(tasks.values())
+    return sorted(tasks.values(), key=lambda t: t.repetition)  # stable: cells and operators in order
 
 
 def autocorrelation_tasks(plan: Plan, seed: int, mnist: bool, device: str) -> dict[str, list[GridTask]]:
