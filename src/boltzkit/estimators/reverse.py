@@ -157,6 +157,24 @@ def reverse_start(
     return state, False, label
 
 
+def _reverse_leg(
+    path: AnnealingPath, mode: str, *, schedule: Tensor, operator: TransitionOperator, sweeps: int,
+    generator: torch.Generator, progress: bool, **start: Any,
+) -> tuple[AnnealRun, bool, str]:
+    """The reverse half of :func:`reverse_ais` and :func:`sandwich`: start states of ``p_1``
+    (:func:`reverse_start`, which takes ``start``'s keywords), then the schedule run backwards.
+    Returns the run, whether its starts were exact, and their label."""
+    init, exact, label = reverse_start(
+        path, mode, schedule=schedule, operator=operator, sweeps=sweeps, generator=generator,
+        progress=progress, **start,
+    )  # fmt: skip
+    run = anneal(
+        path, schedule.flip(0), init=init, operator=operator, sweeps=sweeps, generator=generator,
+        progress=progress, desc="reverse AIS",
+    )  # fmt: skip
+    return run, exact, label
+
+
 def _start_settings(exact: bool, label: str) -> dict[str, Any]:
     out: dict[str, Any] = {"start": label, "bound": BOUND_EXACT if exact else BOUND_HEURISTIC}
     if not exact:
@@ -230,28 +248,10 @@ def reverse_ais(
     schedule, schedule_name = resolve_betas(
         betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=gen, progress=progress
     )
-    init, exact, label = reverse_start(
-        path,
-        mode,
-        n_chains=int(n_chains),
-        schedule=schedule,
-        operator=op,
-        sweeps=sweeps,
-        generator=gen,
-        start_data=start_data,
-        start_chain_steps=start_chain_steps,
-        progress=progress,
-    )
-    run = anneal(
-        path,
-        schedule.flip(0),
-        init=init,
-        operator=op,
-        sweeps=sweeps,
-        generator=gen,
-        progress=progress,
-        desc="reverse AIS",
-    )
+    run, exact, label = _reverse_leg(
+        path, mode, n_chains=int(n_chains), schedule=schedule, operator=op, sweeps=sweeps, generator=gen,
+        start_data=start_data, start_chain_steps=start_chain_steps, progress=progress,
+    )  # fmt: skip
     sync(path.device)
     n_steps = schedule.numel() - 1
     settings = {
@@ -408,29 +408,10 @@ def sandwich(
         final_move=needs_states,
     )
     t_rev = time.perf_counter()
-    init, exact, label = reverse_start(
-        path,
-        mode,
-        n_chains=int(n_chains),
-        schedule=schedule,
-        operator=op,
-        sweeps=sweeps,
-        generator=gen,
-        start_data=start_data,
-        start_chain_steps=start_chain_steps,
-        progress=progress,
-        forward=fwd_run,
-    )
-    rev_run = anneal(
-        path,
-        schedule.flip(0),
-        init=init,
-        operator=op,
-        sweeps=sweeps,
-        generator=gen,
-        progress=progress,
-        desc="reverse AIS",
-    )
+    rev_run, exact, label = _reverse_leg(
+        path, mode, n_chains=int(n_chains), schedule=schedule, operator=op, sweeps=sweeps, generator=gen,
+        start_data=start_data, start_chain_steps=start_chain_steps, progress=progress, forward=fwd_run,
+    )  # fmt: skip
     sync(path.device)
     t_end = time.perf_counter()
     common = _common_settings(path, schedule_name, n_steps, op, sweeps, seed)
