@@ -158,8 +158,15 @@ def reverse_start(
 
 
 def _reverse_leg(
-    path: AnnealingPath, mode: str, *, schedule: Tensor, operator: TransitionOperator, sweeps: int,
-    generator: torch.Generator, progress: bool, **start: Any,
+    path: AnnealingPath,
+    mode: str,
+    *,
+    schedule: Tensor,
+    operator: TransitionOperator,
+    sweeps: int,
+    generator: torch.Generator,
+    progress: bool,
+    **start: Any,
 ) -> tuple[AnnealRun, bool, str]:
     """The reverse half of :func:`reverse_ais` and :func:`sandwich`: start states of ``p_1``
     (:func:`reverse_start`, which takes ``start``'s keywords), then the schedule run backwards.
