@@ -74,6 +74,8 @@ def test_visible_biases_from_the_data_change_only_those_and_keep_s3s_identities(
     assert s3.task_id == "bars-and-stripes-size-3_pcd-1_lr0.1_gibbs_r0_34ef97"  # as before the option
     assert "init_vbias" not in s3.identity() and data.identity()["init_vbias"] == "data"
     assert data.task_id != s3.task_id and data.pair_seed == s3.pair_seed
+    ids = {replace(s3, dtype="float32").task_id, replace(s3, device="cuda").task_id, s3.task_id}
+    assert len(ids) == 3  # precision and device are part of the record's name, as of its identity
     x = load_dataset(DATA, split="train").x
     starts = {}
 

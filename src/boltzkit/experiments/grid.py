@@ -190,7 +190,11 @@ class GridTask:
 
     @property
     def task_id(self) -> str:
-        """File-name-safe identity; settings beyond the cell go into a short hash."""
+        """File-name-safe identity; settings beyond the cell go into a short hash.
+
+        Everything :meth:`identity` compares goes into the name, so two runs that differ only in
+        ``dtype`` or ``device`` keep two records instead of overwriting one (float64 on the CPU,
+        the default, keeps the names its records were made with)."""
         settings = (
             self.n_hidden,
             self.n_updates,
@@ -202,6 +206,8 @@ class GridTask:
         )
         if self.init_vbias != "normal":  # S3's start keeps the identities its records were made with
             settings = (*settings, self.init_vbias)
+        if (self.dtype, self.device) != ("float64", "cpu"):  # a float32 or GPU run is another record
+            settings = (*settings, self.dtype, self.device)
         tag = f"{derive_seed(0, repr(settings)) % 16**6:06x}"
         raw = f"{self.dataset}_{self.algorithm}_lr{float(self.lr):g}_{self.operator}_r{self.repetition}_{tag}"
         return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in raw)
