@@ -11,6 +11,7 @@ import pytest
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import EXPERIMENTS
 from boltzkit.experiments.bfi2013 import PAPER_LL, PAPER_TAU, make_plan, parse_only, run_bfi2013
+from boltzkit.experiments.bfi2013.report import ladder_section
 
 
 def test_smoke_run_writes_every_part_and_resumes(tmp_path):
@@ -40,9 +41,44 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     assert classes[4]["censored"] != "" and classes[0]["censored"] == ""  # censoring is Table 4's
     slem = rows("bfi2013-slem.csv")
     assert [r["n"] for r in slem] == ["2", "3", "4"] and all(0 <= float(r["c_10"]) <= 1 for r in slem)
+    ladders = rows("bfi2013-ladders.csv")  # the tempering cells' swap rates and round trips
+    assert ladders and all(r["algorithm"].startswith("pt:") for r in ladders)
+    assert "tempering ladders" in report
+    rates = [float(x) for x in ladders[0]["swap_rates"].split()]
+    assert all(0 <= x <= 1 for x in rates) and float(ladders[0]["min_swap_rate"]) == min(rates)
     again = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table1,table3")
     assert again["tasks_run"] == 0 and again["tasks_skipped"] > 0
     assert "Table 3" in (tmp_path / "bfi2013.md").read_text()
+
+
+def test_the_ladders_average_each_cell_and_name_the_cut_ones():
+    def record(dataset, algorithm, operator, rates=None, trips=0):
+        task = {"dataset": dataset, "algorithm": algorithm, "lr": 0.01, "operator": operator}
+        return {"task": task} if rates is None else {"task": task, "swap_rates": rates, "round_trips": trips}
+
+    records = [
+        record("mnist", "pt:3:2", "flip", [0.0, 0.2], 0),
+        record("mnist", "pt:3:2", "gibbs", [0.0, 0.2], 0),
+        record("mnist", "pt:3:2", "gibbs", [0.002, 0.4], 2),
+        record("mnist", "cd:5", "gibbs"),  # no ladder: not a row
+        record("bars-and-stripes", "pt:3:10", "gibbs", [0.5, 0.7], 10),
+        record("bars-and-stripes", "pt:3:2", "gibbs", [0.5, 0.7], 20),
+    ]
+    text, table = ladder_section(records)
+    rows = [values for _, values in table.rows]
+    # data sets in S3's order, then temperatures, k, learning rate and G before T
+    assert [(r["dataset"], r["algorithm"], r["operator"]) for r in rows] == [
+        ("bars-and-stripes", "pt:3:2", "gibbs"),
+        ("bars-and-stripes", "pt:3:10", "gibbs"),
+        ("mnist", "pt:3:2", "gibbs"),
+        ("mnist", "pt:3:2", "flip"),
+    ]
+    mnist_g = rows[2]
+    assert mnist_g["runs"] == 2 and mnist_g["round_trips"] == 1.0
+    assert [float(x) for x in mnist_g["swap_rates"].split()] == pytest.approx([0.001, 0.3])
+    assert mnist_g["min_swap_rate"] == pytest.approx(0.001)
+    assert "In 2 of 4 rows a pair swaps less than once in a hundred rounds" in text
+    assert ladder_section([record("mnist", "cd:5", "gibbs")]) is None
 
 
 def test_paper_values_and_parts():

@@ -31,6 +31,7 @@ from boltzkit.experiments.grid import (
     algorithm_label,
     mean_curves,
     min_significant_pairs,
+    parse_algorithm,
 )
 from boltzkit.experiments.mixing_study import finite_mean, quartiles
 from boltzkit.experiments.report import Table
@@ -142,6 +143,80 @@ def likelihood_section(
                 ),
             ]
     return "\n".join(lines), tables, cells
+
+
+#: CSV columns of ``bfi2013-ladders.csv``: the tempering cells' swap statistics, one row per
+#: cell and operator (``swap_rates``: the mean rate of each adjacent pair, space-separated, from
+#: the hottest pair to the coldest).
+LADDER_CSV_COLUMNS = (
+    "dataset", "algorithm", "lr", "operator", "runs", "swap_rates", "min_swap_rate", "round_trips",
+)  # fmt: skip
+
+
+def ladder_section(records: list[dict[str, Any]]) -> tuple[str, Table] | None:
+    """The ladders of the tempering cells (t-PT_k of S3 Sec. 2.3): per cell and operator, the mean
+    over runs of each adjacent pair's swap acceptance rate and of the round trips (a replica's walk
+    from the hottest temperature to ``beta = 1`` and back, summed over a run's replicas;
+    :class:`~boltzkit.samplers.tempering.SwapMonitor`). ``None`` when no record has them.
+
+    S3 spaces the inverse temperatures uniformly on [0, 1]. A pair whose rate is near zero cuts the
+    ladder: no state from the replicas above it reaches ``beta = 1``, and the negative phase is
+    that of the replicas below the cut alone."""
+    groups: dict[tuple[str, str, float, str], list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("swap_rates"):
+            t = r["task"]
+            groups.setdefault((t["dataset"], t["algorithm"], float(t["lr"]), t["operator"]), []).append(r)
+    if not groups:
+        return None
+    rank = {d: i for i, d in enumerate(DATASETS)}
+    table = Table(
+        (
+            "data set",
+            "algorithm",
+            "η",
+            "op",
+            "runs",
+            "swap rate per pair (β from 0 to 1)",
+            "lowest",
+            "round trips",
+        ),
+        LADDER_CSV_COLUMNS,
+    )
+    cut = 0
+
+    def order(key: tuple[str, str, float, str]) -> tuple:
+        dataset, algorithm, lr, op = key
+        a = parse_algorithm(algorithm)
+        return (rank.get(dataset, len(rank)), a["temperatures"], a["k"], lr, OPERATORS.index(op))
+
+    for (dataset, algorithm, lr, op), rows in sorted(groups.items(), key=lambda kv: order(kv[0])):
+        rates = np.mean([r["swap_rates"] for r in rows], axis=0)
+        trips = float(np.mean([r.get("round_trips", 0) for r in rows]))
+        low = float(rates.min())
+        cut += low < 0.01
+        table.add(
+            [NAMES.get(dataset, dataset), algorithm_label(algorithm), f"{lr:g}", _SYMBOL[op], str(len(rows)),
+             " ".join(f"{x:.3g}" for x in rates), f"{low:.3g}", f"{trips:,.0f}"],
+            dataset=dataset, algorithm=algorithm, lr=lr, operator=op, runs=len(rows),
+            swap_rates=" ".join(repr(float(x)) for x in rates), min_swap_rate=low, round_trips=trips,
+        )  # fmt: skip
+    lines = [
+        "## The tempering ladders",
+        "",
+        "Mean over each cell's runs of every adjacent pair's swap acceptance rate, from the hottest pair "
+        "(β = 0 and the next) to the coldest, and of the round trips (a replica's walk from β = 0 to β = 1 "
+        "and back, summed over the run's replicas). S3 spaces the β uniformly on [0, 1].",
+        "",
+        *table.markdown(),
+    ]
+    if cut:
+        lines += [
+            "",
+            f"In {cut} of {len(groups)} rows a pair swaps less than once in a hundred rounds: the ladder is cut "
+            "there, and no state of the replicas above the cut reaches β = 1.",
+        ]
+    return "\n".join(lines), table
 
 
 def cell_curves(table: str, plan: Plan, records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

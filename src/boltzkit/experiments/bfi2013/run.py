@@ -29,6 +29,7 @@ from boltzkit.experiments.bfi2013.report import (
     classes_section,
     fig3_section,
     header,
+    ladder_section,
     likelihood_section,
     table2_section,
 )
@@ -174,6 +175,11 @@ def run_bfi2013(
             files.append(name)
 
     write_csv(f"{stem}.csv", ll_tables)
+    ladders = ladder_section(ll_records)
+    if ladders is not None:
+        sections.append(ladders[0])
+        write_csv(f"{stem}-ladders.csv", [ladders[1]])
+        results["ladders"] = [values for _, values in ladders[1].rows]
     if act:
 
         def act_record(name: str, task: GridTask, op: str) -> dict[str, Any]:
