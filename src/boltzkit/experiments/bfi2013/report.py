@@ -35,6 +35,7 @@ from boltzkit.experiments.grid import (
 )
 from boltzkit.experiments.mixing_study import finite_mean, quartiles
 from boltzkit.experiments.report import Table
+from boltzkit.learning.callbacks import SwapRates
 
 
 def _fmt(x: float | None, digits: int = 6) -> str:
@@ -159,9 +160,10 @@ def ladder_section(records: list[dict[str, Any]]) -> tuple[str, Table] | None:
     from the hottest temperature to ``beta = 1`` and back, summed over a run's replicas;
     :class:`~boltzkit.samplers.tempering.SwapMonitor`). ``None`` when no record has them.
 
-    S3 spaces the inverse temperatures uniformly on [0, 1]. A pair whose rate is near zero cuts the
-    ladder: no state from the replicas above it reaches ``beta = 1``, and the negative phase is
-    that of the replicas below the cut alone."""
+    S3 spaces the inverse temperatures uniformly on [0, 1]. A pair whose rate is below
+    :attr:`~boltzkit.learning.callbacks.SwapRates.BLOCKED` (the threshold at which training warns of
+    a cut ladder) lets few or no states from the replicas above it reach ``beta = 1``; with no round
+    trips, the negative phase is that of the replicas below the cut alone."""
     groups: dict[tuple[str, str, float, str], list[dict[str, Any]]] = {}
     for r in records:
         if r.get("swap_rates"):
@@ -194,7 +196,7 @@ def ladder_section(records: list[dict[str, Any]]) -> tuple[str, Table] | None:
         rates = np.mean([r["swap_rates"] for r in rows], axis=0)
         trips = float(np.mean([r.get("round_trips", 0) for r in rows]))
         low = float(rates.min())
-        cut += low < 0.01
+        cut += low < SwapRates.BLOCKED
         table.add(
             [NAMES.get(dataset, dataset), algorithm_label(algorithm), f"{lr:g}", _SYMBOL[op], str(len(rows)),
              " ".join(f"{x:.3g}" for x in rates), f"{low:.3g}", f"{trips:,.0f}"],
@@ -213,8 +215,9 @@ def ladder_section(records: list[dict[str, Any]]) -> tuple[str, Table] | None:
     if cut:
         lines += [
             "",
-            f"In {cut} of {len(groups)} rows a pair swaps less than once in a hundred rounds: the ladder is cut "
-            "there, and no state of the replicas above the cut reaches β = 1.",
+            f"In {cut} of {len(groups)} rows a pair swaps less than once in a hundred rounds (training's "
+            "threshold for a cut ladder): few or no states of the replicas above it reach β = 1 (none where "
+            "the round trips are 0).",
         ]
     return "\n".join(lines), table
 
