@@ -151,3 +151,30 @@ def test_bad_input_is_refused():
         integrated_time(np.arange(10.0), "magic")
     with pytest.raises(BoltzkitError, match="order_max"):
         integrated_time_ar(np.arange(10.0), order_max=0)
+
+
+def test_the_acf_sum_catches_the_slow_tail_an_ar_fit_misses():
+    """A fast AR(1) (phi 0.5, 90 % of the variance) plus a slow one (phi 0.999, 10 %): tau is
+    0.9 * 3 + 0.1 * 1999 = 202.6, of which the ACF to lag 2,000 holds 175.6. A low-order AR fit sees
+    the fast part only, and :func:`misses_slow_tail` says so; on the fast series alone it does not."""
+    from boltzkit.diagnostics.autocorrelation import autocorrelation, integrated_time_ar
+    from boltzkit.experiments.mixing_study import acf_sum, misses_slow_tail
+
+    assert acf_sum([1.0, 0.5, 0.25]) == pytest.approx(2.5)
+    rng = np.random.default_rng(0)
+    n, lags = 1_000_000, 2_000
+
+    def ar1(phi: float, variance: float) -> np.ndarray:
+        noise = rng.standard_normal(n) * math.sqrt(variance * (1 - phi**2))
+        return scipy.signal.lfilter([1.0], [1.0, -phi], noise)
+
+    fast = ar1(0.5, 0.9)
+    mixed = fast + ar1(0.999, 0.1)
+    expected = 0.9 * 3.0 + 0.1 * (1 + 2 * 0.999 * (1 - 0.999**lags) / 0.001)
+    acf = autocorrelation(mixed, lags)
+    sd = expected * math.sqrt(2 * (2 * lags + 1) / n)  # the windowed sum's standard error
+    assert abs(acf_sum(acf) - expected) < K_SIGMA * sd
+    short = integrated_time_ar(mixed, order_max=2).tau  # an AR(2) cannot hold the slow part
+    assert short < 10 and misses_slow_tail(short, acf, n)
+    fast_acf = autocorrelation(fast, lags)
+    assert not misses_slow_tail(integrated_time_ar(fast).tau, fast_acf, n)

@@ -11,7 +11,7 @@ import pytest
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import EXPERIMENTS
 from boltzkit.experiments.bfi2013 import PAPER_LL, PAPER_TAU, make_plan, parse_only, run_bfi2013
-from boltzkit.experiments.bfi2013.report import ladder_section
+from boltzkit.experiments.bfi2013.report import ladder_section, table2_section
 
 
 def test_smoke_run_writes_every_part_and_resumes(tmp_path):
@@ -79,6 +79,27 @@ def test_the_ladders_average_each_cell_and_name_the_cut_ones():
     assert mnist_g["min_swap_rate"] == pytest.approx(0.001)
     assert "In 2 of 4 rows a pair swaps less than once in a hundred rounds" in text
     assert ladder_section([record("mnist", "cd:5", "gibbs")]) is None
+
+
+def test_table2_counts_the_chains_whose_ar_time_misses_a_slow_tail():
+    plan = make_plan("full")  # 10^6 steps, ACFs to lag 2,000
+    slow = [1.0] + [0.05] * 2000  # a plateau: the ACF sums to 201
+    fast = [1.0, 0.5, 0.25] + [0.0] * 1998  # sums to 2.5
+
+    def chain(tau_ar: float, acf: list[float]) -> dict:
+        return {"tau_ar": tau_ar, "tau_sokal": tau_ar, "reliable": True, "acf": acf}
+
+    taus = {
+        "bars-and-stripes": [
+            {"gibbs": chain(30.0, slow), "flip": chain(2.5, fast)},  # G's AR time misses the plateau
+            {"gibbs": chain(200.0, slow), "flip": chain(2.4, fast)},
+        ]
+    }
+    text, table = table2_section(taus, plan)
+    bas = next(values for _, values in table.rows if values["problem"] == "bars-and-stripes")
+    assert bas["tau_gibbs_acf_sum"] == pytest.approx(201.0) and bas["tau_flip_acf_sum"] == pytest.approx(2.5)
+    assert bas["chains_ar_misses_tail"] == 1 and bas["chains"] == 4
+    assert "| 1 of 4 |" in text and "ACF to lag 2,000" in text
 
 
 def test_paper_values_and_parts():
