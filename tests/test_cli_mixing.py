@@ -59,6 +59,40 @@ def test_mixing_of_independent_units_has_tau_one_for_gibbs(tmp_path):
     n = 8 * 4000
     se = np.sqrt(2 * 3 / n)  # window of at most one lag on each side
     assert abs(record["tau"]["gibbs"] - 1.0) < 5 * se + 0.02
+    assert record["estimates"]["gibbs"]["ar"]["misses_slow_tail"] is False
+
+
+def test_mixing_warns_when_the_ar_fit_misses_a_slow_tail(rbm_file, monkeypatch):
+    """Energies with a fast local decay and a slow component of a tenth of the variance (a fast and a
+    slow AR(1), phi 0.5 and 0.999, as a chain that switches between modes): the chains' own
+    autocorrelations to lag 2,000 sum to about 176, and an AR fit whose order is capped far below the
+    slow decay sees only the fast part. The record says so and a warning line tells what to do."""
+    import scipy.signal
+
+    import boltzkit.cli.mixing as mixing_cli
+    from boltzkit.diagnostics.autocorrelation import integrated_time_ar
+
+    rng = np.random.default_rng(0)
+
+    def slow_tailed(model, operator, *, n_chains, n_steps, **_):
+        def ar1(phi: float, variance: float) -> np.ndarray:
+            noise = rng.standard_normal((n_chains, n_steps)) * np.sqrt(variance * (1 - phi**2))
+            return scipy.signal.lfilter([1.0], [1.0, -phi], noise, axis=1)
+
+        return torch.from_numpy(ar1(0.5, 0.9) + ar1(0.999, 0.1))
+
+    def capped_ar(x, method="ar"):  # an AR fit of order at most 2 cannot hold the slow decay
+        return integrated_time_ar(x, order_max=2) if method == "ar" else integrated_time(x, method)
+
+    monkeypatch.setattr(mixing_cli, "energy_trace", slow_tailed)
+    monkeypatch.setattr(mixing_cli, "integrated_time", capped_ar)
+    result = runner.invoke(
+        app, ["mixing", str(rbm_file), "--samplers", "gibbs", "--chains", "2", "--steps", "200000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    ar = json.loads(result.stdout.strip().splitlines()[-1])["estimates"]["gibbs"]["ar"]
+    assert ar["misses_slow_tail"] is True and ar["tau"] < 10 < 100 < ar["acf_sum"]
+    assert "warning: the AR fit's tau lies more than three standard errors below" in result.stderr
 
 
 def test_mixing_works_on_a_model_with_laterals(tmp_path):

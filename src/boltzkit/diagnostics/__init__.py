@@ -3,12 +3,14 @@ autocorrelation times of chains, class changes between modes."""
 
 from boltzkit.diagnostics.autocorrelation import (
     IntegratedTime,
+    acf_sum,
     autocorrelation,
     energy_trace,
     integrated_time,
     integrated_time_ar,
     integrated_time_geyer,
     integrated_time_sokal,
+    misses_slow_tail,
 )
 from boltzkit.diagnostics.class_changes import (
     class_changes_from_ones,
@@ -36,6 +38,7 @@ __all__ = [
     "IntegratedTime",
     "SlemRow",
     "StationaryCheck",
+    "acf_sum",
     "all_states",
     "autocorrelation",
     "block_kernel",
@@ -51,6 +54,7 @@ __all__ = [
     "integrated_time_ar",
     "integrated_time_geyer",
     "integrated_time_sokal",
+    "misses_slow_tail",
     "slem",
     "slem_study",
     "stationary_check",

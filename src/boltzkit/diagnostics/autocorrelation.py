@@ -19,6 +19,11 @@ sample autocorrelations of a finite chain is noisy, so ``tau`` is estimated in t
   automatic window, the smallest ``M >= c tau(M)`` (the estimator of emcee's ``integrated_time``);
 * :func:`integrated_time_geyer`: Geyer's (1992) initial monotone sequence estimator.
 
+An AR fit of bounded order holds only a decay over about as many steps as its order; a chain that
+also switches slowly between modes keeps a small correlation over thousands of steps. Then
+:func:`misses_slow_tail` compares the AR time with :func:`acf_sum`, the autocorrelation function
+summed to its last lag.
+
 Several chains of the same quantity (shape ``(n_chains, n_steps)``) share one estimate: their
 normalised autocorrelation functions are averaged (as emcee does); the AR estimator fits each
 chain and averages the times. Everything is float64 numpy. :func:`energy_trace` records the
@@ -284,6 +289,31 @@ def integrated_time_ar(
     )
 
 
+def acf_sum(acf: Sequence[float] | np.ndarray) -> float:
+    """``1 + 2 sum_{dt=1}^{L} R(dt)``: the integrated time of a normalised autocorrelation function
+    ``acf`` (``R(0) = 1``, ..., ``R(L)``) summed to its last lag ``L`` (Sokal's windowed sum, S3 Eq.
+    17, with the window at ``L``). What a chain's correlations up to lag ``L`` alone add up to: a
+    model of the chain (an AR fit) whose ``tau`` lies far below it misses a slow component."""
+    return float(1.0 + 2.0 * np.sum(np.asarray(acf, dtype=float)[1:]))
+
+
+def misses_slow_tail(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int) -> bool:
+    """Whether ``tau`` (an AR fit's) lies more than three standard errors below :func:`acf_sum`.
+
+    ``acf`` as :func:`autocorrelation` returns it (``R(0)`` to ``R(L)``). The windowed sum of a chain
+    of ``n_steps`` (of ``n_chains`` chains averaged: their total length) with window ``L`` has variance about
+    ``2 (2L + 1) / n_steps tau_L^2`` (Madras & Sokal 1988; Sokal 1997), so ``tau`` below
+    ``tau_L - 3 sd`` means the chain is correlated beyond what the fitted model holds (for
+    example slow switching between modes under a fast local decay).
+    """
+    lags = len(acf) - 1
+    if lags < 1 or n_steps < 1:
+        return False  # no lag beyond 0: nothing to compare with
+    tau_window = acf_sum(acf)
+    sd = abs(tau_window) * math.sqrt(2.0 * (2 * lags + 1) / n_steps)
+    return bool(math.isfinite(tau) and tau < tau_window - 3.0 * sd)
+
+
 #: Estimators by name.
 ESTIMATORS = {"ar": integrated_time_ar, "sokal": integrated_time_sokal, "geyer": integrated_time_geyer}
 
@@ -349,6 +379,7 @@ __all__ = [
     "RELIABLE_LENGTHS",
     "SOKAL_C",
     "IntegratedTime",
+    "acf_sum",
     "ar_time",
     "autocorrelation",
     "energy_trace",
@@ -357,4 +388,5 @@ __all__ = [
     "integrated_time_geyer",
     "integrated_time_sokal",
     "levinson_durbin",
+    "misses_slow_tail",
 ]

@@ -160,30 +160,6 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return float(q[0]), float(q[1]), float(q[2])
 
 
-def acf_sum(acf: Sequence[float]) -> float:
-    """``1 + 2 sum_{dt=1}^{L} R(dt)``: the integrated time of a normalised autocorrelation function
-    ``acf`` (``R(0) = 1``, ..., ``R(L)``) summed to its last lag ``L`` (Sokal's windowed sum, S3 Eq.
-    17, with the window at ``L``). What a chain's correlations up to lag ``L`` alone add up to: a
-    model of the chain (an AR fit) whose ``tau`` lies far below it misses a slow component."""
-    return float(1.0 + 2.0 * np.sum(np.asarray(acf, dtype=float)[1:]))
-
-
-def misses_slow_tail(tau: float, acf: Sequence[float], n_steps: int) -> bool:
-    """Whether ``tau`` (an AR fit's) lies more than three standard errors below :func:`acf_sum`.
-
-    The windowed sum of a chain of ``n_steps`` with window ``L`` has variance about
-    ``2 (2L + 1) / n_steps tau_L^2`` (Madras & Sokal 1988; Sokal 1997), so ``tau`` below
-    ``tau_L - 3 sd`` means the chain is correlated beyond what the fitted model holds (for
-    example slow switching between modes under a fast local decay).
-    """
-    lags = len(acf) - 1
-    if lags < 1 or n_steps < 1:
-        return False  # no lag beyond 0: nothing to compare with
-    tau_window = acf_sum(acf)
-    sd = abs(tau_window) * math.sqrt(2.0 * (2 * lags + 1) / n_steps)
-    return bool(math.isfinite(tau) and tau < tau_window - 3.0 * sd)
-
-
 def mean_acf(rows: Sequence[dict[str, dict[str, Any]]], operators: Sequence[str]) -> dict[str, list[float]]:
     """Per operator, the mean over models (``rows[i][operator]`` records of
     :func:`autocorrelation_stage`) of their autocorrelation functions, cut to the shortest."""
@@ -196,12 +172,10 @@ def mean_acf(rows: Sequence[dict[str, dict[str, Any]]], operators: Sequence[str]
 
 
 __all__ = [
-    "acf_sum",
     "autocorrelation_stage",
     "class_change_stage",
     "finite_mean",
     "mean_acf",
-    "misses_slow_tail",
     "quartiles",
     "slem_stage",
 ]

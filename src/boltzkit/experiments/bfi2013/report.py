@@ -33,7 +33,8 @@ from boltzkit.experiments.grid import (
     min_significant_pairs,
     parse_algorithm,
 )
-from boltzkit.experiments.mixing_study import acf_sum, finite_mean, misses_slow_tail, quartiles
+from boltzkit.diagnostics.autocorrelation import acf_sum, misses_slow_tail
+from boltzkit.experiments.mixing_study import finite_mean, quartiles
 from boltzkit.experiments.report import Table
 from boltzkit.learning.callbacks import SwapRates
 
@@ -264,9 +265,9 @@ def table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan)
     """S3 Table 2: mean integrated autocorrelation times of the energy, G and T, per problem.
 
     Beside S3's AR-fit times (and Sokal's window) each row gives the times of the recorded
-    autocorrelation functions summed to their last lag (:func:`~boltzkit.experiments.mixing_study.acf_sum`)
+    autocorrelation functions summed to their last lag (:func:`~boltzkit.diagnostics.autocorrelation.acf_sum`)
     and counts the chains whose AR time lies more than three standard errors below that sum
-    (:func:`~boltzkit.experiments.mixing_study.misses_slow_tail`): there the AR fit misses a slow
+    (:func:`~boltzkit.diagnostics.autocorrelation.misses_slow_tail`): there the AR fit misses a slow
     component, such as switching between modes, and its time is not the chain's.
     """
     lag = min(plan.act_max_lag, plan.act_steps - 1)
