@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from boltzkit.diagnostics.autocorrelation import acf_sum, misses_slow_tail
 from boltzkit.experiments.bfi2013.paper import (
     AM01,
     AM1,
@@ -33,7 +34,6 @@ from boltzkit.experiments.grid import (
     min_significant_pairs,
     parse_algorithm,
 )
-from boltzkit.diagnostics.autocorrelation import acf_sum, misses_slow_tail
 from boltzkit.experiments.mixing_study import finite_mean, quartiles
 from boltzkit.experiments.report import Table
 from boltzkit.learning.callbacks import SwapRates
