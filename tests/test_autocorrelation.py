@@ -13,6 +13,7 @@ import torch
 from conftest import F64, K_SIGMA
 
 from boltzkit.diagnostics.autocorrelation import (
+    acf_sum,
     ar_time,
     autocorrelation,
     energy_trace,
@@ -21,6 +22,7 @@ from boltzkit.diagnostics.autocorrelation import (
     integrated_time_geyer,
     integrated_time_sokal,
     levinson_durbin,
+    misses_slow_tail,
 )
 from boltzkit.errors import BoltzkitError
 from boltzkit.models import RBM
@@ -157,13 +159,6 @@ def test_the_acf_sum_catches_the_slow_tail_an_ar_fit_misses():
     """A fast AR(1) (phi 0.5, 90 % of the variance) plus a slow one (phi 0.999, 10 %): tau is
     0.9 * 3 + 0.1 * 1999 = 202.6, of which the ACF to lag 2,000 holds 175.6. A low-order AR fit sees
     the fast part only, and :func:`misses_slow_tail` says so; on the fast series alone it does not."""
-    from boltzkit.diagnostics.autocorrelation import (
-        acf_sum,
-        autocorrelation,
-        integrated_time_ar,
-        misses_slow_tail,
-    )
-
     assert acf_sum([1.0, 0.5, 0.25]) == pytest.approx(2.5)
     rng = np.random.default_rng(0)
     n, lags = 1_000_000, 2_000

@@ -113,6 +113,7 @@ def command(
     t0 = time.perf_counter()
     traces: dict[str, np.ndarray] = {}
     taus: dict[str, dict[str, Any]] = {}
+    tail_lags = min(SLOW_TAIL_LAGS, steps - 1)
     for name in names:
         # the same seed for every operator: the same uniform start
         trace = energy_trace(
@@ -134,7 +135,7 @@ def command(
                 "window": res.window,
                 "order": res.order,
             }
-        acf = autocorrelation(trace, min(SLOW_TAIL_LAGS, steps - 1))
+        acf = autocorrelation(trace, tail_lags)
         taus[name]["ar"]["acf_sum"] = acf_sum(acf)
         taus[name]["ar"]["misses_slow_tail"] = misses_slow_tail(taus[name]["ar"]["tau"], acf, chains * steps)
     seconds = time.perf_counter() - t0
@@ -154,7 +155,7 @@ def command(
         )
         warn(
             f"the AR fit's tau lies more than three standard errors below the autocorrelations summed to "
-            f"lag {min(SLOW_TAIL_LAGS, steps - 1)} ({sums}): the chains stay correlated beyond what the fit "
+            f"lag {tail_lags} ({sums}): the chains stay correlated beyond what the fit "
             "holds (slow switching between modes?), so the AR tau understates how slowly they mix; look at "
             "the autocorrelation function (--out, then boltzkit plot acf) and compare the Geyer estimate"
         )
