@@ -50,6 +50,40 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     assert again["tasks_run"] == 0 and again["tasks_skipped"] > 0
     assert "Table 3" in (tmp_path / "bfi2013.md").read_text()
 
+    # a look at the mixing parts while they run: records missing, nothing trained or sampled
+    (
+        tmp_path / "act" / next(p.name for p in (tmp_path / "act").glob("bars-and-stripes_*_flip.json"))
+    ).unlink()
+    cc_records = sorted((tmp_path / "classes").glob("artificial-modes-0.1_*_gibbs.json"))
+    cc_records[0].unlink()
+    (tmp_path / "slem.json").unlink()
+    kept = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and "finished" not in p.name}
+    seen = run_bfi2013(
+        out_dir=tmp_path, plan=make_plan("smoke"), only="table2,table3,table4,fig3", finished_only=True
+    )
+    assert seen["tasks_run"] == 0 and seen["report"] == "bfi2013-finished.md"
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept  # no record written, no model trained
+    assert not (tmp_path / "slem.json").exists() and len(list((tmp_path / "act").glob("*.json"))) == 5
+    finished = (tmp_path / "bfi2013-finished.md").read_text()
+    assert "Table 2: 2 of the 3 kept models have both operators' records." in finished
+    assert "Tables 3-4: 3 of the 4 kept models have both operators' records." in finished
+    assert "Top: the SLEM study has no record here yet." in finished
+    tau = {r["problem"]: r for r in _csv(tmp_path / "bfi2013-finished-tau.csv")}
+    assert tau["bars-and-stripes"]["rbms"] == "0" and tau["artificial-modes:0.1"]["rbms"] == "1"
+    assert "bfi2013-finished-slem.csv" not in seen["files"]
+    assert {"bfi2013-finished-fig4_acf.png", "bfi2013-finished-fig3_curves.png"} <= set(seen["files"])
+    assert "](bfi2013-finished-fig4_acf.png)" in finished  # the whole run's figures stay as they were
+    assert seen["results"]["classes"]["artificial-modes:0.1"]["gibbs"]["class_changes"] == [
+        json.loads(cc_records[1].read_text())["class_changes"]
+    ]
+
+
+def _csv(path) -> list[dict[str, str]]:
+    import csv
+
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
 
 def test_the_ladders_average_each_cell_and_name_the_cut_ones():
     def record(dataset, algorithm, operator, rates=None, trips=0):
@@ -176,8 +210,6 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     finished = (tmp_path / "bfi2013-finished.md").read_text()
     assert "| 0 |" in finished and "in 0 of 0 complete cells run here (1 incomplete" in finished
     flip_r0.write_bytes(kept)
-    with pytest.raises(BoltzkitError, match="likelihood tables only"):
-        run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table5,table2", finished_only=True)
     for part in ("table3", "fig3"):
         with pytest.raises(BoltzkitError, match="needs a data set the run leaves out"):
             run_bfi2013(

@@ -140,9 +140,9 @@ def command(
         bool,
         typer.Option(
             "--finished-only",
-            help="bruegge-fischer-igel-2013: train nothing; report Tables 1, 5 and 6 from the task records "
-            "already in --out (those three by default, or the ones --only names), each cell with its "
-            "number of pairs.",
+            help="bruegge-fischer-igel-2013: train and sample nothing; report from the records already in "
+            "--out into bfi2013-finished.md (Tables 1, 5 and 6 by default, each cell with its number of "
+            "pairs, or the parts --only names; Tables 2-4 count the models sampled so far).",
         ),
     ] = False,
     executor: Annotated[

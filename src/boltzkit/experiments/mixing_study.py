@@ -43,7 +43,7 @@ from boltzkit.diagnostics.autocorrelation import (
 )
 from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
 from boltzkit.diagnostics.transition_matrix import slem_study
-from boltzkit.experiments.engine import stage
+from boltzkit.experiments.engine import load_stage, stage
 from boltzkit.experiments.grid import GridTask, load_task_model
 
 
@@ -57,14 +57,16 @@ def autocorrelation_stage(
     max_lag: int,
     seed: int,
     device: str | torch.device | None = None,
-) -> dict[str, Any]:
+    compute_missing: bool = True,
+) -> dict[str, Any] | None:
     """The energy autocorrelation of one chain of ``task``'s kept model under ``operator``.
 
     One chain of ``steps`` steps after ``burn_in`` from a uniform start; the record
     ``out/act/TASK_OPERATOR.json`` holds ``tau_ar`` (AR-fit integrated time, Thompson 2010, and its
     ``ar_order``), ``tau_sokal`` (Sokal's window estimate, and ``sokal_window``), ``reliable``
     (the chain spans at least 50 τ) and ``acf`` (the normalised autocorrelation function up to
-    ``min(max_lag, steps - 1)``), with the ``seconds`` it took.
+    ``min(max_lag, steps - 1)``), with the ``seconds`` it took. With ``compute_missing=False`` a
+    missing record is ``None`` (a look at a run in progress samples nothing).
     """
     settings = {"model": task.task_id, "operator": operator, "steps": steps, "burn_in": burn_in, "seed": seed}
 
@@ -85,7 +87,7 @@ def autocorrelation_stage(
             "seconds": time.perf_counter() - t0,
         }
 
-    return stage(out / "act" / f"{task.task_id}_{operator}.json", settings, compute)
+    return _stage(out / "act" / f"{task.task_id}_{operator}.json", settings, compute, compute_missing)
 
 
 def class_change_stage(
@@ -98,14 +100,16 @@ def class_change_stage(
     max_steps: int,
     seed: int,
     data_dir: str | None = None,
-) -> dict[str, Any]:
+    compute_missing: bool = True,
+) -> dict[str, Any] | None:
     """Class changes of ``task``'s kept Artificial Modes model under ``operator`` (S3 Sec. 4.4).
 
     Samples are assigned to the nearest of the four modes by Hamming distance (ties discarded).
     The record ``out/classes/TASK_OPERATOR.json`` holds ``class_changes`` (changes in ``steps``
     samples from the all-ones state, S3 Table 3), ``first_change`` (per start, the samples before
     the first change from ``starts`` training examples drawn at random, S3 Table 4) and
-    ``censored`` (starts with no change within ``max_steps``).
+    ``censored`` (starts with no change within ``max_steps``). With ``compute_missing=False`` a
+    missing record is ``None``.
     """
     settings = {
         "model": task.task_id, "operator": operator, "steps": steps, "starts": starts,
@@ -128,15 +132,22 @@ def class_change_stage(
             "seconds": time.perf_counter() - t0,
         }
 
-    return stage(out / "classes" / f"{task.task_id}_{operator}.json", settings, compute)
+    return _stage(out / "classes" / f"{task.task_id}_{operator}.json", settings, compute, compute_missing)
 
 
 def slem_stage(
-    out: Path, *, sizes: Sequence[int], bounds: Sequence[int], n_models: int, seed: int
-) -> list[dict[str, Any]]:
+    out: Path,
+    *,
+    sizes: Sequence[int],
+    bounds: Sequence[int],
+    n_models: int,
+    seed: int,
+    compute_missing: bool = True,
+) -> list[dict[str, Any]] | None:
     """S3 Fig. 3 (top): for ``n_models`` random n x n RBMs per size and weight bound c (weights
     uniform on [-c, c], zero biases), the fraction whose flip-the-state chain has the smaller
-    SLEM than Gibbs sampling (:func:`boltzkit.diagnostics.slem_study`); record ``out/slem.json``."""
+    SLEM than Gibbs sampling (:func:`boltzkit.diagnostics.slem_study`); record ``out/slem.json``
+    (``None`` when it is missing and ``compute_missing`` is false)."""
     settings = {"sizes": list(sizes), "bounds": list(bounds), "n_models": n_models, "seed": seed}
 
     def compute() -> dict[str, Any]:
@@ -144,7 +155,13 @@ def slem_stage(
         rows = slem_study(tuple(sizes), tuple(bounds), n_models, generator=g)
         return {"rows": [asdict(r) for r in rows]}
 
-    return stage(out / "slem.json", settings, compute)["rows"]
+    record = _stage(out / "slem.json", settings, compute, compute_missing)
+    return None if record is None else record["rows"]
+
+
+def _stage(path: Path, settings: dict[str, Any], compute, compute_missing: bool) -> dict[str, Any] | None:
+    """:func:`~boltzkit.experiments.engine.stage`, or only its record (``None`` if missing)."""
+    return stage(path, settings, compute) if compute_missing else load_stage(path, settings)
 
 
 # ------------------------------------------------------------------------------ summaries

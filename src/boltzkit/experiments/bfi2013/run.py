@@ -35,7 +35,7 @@ from boltzkit.experiments.bfi2013.report import (
 )
 from boltzkit.experiments.bfi2013.tasks import autocorrelation_tasks, class_change_tasks, likelihood_tasks
 from boltzkit.experiments.engine import finite_or_none
-from boltzkit.experiments.grid import GridTask, load_record, mean_curves, run_grid
+from boltzkit.experiments.grid import GridTask, load_record, mean_curves, model_path, run_grid
 from boltzkit.experiments.mixing_study import autocorrelation_stage, class_change_stage, mean_acf, slem_stage
 from boltzkit.experiments.report import Table, tables_csv
 from boltzkit.jsonio import save_json
@@ -82,11 +82,13 @@ def run_bfi2013(
         restricted) writes its report to ``bfi2013-cells.md`` (``.json``, ``.csv``), leaving the
         folder's ``bfi2013.md`` as it was.
     finished_only
-        Train nothing: report the cells of Tables 1, 5 and 6 (the default parts then) from the task
-        records already in ``out_dir``, into ``bfi2013-finished.md``, ``.json``, ``.csv`` and the
-        learning-curve figures ``bfi2013-finished-TABLE-DATASET-curves.png`` (a grid spread
-        over sessions, seen before it is complete; each cell shows how many pairs it has, and its
-        medians are over those pairs). Other parts are refused.
+        Train and sample nothing: report from the records already in ``out_dir``, into
+        ``bfi2013-finished.md``, ``.json``, ``.csv`` and the learning-curve figures
+        ``bfi2013-finished-TABLE-DATASET-curves.png`` (a grid spread over sessions, seen before it
+        is complete). The likelihood tables (Tables 1, 5 and 6, the default parts then) show how
+        many pairs each cell has, and their medians are over those pairs; Tables 2-4 count the kept
+        models with both operators' records (a problem without any reads "not run"), and Fig. 3's
+        top is left out until its SLEM record exists.
     seed
         Base seed of every task and chain.
     device
@@ -111,13 +113,6 @@ def run_bfi2013(
         plan = restrict_plan(plan, datasets, algorithms=algorithms, lrs=lrs)
     parts = parse_only(LL_TABLES if only is None and finished_only else only)
     check_parts_have_data(parts, plan)
-    if finished_only and set(parts) - set(LL_TABLES):
-        raise BoltzkitError(
-            "finished_only reports the likelihood tables only",
-            got=", ".join(parts),
-            expected=", ".join(LL_TABLES),
-            hint="add --only table5 (or table1, table6)",
-        )
     dev = str(device)
     from boltzkit.plots.mixing import (
         plot_autocorrelations,
@@ -143,14 +138,23 @@ def run_bfi2013(
     act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
     cc = class_change_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
     model_tasks = [t for ts in (*act.values(), *cc.values()) for t in ts]
+    if finished_only:
+        model_tasks = [
+            t for t in model_tasks if load_record(out, t) is not None and model_path(out, t).exists()
+        ]
     run = run_grid(ll_tasks + model_tasks, out, **grid_kw)
     records = {r["task_id"]: r for r in run.records}
 
     results: dict[str, Any] = {"mode": plan.mode, "parts": list(parts), "mnist": mnist}
+    sampled: dict[str, tuple[int, int]] = {}  # per mixing part: models with both records, planned
     sections: list[str] = []
     # a look at unfinished grids, or a run of a few cells, does not replace the report of a whole run
     stem = "bfi2013-finished" if finished_only else "bfi2013-cells" if plan.cells_only else "bfi2013"
     files = [f"{stem}.md", f"{stem}.json"]
+
+    def figure(name: str) -> str:  # a look or a few cells' run leaves the whole run's figures as they are
+        return name if stem == "bfi2013" else f"{stem}-{name}"
+
     ll_records = [records[t.task_id] for t in ll_tasks]
     ll_tables: list[Table] = []
     for table in LL_TABLES:
@@ -182,16 +186,21 @@ def run_bfi2013(
         results["ladders"] = [values for _, values in ladders[1].rows]
     if act:
 
-        def act_record(name: str, task: GridTask, op: str) -> dict[str, Any]:
+        def act_record(name: str, task: GridTask, op: str) -> dict[str, Any] | None:
             big = name == "mnist500"  # the 784 x 500 RBMs: their own chain length and device
             return autocorrelation_stage(
                 out, task, op, steps=plan.mnist500_steps if big else plan.act_steps, burn_in=plan.act_burn_in,
                 max_lag=plan.act_max_lag, seed=seed, device=dev if big else None,
+                compute_missing=not finished_only,
             )  # fmt: skip
 
-        taus = {
-            name: [{op: act_record(name, t, op) for op in OPERATORS} for t in ts] for name, ts in act.items()
-        }
+        taus = _complete(
+            {
+                name: [{op: act_record(name, t, op) for op in OPERATORS} for t in ts]
+                for name, ts in act.items()
+            }
+        )
+        sampled["Table 2"] = (sum(map(len, taus.values())), sum(map(len, act.values())))
         if "table2" in parts:
             text, tau_table = table2_section(taus, plan)
             sections.append(text)
@@ -202,22 +211,26 @@ def run_bfi2013(
         }
         if "fig4" in parts or "table2" in parts:
             panels = {NAMES[name]: mean_acf(rows, OPERATORS) for name, rows in taus.items()}
-            if _plot(lambda: plot_autocorrelations(panels, out / "fig4_acf.png")):
-                files.append("fig4_acf.png")
+            fig4 = figure("fig4_acf.png")
+            if _plot(lambda: plot_autocorrelations(panels, out / fig4)):
+                files.append(fig4)
                 sections.append(
-                    "### Fig. 4: autocorrelation functions of the energy\n\n![Fig. 4](fig4_acf.png)\n\n"
+                    f"### Fig. 4: autocorrelation functions of the energy\n\n![Fig. 4]({fig4})\n\n"
                     "Mean over the RBMs of each problem of the normalised autocorrelation function of single "
                     "chains (S3 Fig. 4 shows MNIST with 500 hidden units: the T curve below the G curve)."
                 )
     if cc:
 
-        def cc_record(task: GridTask, op: str) -> dict[str, Any]:
+        def cc_record(task: GridTask, op: str) -> dict[str, Any] | None:
             return class_change_stage(
                 out, task, op, steps=plan.cc_steps, starts=plan.cc_starts, max_steps=plan.cc_max_steps,
-                seed=seed, data_dir=data_dir,
+                seed=seed, data_dir=data_dir, compute_missing=not finished_only,
             )  # fmt: skip
 
-        classes = {d: [{op: cc_record(t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
+        classes = _complete(
+            {d: [{op: cc_record(t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
+        )
+        sampled["Tables 3-4"] = (sum(map(len, classes.values())), sum(map(len, cc.values())))
         text, class_tables = classes_section(classes, plan, parts)
         sections.append(text)
         write_csv(f"{stem}-classes.csv", class_tables)
@@ -227,27 +240,30 @@ def run_bfi2013(
         }
     if "fig3" in parts:
         slem_rows = slem_stage(
-            out, sizes=(2, 3, 4), bounds=range(1, 11), n_models=plan.slem_models, seed=seed
-        )
+            out, sizes=(2, 3, 4), bounds=range(1, 11), n_models=plan.slem_models, seed=seed,
+            compute_missing=not finished_only,
+        )  # fmt: skip
         results["slem"] = slem_rows
         curves = mean_curves(ll_records, dataset=BAS, algorithm="cd:5", lr=0.05)
         text, slem_table = fig3_section(slem_rows, curves, plan)
-        write_csv(f"{stem}-slem.csv", [slem_table])
-        if _plot(lambda: plot_slem_fraction(slem_rows, out / "fig3_slem.png")):
-            files.append("fig3_slem.png")
-            text += "\n\n![Fig. 3 top](fig3_slem.png)"
+        if slem_table is not None:
+            write_csv(f"{stem}-slem.csv", [slem_table])
+        top, bottom = figure("fig3_slem.png"), figure("fig3_curves.png")
+        if slem_rows is not None and _plot(lambda: plot_slem_fraction(slem_rows, out / top)):
+            files.append(top)
+            text += f"\n\n![Fig. 3 top]({top})"
         if curves and _plot(
             lambda: plot_curves_with_difference(
                 curves["updates"],
                 curves["gibbs"],
                 curves["flip"],
-                out / "fig3_curves.png",
+                out / bottom,
                 optimum=BAS_OPTIMUM,
                 title=f"CD_5 on Bars and Stripes, η = 0.05 (mean of {curves['runs']} runs)",
             )
         ):
-            files.append("fig3_curves.png")
-            text += "\n\n![Fig. 3 bottom](fig3_curves.png)"
+            files.append(bottom)
+            text += f"\n\n![Fig. 3 bottom]({bottom})"
         sections.append(text)
     seconds = time.perf_counter() - t0
     head = header(plan, parts, mnist, run, seconds, executor, workers)
@@ -256,6 +272,8 @@ def run_bfi2013(
             f"\n\n> Finished tasks only: {len(ll_tasks)} of the {n_planned} tasks of these tables have "
             "records; a cell with fewer pairs than the plan's repetitions is incomplete."
         )
+        for part, (done, planned) in sampled.items():
+            head += f" {part}: {done} of the {planned} kept models have both operators' records."
     atomic_write_text(out / f"{stem}.md", head + "\n\n" + "\n\n".join(sections) + "\n")
     summary = {
         "experiment": "bruegge-fischer-igel-2013",
@@ -270,6 +288,13 @@ def run_bfi2013(
     }
     save_json(summary, out / f"{stem}.json")
     return summary
+
+
+def _complete(rows_by_problem: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """The models with every operator's record, by problem; a problem without any is left out
+    (only a ``finished_only`` look finds records missing)."""
+    kept = {name: [r for r in rows if None not in r.values()] for name, rows in rows_by_problem.items()}
+    return {name: rows for name, rows in kept.items() if rows}
 
 
 def _mnist_available(data_dir: str | None) -> bool:
