@@ -26,6 +26,8 @@ from boltzkit.diagnostics.autocorrelation import (
 )
 from boltzkit.errors import BoltzkitError
 from boltzkit.models import RBM
+from boltzkit.samplers.driver import run_chains
+from boltzkit.samplers.operators import make_operator
 
 
 def ar_series(phi: tuple[float, ...], n: int, seed: int, n_chains: int = 1) -> np.ndarray:
@@ -140,6 +142,26 @@ def test_energy_trace_of_parallel_tempering_records_the_target_replica():
     rbm = RBM(5, 3, weights=torch.ones(5, 3, dtype=F64), dtype=F64)
     x = energy_trace(rbm, "pt:4", n_chains=7, n_steps=11, generator=torch.Generator().manual_seed(0))
     assert x.shape == (7, 11)
+
+
+def test_energy_trace_of_a_float32_model_scores_its_own_chain_in_float64():
+    """The trace is the float64 energy of the float32 chain's states, step by step (the energies
+    come from a float64 copy of the parameters, made once; the chain itself stays float32)."""
+    g = torch.Generator().manual_seed(3)
+    rbm = RBM(6, 4, weights=torch.randn(6, 4, generator=g) * 2.0, dtype=torch.float32)
+    for name in ("gibbs", "flip"):
+        g1 = torch.Generator().manual_seed(1)
+        x = energy_trace(rbm, name, n_chains=5, n_steps=40, generator=g1, burn_in=3)
+        op, g2 = make_operator(name), torch.Generator().manual_seed(1)
+        state = run_chains(rbm, op, op.extend(rbm.random_state(5, g2)), 3, generator=g2)
+        expected = []
+        for _ in range(40):
+            state, _ = op.step(rbm, state, generator=g2)
+            v, h = op.project(state).layers
+            assert v.dtype == torch.float32
+            expected.append(rbm.energy(v, h))
+        assert x.dtype == F64 and torch.equal(x, torch.stack(expected, 1))
+    assert rbm.dtype == torch.float32  # the model is left as it was
 
 
 def test_bad_input_is_refused():

@@ -51,11 +51,11 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     assert "Table 3" in (tmp_path / "bfi2013.md").read_text()
 
     # a look at the mixing parts while they run: records missing, nothing trained or sampled
-    (
-        tmp_path / "act" / next(p.name for p in (tmp_path / "act").glob("bars-and-stripes_*_flip.json"))
-    ).unlink()
+    act_flip = next((tmp_path / "act").glob("bars-and-stripes_*_flip.json"))
     cc_records = sorted((tmp_path / "classes").glob("artificial-modes-0.1_*_gibbs.json"))
-    cc_records[0].unlink()
+    removed = {path: json.loads(path.read_text()) for path in (act_flip, cc_records[0])}
+    for path in removed:
+        path.unlink()
     (tmp_path / "slem.json").unlink()
     kept = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and "finished" not in p.name}
     seen = run_bfi2013(
@@ -76,6 +76,21 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     assert seen["results"]["classes"]["artificial-modes:0.1"]["gibbs"]["class_changes"] == [
         json.loads(cc_records[1].read_text())["class_changes"]
     ]
+
+    # a model whose records are all there is not needed again: without the kept models (a session
+    # that did not keep their files), a run trains only the two whose records are missing, and
+    # their records come back as they were (same seeds, same model, same chain)
+    for model in (tmp_path / "models").glob("*.safetensors"):
+        (tmp_path / "tasks" / f"{model.stem}.json").unlink()
+        model.unlink()
+    resumed = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table2,table3,table4")
+    assert resumed["tasks_run"] == 2 and resumed["tasks_skipped"] == 5
+    assert len(list((tmp_path / "models").glob("*.safetensors"))) == 2
+    for path, before in removed.items():
+        after = json.loads(path.read_text())
+        assert {k: v for k, v in after.items() if k != "seconds"} == {
+            k: v for k, v in before.items() if k != "seconds"
+        }
 
 
 def _csv(path) -> list[dict[str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from boltzkit.experiments.bfi2013.report import (
     table2_section,
 )
 from boltzkit.experiments.bfi2013.tasks import autocorrelation_tasks, class_change_tasks, likelihood_tasks
-from boltzkit.experiments.engine import finite_or_none
+from boltzkit.experiments.engine import TaskRun, finite_or_none
 from boltzkit.experiments.grid import GridTask, load_record, mean_curves, run_grid
 from boltzkit.experiments.mixing_study import autocorrelation_stage, class_change_stage, mean_acf, slem_stage
 from boltzkit.experiments.report import Table, tables_csv
@@ -137,11 +137,26 @@ def run_bfi2013(
         ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
     act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
     cc = class_change_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
-    model_tasks = [t for ts in (*act.values(), *cc.values()) for t in ts]
-    if finished_only:  # the mixing records are read without their models
-        model_tasks = []
-    run = run_grid(ll_tasks + model_tasks, out, **grid_kw)
+
+    def act_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
+        big = name == "mnist500"  # the 784 x 500 RBMs: their own chain length and device
+        return autocorrelation_stage(
+            out, task, op, steps=plan.mnist500_steps if big else plan.act_steps, burn_in=plan.act_burn_in,
+            max_lag=plan.act_max_lag, seed=seed, device=dev if big else None, compute_missing=compute,
+        )  # fmt: skip
+
+    def cc_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
+        return class_change_stage(
+            out, task, op, steps=plan.cc_steps, starts=plan.cc_starts, max_steps=plan.cc_max_steps,
+            seed=seed, data_dir=data_dir, compute_missing=compute,
+        )  # fmt: skip
+
+    run = run_grid(ll_tasks, out, **grid_kw)
     records = {r["task_id"]: r for r in run.records}
+    if not finished_only:  # a look reads the mixing records without their models
+        kept = [(name, t, act_record) for name, ts in act.items() for t in ts]
+        kept += [(name, t, cc_record) for name, ts in cc.items() for t in ts]
+        run = _train_and_sample(sorted(kept, key=lambda k: k[1].repetition), run, out, grid_kw)
 
     results: dict[str, Any] = {"mode": plan.mode, "parts": list(parts), "mnist": mnist}
     sampled: dict[str, tuple[int, int]] = {}  # per mixing part: models with both records, planned
@@ -183,15 +198,6 @@ def run_bfi2013(
         write_csv(f"{stem}-ladders.csv", [ladders[1]])
         results["ladders"] = [values for _, values in ladders[1].rows]
     if act:
-
-        def act_record(name: str, task: GridTask, op: str) -> dict[str, Any] | None:
-            big = name == "mnist500"  # the 784 x 500 RBMs: their own chain length and device
-            return autocorrelation_stage(
-                out, task, op, steps=plan.mnist500_steps if big else plan.act_steps, burn_in=plan.act_burn_in,
-                max_lag=plan.act_max_lag, seed=seed, device=dev if big else None,
-                compute_missing=not finished_only,
-            )  # fmt: skip
-
         taus = _complete(
             {
                 name: [{op: act_record(name, t, op) for op in OPERATORS} for t in ts]
@@ -218,15 +224,8 @@ def run_bfi2013(
                     "chains (S3 Fig. 4 shows MNIST with 500 hidden units: the T curve below the G curve)."
                 )
     if cc:
-
-        def cc_record(task: GridTask, op: str) -> dict[str, Any] | None:
-            return class_change_stage(
-                out, task, op, steps=plan.cc_steps, starts=plan.cc_starts, max_steps=plan.cc_max_steps,
-                seed=seed, data_dir=data_dir, compute_missing=not finished_only,
-            )  # fmt: skip
-
         classes = _complete(
-            {d: [{op: cc_record(t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
+            {d: [{op: cc_record(d, t, op) for op in OPERATORS} for t in ts] for d, ts in cc.items()}
         )
         sampled["Tables 3-4"] = (sum(map(len, classes.values())), sum(map(len, cc.values())))
         text, class_tables = classes_section(classes, plan, parts)
@@ -286,6 +285,27 @@ def run_bfi2013(
     }
     save_json(summary, out / f"{stem}.json")
     return summary
+
+
+def _train_and_sample(
+    kept: list[tuple[str, GridTask, Any]], run: TaskRun, out: Path, grid_kw: dict
+) -> TaskRun:
+    """Train and sample the kept models (problem, task, stage) whose records are not all there,
+    ``workers`` models at a time: each model's stage records are written before the next models
+    train, so a run stopped after hours keeps every model it has sampled. A model whose records are
+    all there is not needed again (nor trained, where a session did not keep its file); ``run``
+    (the likelihood tasks' run) comes back with the models' counts added."""
+    pending = [k for k in kept if any(k[2](k[0], k[1], op) is None for op in OPERATORS)]
+    ran, skipped, seconds = run.ran, run.skipped + len(kept) - len(pending), run.seconds
+    step = max(1, int(grid_kw["workers"]))
+    for i in range(0, len(pending), step):
+        chunk = pending[i : i + step]
+        trained = run_grid([task for _, task, _ in chunk], out, **grid_kw)
+        ran, skipped, seconds = ran + trained.ran, skipped + trained.skipped, seconds + trained.seconds
+        for name, task, record in chunk:
+            for op in OPERATORS:
+                record(name, task, op, compute=True)
+    return replace(run, ran=ran, skipped=skipped, seconds=seconds)
 
 
 def _complete(rows_by_problem: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
