@@ -2,11 +2,11 @@
 
 Each benchmark times the library next to the bare cost of the same work (the matrix products and
 random numbers it needs, same shapes and dtype) with interleaved repetitions and reports medians;
-see bench_cd.py, bench_exact.py, bench_ais.py, bench_sequential.py, bench_dbn.py and
-bench_tempering.py, each of which also runs alone.
+see bench_cd.py, bench_exact.py, bench_ais.py, bench_sequential.py, bench_dbn.py,
+bench_tempering.py and bench_trace.py, each of which also runs alone.
 
 Run: python benchmarks/run.py [--quick] [--device cpu|cuda] [--threads N] [--json FILE]
-     [--only cd,exact,ais,sequential,dbn,variational,tempering] [--repeats N]
+     [--only cd,exact,ais,sequential,dbn,variational,tempering,trace] [--repeats N]
 
 Set BOLTZKIT_DATA_DIR to the folder with binarized MNIST for the CD-1 benchmark (else random data).
 """
@@ -28,6 +28,7 @@ import bench_dbn  # noqa: E402
 import bench_exact  # noqa: E402
 import bench_sequential  # noqa: E402
 import bench_tempering  # noqa: E402
+import bench_trace  # noqa: E402
 import bench_variational  # noqa: E402
 from _timing import (  # noqa: E402
     ForeignLoad,
@@ -46,6 +47,7 @@ BENCHMARKS = {
     "dbn": bench_dbn,
     "variational": bench_variational,
     "tempering": bench_tempering,
+    "trace": bench_trace,
 }
 
 
@@ -54,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     common_arguments(p)
     p.add_argument(
         "--only",
-        default="cd,exact,ais,sequential,dbn,variational,tempering",
-        help="comma-separated subset of cd, exact, ais, sequential, dbn, variational, tempering",
+        default="cd,exact,ais,sequential,dbn,variational,tempering,trace",
+        help="comma-separated subset of cd, exact, ais, sequential, dbn, variational, tempering, trace",
     )
     p.set_defaults(json=str(Path(__file__).resolve().parent / "results.json"))
     a = p.parse_args(argv)
