@@ -98,7 +98,11 @@ def run_bfi2013(
     progress
         Progress bars.
     executor, workers, address
-        How the training tasks run (:func:`boltzkit.experiments.grid.run_grid`).
+        How the training tasks run (:func:`boltzkit.experiments.grid.run_grid`). The likelihood
+        tasks run first; then the kept models of Tables 2-4 train ``workers`` at a time, each
+        sampled (its stage records written) before the next ones train, in the order of their
+        repetitions, so every problem's row advances together and a stopped run keeps what it
+        sampled. A kept model whose records are all there is not trained again.
 
     Returns
     -------
