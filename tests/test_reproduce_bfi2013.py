@@ -84,6 +84,9 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
         (tmp_path / "tasks" / f"{model.stem}.json").unlink()
         model.unlink()
     resumed = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table2,table3,table4")
+    look = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="table2", finished_only=True)
+    head = (tmp_path / look["report"]).read_text().split("## Table 2")[0]
+    assert "> Finished tasks only: Table 2: 3 of the 3 kept models" in head  # no likelihood task planned
     assert resumed["tasks_run"] == 2 and resumed["tasks_skipped"] == 5
     assert len(list((tmp_path / "models").glob("*.safetensors"))) == 2
     for path, before in removed.items():

@@ -57,7 +57,7 @@ def header(plan: Plan, parts, mnist: bool, run, seconds: float, executor: str, w
     if plan.datasets != DATASETS:
         lines += [
             "",
-            f"> Data sets run: {', '.join(NAMES[d] for d in plan.datasets)} (the others' cells: not run).",
+            f"> Data sets run: {', '.join(map(_data_name, plan.datasets))} (the others' cells: not run).",
         ]
     if plan.include_mnist and MNIST in plan.datasets and not mnist:
         lines += ["", "> MNIST was not found (set BOLTZKIT_DATA_DIR or --data-dir): its rows are not run."]
@@ -74,9 +74,14 @@ def header(plan: Plan, parts, mnist: bool, run, seconds: float, executor: str, w
     return "\n".join(lines)
 
 
+def _data_name(dataset: str) -> str:
+    """A data set's name (:data:`NAMES` names the problems: MNIST is two, n = 10 and n = 500)."""
+    return "MNIST" if dataset == MNIST else NAMES[dataset]
+
+
 def _log_odds_start(plan: Plan) -> str:
     """The data sets whose visible biases start at the data's log-odds instead (``Plan.init_vbias``)."""
-    named = [NAMES[d] for d in sorted(plan.init_vbias) if plan.init_vbias[d] == "data"]
+    named = [_data_name(d) for d in sorted(plan.init_vbias) if plan.init_vbias[d] == "data"]
     if not named:
         return ""
     return (

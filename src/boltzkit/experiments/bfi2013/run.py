@@ -269,10 +269,12 @@ def run_bfi2013(
     seconds = time.perf_counter() - t0
     head = header(plan, parts, mnist, run, seconds, executor, workers)
     if finished_only:
-        head += (
-            f"\n\n> Finished tasks only: {len(ll_tasks)} of the {n_planned} tasks of these tables have "
-            "records; a cell with fewer pairs than the plan's repetitions is incomplete."
-        )
+        head += "\n\n> Finished tasks only:"
+        if n_planned:  # the likelihood tables' tasks
+            head += (
+                f" {len(ll_tasks)} of the {n_planned} tasks of these tables have records; a cell with "
+                "fewer pairs than the plan's repetitions is incomplete."
+            )
         for part, (done, planned) in sampled.items():
             head += f" {part}: {done} of the {planned} kept models have both operators' records."
     atomic_write_text(out / f"{stem}.md", head + "\n\n" + "\n\n".join(sections) + "\n")
