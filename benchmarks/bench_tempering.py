@@ -69,6 +69,21 @@ def library_fn(rbm: RBM, pt: ParallelTempering, n_chains: int, device: torch.dev
     return go
 
 
+def draw(
+    x: torch.Tensor, a: torch.Tensor, u: torch.Tensor, move: torch.Tensor, gen: torch.Generator, flip: bool
+) -> None:
+    """Bare cost of one block: new states ``x`` from inputs ``a``, in place, uniforms in ``u``
+    (``move``: a buffer). Flip-the-state: P(flip) = exp(-relu(s a)), s = 2x - 1 (the other
+    state's ratio is exp(-s a)), x ^= [u < P]; Gibbs: x = [u < sigmoid(a)]."""
+    torch.rand(u.shape, generator=gen, out=u)
+    if flip:
+        torch.mul(x, 2.0, out=move).sub_(1.0).mul_(a).relu_().neg_().exp_()
+        torch.lt(u, move, out=u)
+        x.sub_(u).abs_()
+    else:
+        torch.lt(u, torch.sigmoid(a), out=x)
+
+
 def bare_fn(
     rbm: RBM,
     pt: ParallelTempering,
@@ -91,24 +106,14 @@ def bare_fn(
 
     move_h, move_v = torch.empty_like(h), torch.empty_like(v)
 
-    def draw(x: torch.Tensor, a: torch.Tensor, u: torch.Tensor, move: torch.Tensor) -> None:
-        """One block's new states ``x`` from its tempered inputs ``a``, with uniforms in ``u``."""
-        torch.rand(u.shape, generator=gen, out=u)
-        if flip:  # P(flip) = exp(-relu(s a)), s = 2x - 1 (the other state's ratio is exp(-s a)); x ^= [u < P]
-            torch.mul(x, 2.0, out=move).sub_(1.0).mul_(a).relu_().neg_().exp_()
-            torch.lt(u, move, out=u)
-            x.sub_(u).abs_()
-        else:  # Gibbs: x = [u < sigmoid(a)]
-            torch.lt(u, torch.sigmoid(a), out=x)
-
     def go() -> None:
         torch.addmm(c, v, W, out=a_h)
         a_h.mul_(beta)
-        draw(h, a_h, u_h, move_h)
+        draw(h, a_h, u_h, move_h, gen, flip)
         torch.addmm(b, h, W_t, out=a_v)
         energy = -(v * a_v).sum(1) - h @ c  # the visible input before the update: E(v_old, h)
         a_v.mul_(beta)
-        draw(v, a_v, u_v, move_v)
+        draw(v, a_v, u_v, move_v, gen, flip)
         if energy_product:
             torch.mm(v, W, out=vw)
             energy = -(vw * h).sum(1)

@@ -26,24 +26,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import common_arguments, finish, interleaved, paired_ratio, row, set_threads  # noqa: E402
+from bench_tempering import draw, make_rbm  # noqa: E402
 
 from boltzkit.diagnostics.autocorrelation import energy_trace  # noqa: E402
 from boltzkit.models import RBM  # noqa: E402
 
 SIZES = {"full": (784, 500, 400), "quick": (64, 32, 50)}  # visible, hidden, steps per timing
-
-
-def make_rbm(n_visible: int, n_hidden: int, dtype: torch.dtype, device: torch.device) -> RBM:
-    g = torch.Generator(device="cpu").manual_seed(0)
-    return RBM(
-        n_visible,
-        n_hidden,
-        weights=torch.randn(n_visible, n_hidden, generator=g, dtype=torch.float64) * 0.05,
-        vbias=torch.randn(n_visible, generator=g, dtype=torch.float64) * 0.1,
-        hbias=torch.randn(n_hidden, generator=g, dtype=torch.float64) * 0.1,
-        dtype=dtype,
-        device=device,
-    )
 
 
 def library_fn(rbm: RBM, operator: str, n_steps: int, device: torch.device):
@@ -61,22 +49,14 @@ def bare_fn(rbm: RBM, operator: str, n_steps: int, device: torch.device, convert
     a_h, u_h, move_h = torch.empty_like(h), torch.empty_like(h), torch.empty_like(h)
     a_v, u_v, move_v = torch.empty_like(v), torch.empty_like(v), torch.empty_like(v)
     out = torch.empty(n_steps, dtype=torch.float64, device=device)
-
-    def draw(x: torch.Tensor, a: torch.Tensor, u: torch.Tensor, move: torch.Tensor) -> None:
-        torch.rand(u.shape, generator=gen, out=u)
-        if operator == "flip":  # P(flip) = exp(-relu(s a)), s = 2x - 1; x ^= [u < P]
-            torch.mul(x, 2.0, out=move).sub_(1.0).mul_(a).relu_().neg_().exp_()
-            torch.lt(u, move, out=u)
-            x.sub_(u).abs_()
-        else:  # Gibbs: x = [u < sigmoid(a)]
-            torch.lt(u, torch.sigmoid(a), out=x)
+    flip = operator == "flip"
 
     def go() -> None:
         for step in range(n_steps):
             torch.addmm(c, v, W, out=a_h)
-            draw(h, a_h, u_h, move_h)
+            draw(h, a_h, u_h, move_h, gen, flip)
             torch.addmm(b, h, W_t, out=a_v)
-            draw(v, a_v, u_v, move_v)
+            draw(v, a_v, u_v, move_v, gen, flip)
             w64 = W.to(torch.float64) if convert else W64
             v64, h64 = v.to(torch.float64), h.to(torch.float64)
             out[step] = -((v64 @ w64) * h64).sum() - v64 @ b64 - h64 @ c64
