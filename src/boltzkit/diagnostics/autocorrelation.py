@@ -370,7 +370,7 @@ def energy_trace(
         state = run_chains(model, op, state, burn_in, generator=generator)
     out = torch.empty(n_steps, n_chains, dtype=torch.float64, device=state.layers[0].device)
     # the energies from a float64 copy of the parameters, made once (the same numbers as converting
-    # them at every step, which doubled the cost of a float32 784 x 500 chain on the CPU)
+    # them at every step, which beside other work more than doubled a float32 784 x 500 chain's cost)
     scorer = model if model.dtype == torch.float64 else copy.deepcopy(model).double()
     for step in tqdm(range(n_steps), desc="energy trace", disable=not progress, leave=False):
         state, _ = op.step(model, state, generator=generator)  # no flip-rate tracking: no host syncs
