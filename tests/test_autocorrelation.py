@@ -23,6 +23,7 @@ from boltzkit.diagnostics.autocorrelation import (
     integrated_time_sokal,
     levinson_durbin,
     misses_slow_tail,
+    tail_undecayed,
 )
 from boltzkit.errors import BoltzkitError
 from boltzkit.models import RBM
@@ -199,3 +200,26 @@ def test_the_acf_sum_catches_the_slow_tail_an_ar_fit_misses():
     assert short < 10 and misses_slow_tail(short, acf, n)
     fast_acf = autocorrelation(fast, lags)
     assert not misses_slow_tail(integrated_time_ar(fast).tau, fast_acf, n)
+
+
+def test_tail_undecayed_is_bartletts_test_of_the_last_lag():
+    """``R(L)`` against ``z`` times its standard error ``sqrt((1 + 2 sum_{dt<L} R(dt)^2) / n)``:
+    with ``R = (1, 0.5, 0.1)`` the boundary lies at ``n = 9 * 1.5 / 0.01 = 1,350`` steps."""
+    acf = [1.0, 0.5, 0.1]
+    assert tail_undecayed(acf, 1_400) and not tail_undecayed(acf, 1_300)
+    assert not tail_undecayed([1.0], 10**6)  # no lag to test
+    assert not tail_undecayed([1.0, 0.5, -0.4], 10**6)  # a negative correlation is decayed, not slow
+
+
+def test_tail_undecayed_flags_a_chain_slower_than_the_recorded_lags():
+    """An AR(1) with phi 0.9995 (tau 3,999) keeps R(500) = 0.78: its ACF to lag 500 is only a lower
+    bound, which :func:`tail_undecayed` says; a fast AR(1) (phi 0.5) has decayed by then."""
+    rng = np.random.default_rng(1)
+    n, lags = 200_000, 500
+
+    def ar1(phi: float) -> np.ndarray:
+        return scipy.signal.lfilter([1.0], [1.0, -phi], rng.standard_normal(n) * math.sqrt(1 - phi**2))
+
+    slow, fast = ar1(0.9995), ar1(0.5)
+    assert tail_undecayed(autocorrelation(slow, lags), n)
+    assert not tail_undecayed(autocorrelation(fast, lags), n)

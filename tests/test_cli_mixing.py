@@ -60,6 +60,7 @@ def test_mixing_of_independent_units_has_tau_one_for_gibbs(tmp_path):
     se = np.sqrt(2 * 3 / n)  # window of at most one lag on each side
     assert abs(record["tau"]["gibbs"] - 1.0) < 5 * se + 0.02
     assert record["estimates"]["gibbs"]["ar"]["misses_slow_tail"] is False
+    assert record["estimates"]["gibbs"]["ar"]["tail_undecayed"] is False
 
 
 def test_mixing_warns_when_the_ar_fit_misses_a_slow_tail(rbm_file, monkeypatch):
@@ -93,6 +94,29 @@ def test_mixing_warns_when_the_ar_fit_misses_a_slow_tail(rbm_file, monkeypatch):
     ar = json.loads(result.stdout.strip().splitlines()[-1])["estimates"]["gibbs"]["ar"]
     assert ar["misses_slow_tail"] is True and ar["tau"] < 10 < 100 < ar["acf_sum"]
     assert "warning: the AR fit's tau lies more than three standard errors below" in result.stderr
+
+
+def test_mixing_warns_when_the_chains_have_not_decorrelated_by_the_last_lag(rbm_file, monkeypatch):
+    """Energies of a slow AR(1) (phi 0.9995, tau 3,999) still correlate at R(2,000) = 0.37: the sum to
+    lag 2,000 cannot check the AR time there, the record says so and a warning tells what to do."""
+    import scipy.signal
+
+    import boltzkit.cli.mixing as mixing_cli
+
+    rng = np.random.default_rng(0)
+
+    def slow(model, operator, *, n_chains, n_steps, **_):
+        noise = rng.standard_normal((n_chains, n_steps)) * np.sqrt(1 - 0.9995**2)
+        return torch.from_numpy(scipy.signal.lfilter([1.0], [1.0, -0.9995], noise, axis=1))
+
+    monkeypatch.setattr(mixing_cli, "energy_trace", slow)
+    result = runner.invoke(
+        app, ["mixing", str(rbm_file), "--samplers", "gibbs", "--chains", "2", "--steps", "100000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    ar = json.loads(result.stdout.strip().splitlines()[-1])["estimates"]["gibbs"]["ar"]
+    assert ar["tail_undecayed"] is True and ar["acf_last"] > 0.2
+    assert "warning: the autocorrelation at lag 2000 is still well above zero for gibbs" in result.stderr
 
 
 def test_mixing_works_on_a_model_with_laterals(tmp_path):

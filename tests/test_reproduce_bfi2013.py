@@ -152,6 +152,28 @@ def test_table2_counts_the_chains_whose_ar_time_misses_a_slow_tail():
     assert bas["tau_gibbs_acf_sum"] == pytest.approx(201.0) and bas["tau_flip_acf_sum"] == pytest.approx(2.5)
     assert bas["chains_ar_misses_tail"] == 1 and bas["chains"] == 4
     assert "| 1 of 4 |" in text and "ACF to lag 2,000" in text
+    assert bas["chains_acf_undecayed"] == 2  # the plateau is still 0.05 at lag 2,000 (sd 0.003)
+
+
+def test_table2_judges_a_chains_length_by_the_larger_of_its_ar_and_sokal_times():
+    """A chain of 10^6 steps whose AR time is 3,000 but whose Sokal time is 30,000 spans only 33
+    Sokal times: not long enough. A Sokal time that went wrong (negative, as for T's alternating
+    energies) leaves the AR time, and an infinite AR time never counts."""
+    plan = make_plan("full")
+    acf = [1.0, 0.5, 0.25] + [0.0] * 1998
+
+    def chain(tau_ar: float, tau_sokal: float) -> dict:
+        return {"tau_ar": tau_ar, "tau_sokal": tau_sokal, "reliable": True, "acf": acf}
+
+    taus = {
+        "bars-and-stripes": [
+            {"gibbs": chain(3_000.0, 30_000.0), "flip": chain(2.0, -5.0)},
+            {"gibbs": chain(float("inf"), 10.0), "flip": chain(19_000.0, 1.0)},
+        ]
+    }
+    _, table = table2_section(taus, plan)
+    bas = next(values for _, values in table.rows if values["problem"] == "bars-and-stripes")
+    assert bas["chains_of_50_tau"] == 2 and bas["chains_acf_undecayed"] == 0
 
 
 def test_paper_values_and_parts():

@@ -7,7 +7,8 @@ autocorrelation time ``tau = 1 + 2 sum_dt R(dt)`` is estimated by the AR fit S3 
 2010), Sokal's window and Geyer's initial monotone sequence (:mod:`boltzkit.diagnostics.autocorrelation`);
 a windowed estimate from chains shorter than 50 tau is flagged, and so is an AR time far below the
 chains' autocorrelations summed to lag :data:`SLOW_TAIL_LAGS` (a slow tail the fit misses, such as
-switching between modes: ``misses_slow_tail`` in the AR estimate's record). ``--out FILE.npz``
+switching between modes: ``misses_slow_tail`` in the AR estimate's record), and chains still correlated
+at that lag, where the check cannot see the tail (``tail_undecayed``, Bartlett's test). ``--out FILE.npz``
 keeps the traces (one array per operator, ``(n_chains, n_steps)``), which ``boltzkit plot acf
 FILE.npz`` draws.
 """
@@ -43,6 +44,7 @@ from boltzkit.diagnostics.autocorrelation import (
     energy_trace,
     integrated_time,
     misses_slow_tail,
+    tail_undecayed,
 )
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
@@ -136,8 +138,10 @@ def command(
                 "order": res.order,
             }
         acf = autocorrelation(trace, tail_lags)
+        taus[name]["ar"]["acf_last"] = float(acf[-1])
         taus[name]["ar"]["acf_sum"] = acf_sum(acf)
         taus[name]["ar"]["misses_slow_tail"] = misses_slow_tail(taus[name]["ar"]["tau"], acf, chains * steps)
+        taus[name]["ar"]["tail_undecayed"] = tail_undecayed(acf, chains * steps)
     seconds = time.perf_counter() - t0
     if out is not None:
         with atomic_open(out, "wb") as f:
@@ -158,6 +162,15 @@ def command(
             f"lag {tail_lags} ({sums}): the chains stay correlated beyond what the fit "
             "holds (slow switching between modes?), so the AR tau understates how slowly they mix; look at "
             "the autocorrelation function (--out, then boltzkit plot acf) and compare the Geyer estimate"
+        )
+    slow = [n for n in names if taus[n]["ar"]["tail_undecayed"]]
+    undecayed = [f"{n} (R = {fmt(taus[n]['ar']['acf_last'], 2)})" for n in slow]
+    if undecayed:
+        warn(
+            f"the autocorrelation at lag {tail_lags} is still well above zero for {', '.join(undecayed)}: "
+            "the chains have not decorrelated within those lags, so the slow-tail check cannot see past "
+            "them and the AR tau is unverified; trust the larger of the AR and Sokal estimates, and run "
+            "more --steps"
         )
     record: dict[str, Any] = {
         "model": str(model),

@@ -11,6 +11,7 @@ from boltzkit.diagnostics.autocorrelation import (
     integrated_time_geyer,
     integrated_time_sokal,
     misses_slow_tail,
+    tail_undecayed,
 )
 from boltzkit.diagnostics.class_changes import (
     class_changes_from_ones,
@@ -55,6 +56,7 @@ __all__ = [
     "integrated_time_geyer",
     "integrated_time_sokal",
     "misses_slow_tail",
+    "tail_undecayed",
     "slem",
     "slem_study",
     "stationary_check",

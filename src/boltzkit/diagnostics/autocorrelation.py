@@ -22,7 +22,8 @@ sample autocorrelations of a finite chain is noisy, so ``tau`` is estimated in t
 An AR fit of bounded order holds only a decay over about as many steps as its order; a chain that
 also switches slowly between modes keeps a small correlation over thousands of steps. Then
 :func:`misses_slow_tail` compares the AR time with :func:`acf_sum`, the autocorrelation function
-summed to its last lag.
+summed to its last lag, and :func:`tail_undecayed` says where that lag is too short for the check
+(the autocorrelation has not died out by then).
 
 Several chains of the same quantity (shape ``(n_chains, n_steps)``) share one estimate: their
 normalised autocorrelation functions are averaged (as emcee does); the AR estimator fits each
@@ -315,6 +316,26 @@ def misses_slow_tail(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int
     return bool(math.isfinite(tau) and tau < tau_window - 3.0 * sd)
 
 
+def tail_undecayed(acf: Sequence[float] | np.ndarray, n_steps: int, *, z: float = 3.0) -> bool:
+    """Whether the autocorrelation at the last recorded lag ``L`` is still more than ``z`` standard
+    errors above zero: the chain has not decorrelated within ``L`` steps.
+
+    ``acf`` as :func:`autocorrelation` returns it (``R(0)`` to ``R(L)``), of chains of ``n_steps`` in
+    all. Under the hypothesis that the true autocorrelation vanishes from lag ``L`` on, the sample
+    ``R(L)`` has variance about ``(1 + 2 sum_{dt=1}^{L-1} R(dt)^2) / n_steps`` (Bartlett 1946; Box &
+    Jenkins' test of a moving-average order). Where the hypothesis fails, :func:`acf_sum` is only a
+    lower bound on ``tau``, and :func:`misses_slow_tail`, which compares an AR time with that sum,
+    cannot see a slow component that lives beyond lag ``L``: an AR time is then unverified, and
+    Sokal's window over the whole chain (:func:`integrated_time_sokal`) is the check to trust.
+    """
+    r = np.asarray(acf, dtype=float)
+    lags = r.size - 1
+    if lags < 1 or n_steps < 1:
+        return False  # no lag beyond 0: nothing to test
+    sd = math.sqrt((1.0 + 2.0 * float(np.sum(r[1:lags] ** 2))) / n_steps)
+    return bool(r[lags] > z * sd)
+
+
 #: Estimators by name.
 ESTIMATORS = {"ar": integrated_time_ar, "sokal": integrated_time_sokal, "geyer": integrated_time_geyer}
 
@@ -393,4 +414,5 @@ __all__ = [
     "integrated_time_sokal",
     "levinson_durbin",
     "misses_slow_tail",
+    "tail_undecayed",
 ]
