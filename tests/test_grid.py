@@ -246,7 +246,56 @@ def test_mixing_stages_on_a_kept_model_are_computed_once(tmp_path):
     assert again == first  # read back from out/act, not recomputed
     with pytest.raises(BoltzkitError):  # other settings never silently reuse a record
         autocorrelation_stage(tmp_path, task, "flip", steps=300, burn_in=10, max_lag=50, seed=3)
+    assert (
+        autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=50, seed=3, n_chains=1)
+        == first
+    )
+    with pytest.raises(BoltzkitError, match="n_chains"):
+        autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=50, seed=3, n_chains=0)
     acf = mean_acf([{"gibbs": {"acf": [1.0, 0.5, 0.2]}}, {"gibbs": {"acf": [1.0, 0.3]}}], ("gibbs",))
     assert acf["gibbs"] == pytest.approx([1.0, 0.4])
     assert quartiles([1, 2, 3, 4, 5]) == (2.0, 3.0, 4.0)
     assert finite_mean([1.0, math.nan, 3.0]) == 2.0 and math.isnan(finite_mean([math.inf]))
+
+
+def test_pooled_chains_of_a_kept_model_find_its_exact_tau(tmp_path):
+    """The stage with many chains, on a kept model of independent units (W = 0): Gibbs draws
+    independent states (tau = 1) and flip-the-state gives each unit the eigenvalue -(1 - p)/p, so
+    the energy's tau is exact (as in test_autocorrelation). The pooled Sokal time lies within
+    K_SIGMA standard deviations of it, the recorded sd is the windowed sum's, and S3's one-chain
+    record keeps its own file, name and seed."""
+    from conftest import F64, K_SIGMA
+
+    from boltzkit.diagnostics.autocorrelation import windowed_sd
+    from boltzkit.io import save_model
+    from boltzkit.models import RBM
+
+    task = GridTask(DATA, "cd:2", 0.1, "gibbs", 0, keep_model=True, **TINY)
+    run_grid([task], tmp_path, progress=False)
+    g = torch.Generator().manual_seed(5)
+    b, c = torch.randn(9, generator=g, dtype=F64) * 1.5, torch.randn(3, generator=g, dtype=F64) * 1.5
+    save_model(
+        RBM(9, 3, weights=torch.zeros(9, 3, dtype=F64), vbias=b, hbias=c, dtype=F64),
+        model_path(tmp_path, task),
+    )
+    a = torch.cat([b, c])
+    p1 = torch.sigmoid(a)
+    p, weight = torch.maximum(p1, 1 - p1), a**2 * p1 * (1 - p1)
+    n_chains, steps = 32, 3000
+    for op, lam in (("gibbs", torch.zeros_like(p)), ("flip", -(1 - p) / p)):
+        truth = float((weight * (1 + lam) / (1 - lam)).sum() / weight.sum())
+        rec = autocorrelation_stage(
+            tmp_path, task, op, steps=steps, burn_in=5, max_lag=50, seed=3, n_chains=n_chains
+        )
+        total = n_chains * steps
+        assert rec["tau_sokal_sd"] == pytest.approx(windowed_sd(rec["tau_sokal"], rec["sokal_window"], total))
+        sd = windowed_sd(max(truth, 1.0), rec["sokal_window"], total)  # anticorrelated: the scale of tau = 1
+        assert abs(rec["tau_sokal"] - truth) < K_SIGMA * sd, (op, rec["tau_sokal"], truth, sd)
+        assert len(rec["tau_ar_chains"]) == n_chains and rec["tau_ar"] == pytest.approx(
+            sum(rec["tau_ar_chains"]) / n_chains
+        )
+        assert not rec["undecayed_at_window"] and len(rec["acf"]) == 51
+        assert rec["acf_log_lags"][0] == 1 and rec["acf_log_lags"][-1] == steps - 1
+        assert (tmp_path / "act" / f"{task.task_id}_{op}_{n_chains}chains.json").is_file()
+    one = autocorrelation_stage(tmp_path, task, "flip", steps=steps, burn_in=5, max_lag=50, seed=3)
+    assert "n_chains" not in one["config"] and (tmp_path / "act" / f"{task.task_id}_flip.json").is_file()

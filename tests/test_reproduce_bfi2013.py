@@ -11,7 +11,7 @@ import pytest
 from boltzkit.errors import BoltzkitError
 from boltzkit.experiments import EXPERIMENTS
 from boltzkit.experiments.bfi2013 import PAPER_LL, PAPER_TAU, make_plan, parse_only, run_bfi2013
-from boltzkit.experiments.bfi2013.report import ladder_section, table2_section
+from boltzkit.experiments.bfi2013.report import ladder_section, pooled_section, table2_section
 
 
 def test_smoke_run_writes_every_part_and_resumes(tmp_path):
@@ -34,6 +34,20 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     assert [r["problem"] for r in tau] == problems
     assert tau[0]["paper_tau_gibbs"] == "22.46" and float(tau[0]["tau_gibbs"]) > 0 and tau[3]["rbms"] == "0"
     assert f"| {float(tau[0]['tau_gibbs']):.2f} |" in report
+    # Table 2 again from pooled chains on the plan's pooled problems (smoke: Bars and Stripes)
+    pooled = rows("bfi2013-tau-pooled.csv")
+    assert [(r["problem"], r["rbms"], r["n_chains"], r["records"]) for r in pooled] == [
+        ("bars-and-stripes", "1", "2", "2")
+    ]
+    calls = sum(int(pooled[0][k]) for k in ("rbms_flip_faster", "rbms_gibbs_faster", "rbms_undecided"))
+    assert calls == 1 and pooled[0]["p_value"] == ""  # one RBM: no signed-rank test
+    assert "### Table 2 from pooled chains (not in S3)" in report and "| 2 × 400 |" in report
+    assert "fig4_pooled_acf.png" in summary["files"] and "](fig4_pooled_acf.png)" in report
+    record = summary["results"]["table2_pooled"]["bars-and-stripes"][0]["flip"]
+    assert record["config"]["n_chains"] == 2 and len(record["tau_ar_chains"]) == 2
+    assert "acf" not in record and record["tau_sokal_sd"] > 0
+    pooled_records = sorted((tmp_path / "act").glob("*_2chains.json"))
+    assert len(pooled_records) == 2
     classes = rows("bfi2013-classes.csv")
     per_table = [(t, op) for t in ("table3", "table4") for _ in range(2) for op in ("gibbs", "flip")]
     assert [(r["table"], r["operator"]) for r in classes] == per_table
@@ -63,7 +77,7 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     )
     assert seen["tasks_run"] == 0 and seen["report"] == "bfi2013-finished.md"
     assert {p: p.stat().st_mtime_ns for p in kept} == kept  # no record written, no model trained
-    assert not (tmp_path / "slem.json").exists() and len(list((tmp_path / "act").glob("*.json"))) == 5
+    assert not (tmp_path / "slem.json").exists() and len(list((tmp_path / "act").glob("*.json"))) == 7
     finished = (tmp_path / "bfi2013-finished.md").read_text()
     assert "Table 2: 2 of the 3 kept models have both operators' records." in finished
     assert "Tables 3-4: 3 of the 4 kept models have both operators' records." in finished
@@ -80,6 +94,10 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     # a model whose records are all there is not needed again: without the kept models (a session
     # that did not keep their files), a run trains only the two whose records are missing, and
     # their records come back as they were (same seeds, same model, same chain)
+    pooled_before = []  # the pooled records too: the retrained model is the same, so are its chains
+    for path in pooled_records:
+        pooled_before.append(json.loads(path.read_text()))
+        path.unlink()
     for model in (tmp_path / "models").glob("*.safetensors"):
         (tmp_path / "tasks" / f"{model.stem}.json").unlink()
         model.unlink()
@@ -89,6 +107,7 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     assert "> Finished tasks only: Table 2: 3 of the 3 kept models" in head  # no likelihood task planned
     assert resumed["tasks_run"] == 2 and resumed["tasks_skipped"] == 5
     assert len(list((tmp_path / "models").glob("*.safetensors"))) == 2
+    removed.update({path: before for path, before in zip(pooled_records, pooled_before, strict=True)})
     for path, before in removed.items():
         after = json.loads(path.read_text())
         assert {k: v for k, v in after.items() if k != "seconds"} == {
@@ -174,6 +193,35 @@ def test_table2_judges_a_chains_length_by_the_larger_of_its_ar_and_sokal_times()
     _, table = table2_section(taus, plan)
     bas = next(values for _, values in table.rows if values["problem"] == "bars-and-stripes")
     assert bas["chains_of_50_tau"] == 2 and bas["chains_acf_undecayed"] == 0
+
+
+def test_pooled_table2_calls_each_rbm_by_two_sds_and_tests_across_rbms():
+    """Per RBM: T faster (1,000 vs 700, sd 50 and 40: 4.7 sd), no call (500 vs 520, sd 100 each),
+    G faster (300 vs 400, sd 10 each: 7.1 sd), and no call where a Sokal time is not positive.
+    Across the four RBMs, the signed-rank test of the paired times; chains of 4 x 10^6 steps are
+    long enough for tau up to 80,000 (by the larger of the AR and Sokal times)."""
+    from scipy.stats import wilcoxon
+
+    plan = make_plan("full")
+
+    def rec(tau: float, sd: float, tau_ar: float = 10.0, undecayed: bool = False) -> dict:
+        return {"tau_sokal": tau, "tau_sokal_sd": sd, "tau_ar": tau_ar, "undecayed_at_window": undecayed}
+
+    rows = [
+        {"gibbs": rec(1_000.0, 50.0), "flip": rec(700.0, 40.0)},
+        {"gibbs": rec(500.0, 100.0, undecayed=True), "flip": rec(520.0, 100.0)},
+        {"gibbs": rec(300.0, 10.0), "flip": rec(400.0, 10.0, tau_ar=90_000.0)},
+        {"gibbs": rec(90_000.0, 10.0), "flip": rec(-3.0, 1.0)},
+    ]
+    text, table = pooled_section({"mnist": rows, "mnist500": []}, ["mnist", "bars-and-stripes"], plan)
+    row, missing = (values for _, values in table.rows)
+    assert (row["rbms_flip_faster"], row["rbms_gibbs_faster"], row["rbms_undecided"]) == (1, 1, 2)
+    taus_g, taus_t = [1_000.0, 500.0, 300.0, 90_000.0], [700.0, 520.0, 400.0, -3.0]
+    assert row["p_value"] == pytest.approx(wilcoxon(taus_t, taus_g).pvalue)
+    assert row["records_of_50_tau"] == 6 and row["records"] == 8 and row["records_undecayed"] == 1
+    assert row["tau_gibbs_sokal"] == pytest.approx(sum(taus_g) / 4) and row["n_chains"] == 8
+    assert missing["problem"] == "bars-and-stripes" and missing["rbms"] == 0
+    assert "| 8 × 4,000,000 |" in text and "| 6 of 8 | 1 of 8 |" in text
 
 
 def test_paper_values_and_parts():

@@ -11,7 +11,9 @@ from boltzkit.diagnostics.autocorrelation import (
     integrated_time_geyer,
     integrated_time_sokal,
     misses_slow_tail,
+    sokal_time_of_acf,
     tail_undecayed,
+    windowed_sd,
 )
 from boltzkit.diagnostics.class_changes import (
     class_changes_from_ones,
@@ -56,7 +58,9 @@ __all__ = [
     "integrated_time_geyer",
     "integrated_time_sokal",
     "misses_slow_tail",
+    "sokal_time_of_acf",
     "tail_undecayed",
+    "windowed_sd",
     "slem",
     "slem_study",
     "stationary_check",

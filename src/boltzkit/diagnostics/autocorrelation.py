@@ -153,24 +153,42 @@ def integrated_time_sokal(x: np.ndarray | Tensor | Sequence[float], *, c: float 
 
     ``M`` is the smallest lag with ``M >= c tau(M)`` (Sokal 1997; Goodman & Weare 2010; emcee's
     ``integrated_time``); the estimate is flagged unreliable when the chain is shorter than
-    :data:`RELIABLE_LENGTHS` ``tau``.
+    :data:`RELIABLE_LENGTHS` ``tau``. Several chains pool their autocorrelation functions
+    (:func:`autocorrelation`); :func:`sokal_time_of_acf` does the same from a function at hand.
     """
+    a = _as_chains(x)
+    return sokal_time_of_acf(autocorrelation(a), a.shape[1], n_chains=a.shape[0], c=c)
+
+
+def sokal_time_of_acf(
+    acf: Sequence[float] | np.ndarray, n_steps: int, *, n_chains: int = 1, c: float = SOKAL_C
+) -> IntegratedTime:
+    """Sokal's windowed ``tau`` (:func:`integrated_time_sokal`) of a normalised autocorrelation
+    function ``acf`` (``R(0) = 1`` to ``R(L)``, e.g. :func:`autocorrelation` of ``n_chains``
+    chains of ``n_steps`` each). Without a lag ``M >= c tau(M)`` up to ``L`` the window is ``L``."""
     if not float(c) > 0:
         raise BoltzkitError("Sokal's window constant c must be positive", got=c)
-    a = _as_chains(x)
-    rho = autocorrelation(a)
-    taus = 2.0 * np.cumsum(rho) - 1.0
+    taus = 2.0 * np.cumsum(np.asarray(acf, dtype=float)) - 1.0
     ok = np.arange(taus.size) >= float(c) * taus
     window = int(np.argmax(ok)) if ok.any() else taus.size - 1
     tau = float(taus[window])
     return IntegratedTime(
         tau=tau,
         method="sokal",
-        n_steps=a.shape[1],
-        n_chains=a.shape[0],
+        n_steps=int(n_steps),
+        n_chains=int(n_chains),
         window=window,
-        reliable=bool(a.shape[1] >= RELIABLE_LENGTHS * tau),
+        reliable=bool(n_steps >= RELIABLE_LENGTHS * tau),
     )
+
+
+def windowed_sd(tau: float, window: int, n_steps: int) -> float:
+    """Standard deviation of a windowed sum ``tau = 1 + 2 sum_{dt=1}^{M} R(dt)`` (window ``M``) of
+    chains ``n_steps`` long in all: ``|tau| sqrt(2 (2M + 1) / n_steps)`` (Madras & Sokal 1988;
+    Sokal 1997, Eq. 3.19)."""
+    if n_steps < 1:
+        return math.inf
+    return abs(float(tau)) * math.sqrt(2.0 * (2 * int(window) + 1) / n_steps)
 
 
 def integrated_time_geyer(x: np.ndarray | Tensor | Sequence[float]) -> IntegratedTime:
@@ -312,8 +330,7 @@ def misses_slow_tail(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int
     if lags < 1 or n_steps < 1:
         return False  # no lag beyond 0: nothing to compare with
     tau_window = acf_sum(acf)
-    sd = abs(tau_window) * math.sqrt(2.0 * (2 * lags + 1) / n_steps)
-    return bool(math.isfinite(tau) and tau < tau_window - 3.0 * sd)
+    return bool(math.isfinite(tau) and tau < tau_window - 3.0 * windowed_sd(tau_window, lags, n_steps))
 
 
 def tail_undecayed(acf: Sequence[float] | np.ndarray, n_steps: int, *, z: float = 3.0) -> bool:
@@ -414,5 +431,7 @@ __all__ = [
     "integrated_time_sokal",
     "levinson_durbin",
     "misses_slow_tail",
+    "sokal_time_of_acf",
     "tail_undecayed",
+    "windowed_sd",
 ]

@@ -498,8 +498,6 @@ def aggregate(
     that a cell whose grid is still running compares like with like. Cells appear in the order of
     the records.
     """
-    from scipy.stats import rankdata, wilcoxon
-
     by_cell: dict[tuple[str, str, float], dict[str, dict[int, float]]] = {}
     for rec in records:
         t = rec["task"]
@@ -518,18 +516,29 @@ def aggregate(
         fb = [v for v in (xb if reps else rb.values()) if math.isfinite(v)]
         med_a = statistics.median(fa) if fa else math.nan
         med_b = statistics.median(fb) if fb else math.nan
-        p = None
-        diffs = [y - x for x, y in zip(xa, xb, strict=True)]
-        if len(reps) >= 2 and any(d != 0 for d in diffs) and all(math.isfinite(d) for d in diffs):
-            p = float(wilcoxon(xb, xa).pvalue)
-        better = None
-        if p is not None and p < alpha:
-            ranks = rankdata([abs(d) for d in diffs if d != 0])
-            nonzero = [d for d in diffs if d != 0]
-            r_plus = sum(r for r, d in zip(ranks, nonzero, strict=True) if d > 0)
-            better = "b" if r_plus > ranks.sum() / 2 else "a"
+        p, better = signed_rank_test(xa, xb, alpha=alpha)
         out.append(Comparison(dataset, algorithm, lr, med_a, med_b, len(reps), p, better))
     return out
+
+
+def signed_rank_test(
+    xa: Sequence[float], xb: Sequence[float], *, alpha: float = ALPHA
+) -> tuple[float | None, str | None]:
+    """The Wilcoxon signed-rank test of paired values (``scipy.stats.wilcoxon``): its two-sided
+    p-value (``None`` with fewer than two pairs, no difference or a value that is not finite) and
+    which side is larger, ``"a"`` or ``"b"`` by the ranks' sums, where ``p < alpha`` (else ``None``)."""
+    from scipy.stats import rankdata, wilcoxon
+
+    diffs = [y - x for x, y in zip(xa, xb, strict=True)]
+    if len(diffs) < 2 or not any(d != 0 for d in diffs) or not all(math.isfinite(d) for d in diffs):
+        return None, None
+    p = float(wilcoxon(list(xb), list(xa)).pvalue)
+    if p >= alpha:
+        return p, None
+    nonzero = [d for d in diffs if d != 0]
+    ranks = rankdata([abs(d) for d in nonzero])
+    r_plus = sum(r for r, d in zip(ranks, nonzero, strict=True) if d > 0)
+    return p, "b" if r_plus > ranks.sum() / 2 else "a"
 
 
 def mean_curves(
@@ -608,6 +617,7 @@ __all__ = [
     "parse_algorithm",
     "run_grid",
     "run_task",
+    "signed_rank_test",
     "task_path",
     "train_task",
 ]

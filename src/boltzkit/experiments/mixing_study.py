@@ -6,9 +6,10 @@ model under each operator. Every measurement here is one resumable stage
 (:func:`boltzkit.experiments.engine.stage`): a JSON record under the run's folder, keyed by its
 settings, computed once and found again by a later run with the same settings.
 
-* :func:`autocorrelation_stage`: the energy trace of one chain, its integrated autocorrelation
-  time by an AR fit (Thompson 2010, as S3 Sec. 4.3) and by Sokal's window, and its normalised
-  autocorrelation function (S3 Table 2, Fig. 4);
+* :func:`autocorrelation_stage`: the energy trace of one chain (S3's protocol) or of several
+  pooled, its integrated autocorrelation time by an AR fit (Thompson 2010, as S3 Sec. 4.3) and by
+  Sokal's window with its standard deviation, and its normalised autocorrelation function (S3
+  Table 2, Fig. 4);
 * :func:`class_change_stage`: class changes from the all-ones start and samples before the first
   change from training examples, on Artificial Modes (S3 Tables 3, 4);
 * :func:`slem_stage`: the second-largest eigenvalue modulus of the exact transition matrices of
@@ -39,10 +40,13 @@ from boltzkit.diagnostics.autocorrelation import (
     autocorrelation,
     energy_trace,
     integrated_time_ar,
-    integrated_time_sokal,
+    sokal_time_of_acf,
+    tail_undecayed,
+    windowed_sd,
 )
 from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
 from boltzkit.diagnostics.transition_matrix import slem_study
+from boltzkit.errors import BoltzkitError
 from boltzkit.experiments.engine import load_stage, stage
 from boltzkit.experiments.grid import GridTask, load_task_model
 
@@ -56,38 +60,71 @@ def autocorrelation_stage(
     burn_in: int,
     max_lag: int,
     seed: int,
+    n_chains: int = 1,
     device: str | torch.device | None = None,
     compute_missing: bool = True,
 ) -> dict[str, Any] | None:
-    """The energy autocorrelation of one chain of ``task``'s kept model under ``operator``.
+    """The energy autocorrelation of ``n_chains`` chains of ``task``'s kept model under ``operator``.
 
-    One chain of ``steps`` steps after ``burn_in`` from a uniform start; the record
-    ``out/act/TASK_OPERATOR.json`` holds ``tau_ar`` (AR-fit integrated time, Thompson 2010, and its
-    ``ar_order``), ``tau_sokal`` (Sokal's window estimate, and ``sokal_window``), ``reliable``
-    (the chain spans at least 50 τ) and ``acf`` (the normalised autocorrelation function up to
-    ``min(max_lag, steps - 1)``), with the ``seconds`` it took. With ``compute_missing=False`` a
+    Chains of ``steps`` steps each after ``burn_in``, from uniform starts. The record
+    ``out/act/TASK_OPERATOR.json`` (one chain, S3's protocol) or ``TASK_OPERATOR_Nchains.json``
+    holds
+
+    * ``tau_ar``: the AR-fit integrated time (Thompson 2010), the mean over chains, with
+      ``ar_order`` and, for several chains, each chain's in ``tau_ar_chains``;
+    * ``tau_sokal``: Sokal's window estimate from the chains' pooled autocorrelation function,
+      with ``sokal_window`` (``M``), its standard deviation ``tau_sokal_sd``
+      (:func:`~boltzkit.diagnostics.autocorrelation.windowed_sd`, the chains' total length), and
+      ``acf_at_window``, ``R(M)``, with ``undecayed_at_window``: whether ``R(M)`` is still more than
+      three standard errors above zero (:func:`~boltzkit.diagnostics.autocorrelation.tail_undecayed`),
+      so that even Sokal's time is only a lower bound;
+    * ``reliable`` (the chains span at least 50 AR times), ``acf`` (the pooled normalised
+      autocorrelation function up to ``min(max_lag, steps - 1)``) and ``acf_log_lags`` /
+      ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``);
+
+    with the ``seconds`` it took. Several chains pin a slow chain's ``tau`` down where one chain
+    of S3's length cannot (docs/results.md, Table 2 on MNIST). With ``compute_missing=False`` a
     missing record is ``None`` (a look at a run in progress samples nothing).
     """
+    if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
+        raise BoltzkitError("n_chains must be a positive integer", got=repr(n_chains))
     settings = {"model": task.task_id, "operator": operator, "steps": steps, "burn_in": burn_in, "seed": seed}
+    name = f"{task.task_id}_{operator}"
+    keys: tuple[str, ...] = ("act",)
+    if n_chains > 1:  # one chain keeps S3's record name, settings and seed
+        settings["n_chains"] = n_chains
+        name += f"_{n_chains}chains"
+        keys += (f"{n_chains}chains",)
 
     def compute() -> dict[str, Any]:
         t0 = time.perf_counter()
         model = load_task_model(out, task, device=device)
-        g = torch.Generator(device=model.device).manual_seed(derive_seed(seed, task.task_id, "act"))
-        x = energy_trace(model, operator, n_chains=1, n_steps=steps, generator=g, burn_in=burn_in)
+        g = torch.Generator(device=model.device).manual_seed(derive_seed(seed, task.task_id, *keys))
+        x = energy_trace(model, operator, n_chains=n_chains, n_steps=steps, generator=g, burn_in=burn_in)
         ar = integrated_time_ar(x)
-        sokal = integrated_time_sokal(x)
-        return {
+        rho = autocorrelation(x)
+        sokal = sokal_time_of_acf(rho, steps, n_chains=n_chains)
+        total = n_chains * steps
+        log_lags = np.unique(np.geomspace(1, max(1, steps - 1), 100).round().astype(int))
+        record = {
             "tau_ar": ar.tau,
             "ar_order": ar.order,
             "tau_sokal": sokal.tau,
             "sokal_window": sokal.window,
+            "tau_sokal_sd": windowed_sd(sokal.tau, sokal.window, total),
+            "acf_at_window": float(rho[sokal.window]),
+            "undecayed_at_window": tail_undecayed(rho[: sokal.window + 1], total),
             "reliable": bool(ar.reliable),
-            "acf": [float(v) for v in autocorrelation(x, min(max_lag, steps - 1))],
+            "acf": [float(v) for v in rho[: min(max_lag, steps - 1) + 1]],
+            "acf_log_lags": [int(v) for v in log_lags],
+            "acf_log": [float(rho[v]) for v in log_lags],
             "seconds": time.perf_counter() - t0,
         }
+        if n_chains > 1:
+            record["tau_ar_chains"] = list(ar.per_chain)
+        return record
 
-    return _stage(out / "act" / f"{task.task_id}_{operator}.json", settings, compute, compute_missing)
+    return _stage(out / "act" / f"{name}.json", settings, compute, compute_missing)
 
 
 def class_change_stage(
@@ -177,12 +214,15 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return float(q[0]), float(q[1]), float(q[2])
 
 
-def mean_acf(rows: Sequence[dict[str, dict[str, Any]]], operators: Sequence[str]) -> dict[str, list[float]]:
+def mean_acf(
+    rows: Sequence[dict[str, dict[str, Any]]], operators: Sequence[str], key: str = "acf"
+) -> dict[str, list[float]]:
     """Per operator, the mean over models (``rows[i][operator]`` records of
-    :func:`autocorrelation_stage`) of their autocorrelation functions, cut to the shortest."""
+    :func:`autocorrelation_stage`) of their autocorrelation functions (``key``: ``"acf"``, or
+    ``"acf_log"`` at the records' ``acf_log_lags``), cut to the shortest."""
     out = {}
     for op in operators:
-        acfs = [r[op]["acf"] for r in rows]
+        acfs = [r[op][key] for r in rows]
         n = min(len(a) for a in acfs)
         out[op] = np.mean([a[:n] for a in acfs], axis=0).tolist()
     return out

@@ -163,18 +163,26 @@ _Y_FROM = "Each row's y axis starts at its lowest mean after the first tenth of 
 
 
 def plot_autocorrelations(
-    panels: Mapping[str, Mapping[str, Sequence[float]]], out: str | os.PathLike
+    panels: Mapping[str, Mapping[str, Sequence[float]]],
+    out: str | os.PathLike,
+    *,
+    lags: Mapping[str, Sequence[int]] | None = None,
 ) -> Path:
     """S3 Fig. 4: autocorrelation functions ``R(dt)`` of the energy, one panel per problem, one
-    line per operator (``{"problem": {"gibbs": acf, "flip": acf}}``)."""
+    line per operator (``{"problem": {"gibbs": acf, "flip": acf}}``), at lags ``0, 1, ...``; or,
+    for the panels in ``lags``, at those lags (e.g. spaced evenly in log), on a log axis."""
     names = list(panels)
     fig = new_figure(3.6 * max(1, len(names)), 3.2)
     styles = {"gibbs": ("k-", "G"), "flip": ("r:", "T")}
     for i, name in enumerate(names):
         ax = fig.add_subplot(1, len(names), i + 1)
+        given = (lags or {}).get(name)
         for op, acf in panels[name].items():
             style, label = styles.get(op, ("b-.", op))
-            ax.plot(np.arange(len(acf)), acf, style, lw=1.0, label=label)
+            x = np.arange(len(acf)) if given is None else np.asarray(given)
+            ax.plot(x, acf, style, lw=1.0, label=label)
+        if given is not None:
+            ax.set_xscale("log")
         ax.axhline(0.0, color="grey", lw=0.5)
         ax.set_xlabel("lag (sweeps)")
         if i == 0:

@@ -33,6 +33,7 @@ from boltzkit.experiments.grid import (
     mean_curves,
     min_significant_pairs,
     parse_algorithm,
+    signed_rank_test,
 )
 from boltzkit.experiments.mixing_study import finite_mean, quartiles
 from boltzkit.experiments.report import Table
@@ -255,6 +256,14 @@ TAU_CSV_COLUMNS = (
     "chains_of_50_tau", "chains", "tau_gibbs_acf_sum", "tau_flip_acf_sum", "chains_ar_misses_tail",
     "chains_acf_undecayed", "paper_tau_gibbs", "paper_tau_flip", "paper_gain_percent",
 )  # fmt: skip
+#: CSV columns of ``bfi2013-tau-pooled.csv`` (Table 2's pooled chains, not in S3).
+POOLED_CSV_COLUMNS = (
+    "problem", "rbms", "n_chains", "steps", "tau_gibbs_sokal", "tau_flip_sokal", "gain_percent",
+    "rbms_flip_faster", "rbms_gibbs_faster", "rbms_undecided", "p_value", "records_of_50_tau", "records",
+    "records_undecayed", "tau_gibbs_ar", "tau_flip_ar",
+)  # fmt: skip
+#: Standard deviations by which one RBM's two pooled Sokal times must differ for a call.
+POOLED_Z = 2.0
 #: CSV columns of ``bfi2013-classes.csv`` (Tables 3 and 4): quartiles over RBMs (Table 3) or over
 #: the pooled starts (Table 4, with the censored starts), ours then S3's.
 CLASSES_CSV_COLUMNS = (
@@ -341,6 +350,89 @@ def table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan)
         "a slow tail beyond it goes unseen, and their AR time is unverified.",
     ]
     return "\n".join(lines), table
+
+
+def pooled_section(
+    pooled: dict[str, list[dict[str, dict[str, Any]]]], names: list[str], plan: Plan
+) -> tuple[str, Table]:
+    """Table 2 again from many chains per RBM (not in S3): Sokal's time of each RBM under G and T
+    from ``plan.pooled_chains`` pooled chains, so that RBMs whose ``tau`` one chain of S3's length
+    cannot pin down still get a verdict.
+
+    Per RBM, T (or G) is called faster when the two times differ by more than :data:`POOLED_Z`
+    standard deviations of their difference (:func:`~boltzkit.diagnostics.autocorrelation.windowed_sd`
+    of each); across RBMs, the Wilcoxon signed-rank test of the paired times
+    (:func:`~boltzkit.experiments.grid.signed_rank_test`). Each record (an RBM under one operator)
+    counts as long enough when its chains span 50 times the larger of its AR and Sokal times, and as
+    undecayed when the pooled autocorrelation at Sokal's window is still more than three standard
+    errors above zero, where even Sokal's time is a lower bound.
+    """
+    chains, steps = plan.pooled_chains, plan.pooled_steps
+    table = Table(
+        ("problem", "RBMs", "chains × steps", "τ_G (Sokal)", "τ_T (Sokal)", "gain %", "T faster", "G faster",
+         "no call", "p (Wilcoxon)", "≥ 50 τ", "undecayed at the window", "τ_G (AR)", "τ_T (AR)"),
+        POOLED_CSV_COLUMNS,
+    )  # fmt: skip
+    for name in names:
+        rows = pooled.get(name)
+        if not rows:
+            table.add(
+                [NAMES[name], "0", "not run", *[""] * 11], problem=name, rbms=0, n_chains=chains, steps=steps
+            )
+            continue
+        tau = {op: [r[op]["tau_sokal"] for r in rows] for op in OPERATORS}
+        g, t = finite_mean(tau["gibbs"]), finite_mean(tau["flip"])
+        gain = 100.0 * (1.0 - t / g) if g > 0 else math.nan
+        calls = [_faster(r["gibbs"], r["flip"]) for r in rows]
+        p, _ = signed_rank_test(tau["gibbs"], tau["flip"])
+        long = sum(_long_enough(r[op], steps) for r in rows for op in OPERATORS)
+        undecayed = sum(bool(r[op].get("undecayed_at_window")) for r in rows for op in OPERATORS)
+        ga, ta = (finite_mean([r[op]["tau_ar"] for r in rows]) for op in OPERATORS)
+        n = 2 * len(rows)
+        table.add(
+            [NAMES[name], str(len(rows)), f"{chains} × {steps:,}", f"{g:.1f}", f"{t:.1f}", f"{gain:.1f}",
+             str(calls.count("flip")), str(calls.count("gibbs")), str(calls.count(None)),
+             "n/a" if p is None else f"{p:.3g}", f"{long} of {n}", f"{undecayed} of {n}", f"{ga:.1f}", f"{ta:.1f}"],
+            problem=name, rbms=len(rows), n_chains=chains, steps=steps, **finite_or_none({"tau_gibbs_sokal": g,
+            "tau_flip_sokal": t, "gain_percent": gain, "tau_gibbs_ar": ga, "tau_flip_ar": ta}),
+            rbms_flip_faster=calls.count("flip"), rbms_gibbs_faster=calls.count("gibbs"),
+            rbms_undecided=calls.count(None), p_value=p, records_of_50_tau=long, records=n, records_undecayed=undecayed,
+        )  # fmt: skip
+    lines = [
+        "### Table 2 from pooled chains (not in S3)",
+        "",
+        f"Where one chain of S3's length cannot pin a model's τ down, each RBM is sampled again by {chains} "
+        f"independent chains of {steps:,} steps after {plan.pooled_burn_in:,} of burn-in under each operator, and "
+        "τ is Sokal's windowed sum over their pooled autocorrelation function (mean over RBMs). Per RBM, T or G "
+        f"is called faster when the two times differ by more than {POOLED_Z:g} standard deviations of the "
+        "difference (each time's sd is τ √(2 (2M + 1) / N), M its window and N the chains' total length, Madras "
+        "& Sokal 1988), and neither where a time is not positive (the windowed sum went wrong); p is the "
+        'Wilcoxon signed-rank test of the paired times across RBMs. "≥ 50 τ" counts the records (an RBM under '
+        "one operator) whose chains span 50 times the larger of their AR and Sokal times; "
+        '"undecayed at the window" those whose pooled autocorrelation at Sokal\'s window is still more than '
+        "three standard errors above zero, where τ is a lower bound. The AR times (S3's estimator, mean over "
+        "the chains) are shown for comparison.",
+        "",
+        *table.markdown(),
+    ]
+    return "\n".join(lines), table
+
+
+def _faster(gibbs: dict[str, Any], flip: dict[str, Any]) -> str | None:
+    """``"flip"`` or ``"gibbs"``, whichever operator's pooled Sokal time is the smaller by more
+    than :data:`POOLED_Z` standard deviations of the difference; ``None`` when neither is, or when
+    either time is not positive (a true ``tau`` never is: the windowed sum went wrong)."""
+    if not (gibbs["tau_sokal"] > 0 and flip["tau_sokal"] > 0):
+        return None
+    diff = gibbs["tau_sokal"] - flip["tau_sokal"]
+    sd = math.hypot(gibbs.get("tau_sokal_sd", math.inf), flip.get("tau_sokal_sd", math.inf))
+    if not (math.isfinite(diff) and math.isfinite(sd)):
+        return None
+    if diff > POOLED_Z * sd:
+        return "flip"
+    if -diff > POOLED_Z * sd:
+        return "gibbs"
+    return None
 
 
 def _long_enough(record: dict[str, Any], steps: int) -> bool:

@@ -31,6 +31,7 @@ from boltzkit.experiments.bfi2013.report import (
     header,
     ladder_section,
     likelihood_section,
+    pooled_section,
     table2_section,
 )
 from boltzkit.experiments.bfi2013.tasks import autocorrelation_tasks, class_change_tasks, likelihood_tasks
@@ -149,6 +150,13 @@ def run_bfi2013(
             max_lag=plan.act_max_lag, seed=seed, device=dev if big else None, compute_missing=compute,
         )  # fmt: skip
 
+    def pooled_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
+        big = name == "mnist500"
+        return autocorrelation_stage(
+            out, task, op, steps=plan.pooled_steps, burn_in=plan.pooled_burn_in, max_lag=plan.act_max_lag,
+            seed=seed, n_chains=plan.pooled_chains, device=dev if big else None, compute_missing=compute,
+        )  # fmt: skip
+
     def cc_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
         return class_change_stage(
             out, task, op, steps=plan.cc_steps, starts=plan.cc_starts, max_steps=plan.cc_max_steps,
@@ -158,8 +166,12 @@ def run_bfi2013(
     run = run_grid(ll_tasks, out, **grid_kw)
     records = {r["task_id"]: r for r in run.records}
     if not finished_only:  # a look reads the mixing records without their models
-        kept = [(name, t, act_record) for name, ts in act.items() for t in ts]
-        kept += [(name, t, cc_record) for name, ts in cc.items() for t in ts]
+        kept = [
+            (name, t, (act_record, pooled_record) if name in plan.pooled_problems else (act_record,))
+            for name, ts in act.items()
+            for t in ts
+        ]
+        kept += [(name, t, (cc_record,)) for name, ts in cc.items() for t in ts]
         run = _train_and_sample(sorted(kept, key=lambda k: k[1].repetition), run, out, grid_kw)
 
     results: dict[str, Any] = {"mode": plan.mode, "parts": list(parts), "mnist": mnist}
@@ -214,9 +226,34 @@ def run_bfi2013(
             sections.append(text)
             write_csv(f"{stem}-tau.csv", [tau_table])
         results["table2"] = {
-            name: [{op: {k: v for k, v in r[op].items() if k != "acf"} for op in OPERATORS} for r in rows]
-            for name, rows in taus.items()
+            name: [{op: _without_acf(r[op]) for op in OPERATORS} for r in rows] for name, rows in taus.items()
         }
+        pooled_names = [name for name in act if name in plan.pooled_problems]
+        if pooled_names and "table2" in parts:
+            pooled = _complete(
+                {
+                    name: [{op: pooled_record(name, t, op) for op in OPERATORS} for t in act[name]]
+                    for name in pooled_names
+                }
+            )
+            text, pooled_table = pooled_section(pooled, pooled_names, plan)
+            sections.append(text)
+            write_csv(f"{stem}-tau-pooled.csv", [pooled_table])
+            results["table2_pooled"] = {
+                name: [{op: _without_acf(r[op]) for op in OPERATORS} for r in rows]
+                for name, rows in pooled.items()
+            }
+            # every record of a problem has the same lags (its chains' length): the mean function, log lags
+            panels = {NAMES[name]: mean_acf(rows, OPERATORS, key="acf_log") for name, rows in pooled.items()}
+            lags = {NAMES[name]: rows[0]["gibbs"]["acf_log_lags"] for name, rows in pooled.items()}
+            pooled_fig = figure("fig4_pooled_acf.png")
+            if panels and _plot(lambda: plot_autocorrelations(panels, out / pooled_fig, lags=lags)):
+                files.append(pooled_fig)
+                sections.append(
+                    f"![Table 2 from pooled chains: autocorrelation functions]({pooled_fig})\n\n"
+                    "Mean over the RBMs of the pooled chains' normalised autocorrelation function of the energy, "
+                    "on a log axis of lags up to the chains' length."
+                )
         if "fig4" in parts or "table2" in parts:
             panels = {NAMES[name]: mean_acf(rows, OPERATORS) for name, rows in taus.items()}
             fig4 = figure("fig4_acf.png")
@@ -294,23 +331,24 @@ def run_bfi2013(
 
 
 def _train_and_sample(
-    kept: list[tuple[str, GridTask, Any]], run: TaskRun, out: Path, grid_kw: dict
+    kept: list[tuple[str, GridTask, tuple[Any, ...]]], run: TaskRun, out: Path, grid_kw: dict
 ) -> TaskRun:
-    """Train and sample the kept models (problem, task, stage) whose records are not all there,
+    """Train and sample the kept models (problem, task, stages) whose records are not all there,
     ``workers`` models at a time: each model's stage records are written before the next models
     train, so a run stopped after hours keeps every model it has sampled. A model whose records are
     all there is not needed again (nor trained, where a session did not keep its file); ``run``
     (the likelihood tasks' run) comes back with the models' counts added."""
-    pending = [k for k in kept if any(k[2](k[0], k[1], op) is None for op in OPERATORS)]
+    pending = [k for k in kept if any(record(k[0], k[1], op) is None for record in k[2] for op in OPERATORS)]
     ran, skipped, seconds = run.ran, run.skipped + len(kept) - len(pending), run.seconds
     step = max(1, int(grid_kw["workers"]))
     for i in range(0, len(pending), step):
         chunk = pending[i : i + step]
         trained = run_grid([task for _, task, _ in chunk], out, **grid_kw)
         ran, skipped, seconds = ran + trained.ran, skipped + trained.skipped, seconds + trained.seconds
-        for name, task, record in chunk:
-            for op in OPERATORS:
-                record(name, task, op, compute=True)
+        for name, task, stages in chunk:
+            for record in stages:
+                for op in OPERATORS:
+                    record(name, task, op, compute=True)
     return replace(run, ran=ran, skipped=skipped, seconds=seconds)
 
 
@@ -319,6 +357,11 @@ def _complete(rows_by_problem: dict[str, list[dict[str, Any]]]) -> dict[str, lis
     (only a ``finished_only`` look finds records missing)."""
     kept = {name: [r for r in rows if None not in r.values()] for name, rows in rows_by_problem.items()}
     return {name: rows for name, rows in kept.items() if rows}
+
+
+def _without_acf(record: dict[str, Any]) -> dict[str, Any]:
+    """A chain record without its autocorrelation functions (the summary JSON keeps the numbers)."""
+    return {k: v for k, v in record.items() if not k.startswith("acf") or k == "acf_at_window"}
 
 
 def _mnist_available(data_dir: str | None) -> bool:
