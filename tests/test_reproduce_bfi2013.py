@@ -81,6 +81,7 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
     finished = (tmp_path / "bfi2013-finished.md").read_text()
     assert "Table 2: 2 of the 3 kept models have both operators' records." in finished
     assert "Tables 3-4: 3 of the 4 kept models have both operators' records." in finished
+    assert "Table 2 from pooled chains: 1 of the 1 kept models have both operators' records." in finished
     assert "Top: the SLEM study has no record here yet." in finished
     tau = {r["problem"]: r for r in _csv(tmp_path / "bfi2013-finished-tau.csv")}
     assert tau["bars-and-stripes"]["rbms"] == "0" and tau["artificial-modes:0.1"]["rbms"] == "1"
@@ -197,9 +198,10 @@ def test_table2_judges_a_chains_length_by_the_larger_of_its_ar_and_sokal_times()
 
 def test_pooled_table2_calls_each_rbm_by_two_sds_and_tests_across_rbms():
     """Per RBM: T faster (1,000 vs 700, sd 50 and 40: 4.7 sd), no call (500 vs 520, sd 100 each),
-    G faster (300 vs 400, sd 10 each: 7.1 sd), and no call where a Sokal time is not positive.
-    Across the four RBMs, the signed-rank test of the paired times; chains of 4 x 10^6 steps are
-    long enough for tau up to 80,000 (by the larger of the AR and Sokal times)."""
+    G faster (300 vs 400, sd 10 each: 7.1 sd), and no call where a Sokal time is not positive, an
+    RBM then left out of the means and the test. Across the other three RBMs, the signed-rank test
+    of the paired times; chains of 4 x 10^6 steps are long enough for tau up to 80,000 (by the
+    larger of the AR and Sokal times). Where the test is significant, the operator it favours."""
     from scipy.stats import wilcoxon
 
     plan = make_plan("full")
@@ -216,12 +218,17 @@ def test_pooled_table2_calls_each_rbm_by_two_sds_and_tests_across_rbms():
     text, table = pooled_section({"mnist": rows, "mnist500": []}, ["mnist", "bars-and-stripes"], plan)
     row, missing = (values for _, values in table.rows)
     assert (row["rbms_flip_faster"], row["rbms_gibbs_faster"], row["rbms_undecided"]) == (1, 1, 2)
-    taus_g, taus_t = [1_000.0, 500.0, 300.0, 90_000.0], [700.0, 520.0, 400.0, -3.0]
-    assert row["p_value"] == pytest.approx(wilcoxon(taus_t, taus_g).pvalue)
+    taus_g, taus_t = [1_000.0, 500.0, 300.0], [700.0, 520.0, 400.0]  # the fourth RBM's T time went wrong
+    assert row["p_value"] == pytest.approx(wilcoxon(taus_t, taus_g).pvalue) and row["faster_by_test"] is None
+    assert row["rbms_sokal_invalid"] == 1 and "| 4 (1 with τ ≤ 0 left out) |" in text
     assert row["records_of_50_tau"] == 6 and row["records"] == 8 and row["records_undecayed"] == 1
-    assert row["tau_gibbs_sokal"] == pytest.approx(sum(taus_g) / 4) and row["n_chains"] == 8
+    assert row["tau_gibbs_sokal"] == pytest.approx(sum(taus_g) / 3) and row["n_chains"] == 8
     assert missing["problem"] == "bars-and-stripes" and missing["rbms"] == 0
     assert "| 8 × 4,000,000 |" in text and "| 6 of 8 | 1 of 8 |" in text
+    faster = [{"gibbs": rec(100.0 * k, 1.0), "flip": rec(50.0 * k, 1.0)} for k in range(1, 9)]
+    _, table = pooled_section({"mnist": faster}, ["mnist"], plan)
+    row = table.rows[0][1]
+    assert row["p_value"] < 0.05 and row["faster_by_test"] == "flip" and row["rbms_flip_faster"] == 8
 
 
 def test_paper_values_and_parts():

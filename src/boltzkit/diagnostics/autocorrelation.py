@@ -92,6 +92,12 @@ class IntegratedTime:
 
 def _as_chains(x: np.ndarray | Tensor | Sequence[float], *, min_steps: int = 3) -> np.ndarray:
     """``x`` as a float64 array of shape ``(n_chains, n_steps)``, de-meaned per chain."""
+    a = _as_series(x, min_steps=min_steps)
+    return a - a.mean(axis=1, keepdims=True)
+
+
+def _as_series(x: np.ndarray | Tensor | Sequence[float], *, min_steps: int) -> np.ndarray:
+    """``x`` as a float64 array of shape ``(n_chains, n_steps)``, checked, as it is."""
     if isinstance(x, Tensor):
         x = x.detach().cpu().to(torch.float64).numpy()
     a = np.asarray(x, dtype=np.float64)
@@ -105,7 +111,7 @@ def _as_chains(x: np.ndarray | Tensor | Sequence[float], *, min_steps: int = 3) 
         )
     if not np.isfinite(a).all():
         raise BoltzkitError("the series holds NaN or infinite values", got=f"shape {a.shape}")
-    return a - a.mean(axis=1, keepdims=True)
+    return a
 
 
 def _autocovariance(a: np.ndarray) -> np.ndarray:
@@ -116,7 +122,13 @@ def _autocovariance(a: np.ndarray) -> np.ndarray:
     return np.fft.irfft(f * np.conj(f), n=size, axis=1)[:, :n] / n
 
 
-def autocorrelation(x: np.ndarray | Tensor | Sequence[float], max_lag: int | None = None) -> np.ndarray:
+#: How :func:`autocorrelation` centres several chains: each on its own mean, or all on theirs.
+CENTERINGS = ("chain", "pooled")
+
+
+def autocorrelation(
+    x: np.ndarray | Tensor | Sequence[float], max_lag: int | None = None, *, center: str = "chain"
+) -> np.ndarray:
     """Normalised autocorrelation function ``R(dt)``, ``dt = 0 .. max_lag`` (S3 Eq. 16).
 
     Parameters
@@ -125,22 +137,42 @@ def autocorrelation(x: np.ndarray | Tensor | Sequence[float], max_lag: int | Non
         A series, shape ``(n_steps,)``, or several chains of it, ``(n_chains, n_steps)``.
     max_lag
         Last lag returned (default ``n_steps - 1``).
+    center
+        ``"chain"`` (emcee's): each chain de-meaned and normalised on its own, the functions
+        averaged. Each chain's own mean takes away about ``tau / n_steps`` at every lag, so a
+        windowed sum over ``M`` lags is low by about ``2 M / n_steps`` of itself however many
+        chains there are. ``"pooled"``: the chains (of one stationary process) de-meaned by their
+        common mean, ``R(dt) = sum_chains sum_k x_k x_{k+dt} / sum_chains sum_k x_k^2``: the bias
+        shrinks with the chains' total length, and chains stuck apart show as correlation.
 
     Returns
     -------
     numpy.ndarray
-        float64, shape ``(max_lag + 1,)``, ``R(0) = 1``; the mean over chains of each chain's
-        normalised function (a constant chain contributes nothing).
+        float64, shape ``(max_lag + 1,)``, ``R(0) = 1`` (``"chain"``: a constant chain contributes
+        nothing).
     """
-    a = _as_chains(x, min_steps=2)
-    acov = _autocovariance(a)
-    var = acov[:, :1]
-    live = var[:, 0] > 0
-    if not live.any():
+    if center not in CENTERINGS:
         raise BoltzkitError(
-            "the series is constant: its autocorrelation is undefined", got=f"shape {a.shape}"
+            "unknown centering of the chains", got=repr(center), expected=" or ".join(CENTERINGS)
         )
-    acf = (acov[live] / var[live]).mean(axis=0)
+    if center == "pooled":
+        raw = _as_series(x, min_steps=2)
+        acov = _autocovariance(raw - raw.mean()).sum(axis=0)
+        if not acov[0] > 0:
+            raise BoltzkitError(
+                "the series is constant: its autocorrelation is undefined", got=f"shape {raw.shape}"
+            )
+        acf = acov / acov[0]
+    else:
+        a = _as_chains(x, min_steps=2)
+        acov = _autocovariance(a)
+        var = acov[:, :1]
+        live = var[:, 0] > 0
+        if not live.any():
+            raise BoltzkitError(
+                "the series is constant: its autocorrelation is undefined", got=f"shape {a.shape}"
+            )
+        acf = (acov[live] / var[live]).mean(axis=0)
     if max_lag is not None:
         if isinstance(max_lag, bool) or not isinstance(max_lag, int) or max_lag < 0:
             raise BoltzkitError("max_lag must be a non-negative integer", got=repr(max_lag))
@@ -417,6 +449,7 @@ def energy_trace(
 
 
 __all__ = [
+    "CENTERINGS",
     "ESTIMATORS",
     "RELIABLE_LENGTHS",
     "SOKAL_C",

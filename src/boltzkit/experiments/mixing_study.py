@@ -72,7 +72,8 @@ def autocorrelation_stage(
 
     * ``tau_ar``: the AR-fit integrated time (Thompson 2010), the mean over chains, with
       ``ar_order`` and, for several chains, each chain's in ``tau_ar_chains``;
-    * ``tau_sokal``: Sokal's window estimate from the chains' pooled autocorrelation function,
+    * ``tau_sokal``: Sokal's window estimate from the chains' pooled autocorrelation function
+      (:func:`~boltzkit.diagnostics.autocorrelation.autocorrelation` with one mean for all chains),
       with ``sokal_window`` (``M``), its standard deviation ``tau_sokal_sd``
       (:func:`~boltzkit.diagnostics.autocorrelation.windowed_sd`, the chains' total length), and
       ``acf_at_window``, ``R(M)``, with ``undecayed_at_window``: whether ``R(M)`` is still more than
@@ -102,7 +103,7 @@ def autocorrelation_stage(
         g = torch.Generator(device=model.device).manual_seed(derive_seed(seed, task.task_id, *keys))
         x = energy_trace(model, operator, n_chains=n_chains, n_steps=steps, generator=g, burn_in=burn_in)
         ar = integrated_time_ar(x)
-        rho = autocorrelation(x)
+        rho = autocorrelation(x, center="pooled")  # one mean for all chains: no per-chain bias
         sokal = sokal_time_of_acf(rho, steps, n_chains=n_chains)
         total = n_chains * steps
         log_lags = np.unique(np.geomspace(1, max(1, steps - 1), 100).round().astype(int))

@@ -258,8 +258,8 @@ TAU_CSV_COLUMNS = (
 )  # fmt: skip
 #: CSV columns of ``bfi2013-tau-pooled.csv`` (Table 2's pooled chains, not in S3).
 POOLED_CSV_COLUMNS = (
-    "problem", "rbms", "n_chains", "steps", "tau_gibbs_sokal", "tau_flip_sokal", "gain_percent",
-    "rbms_flip_faster", "rbms_gibbs_faster", "rbms_undecided", "p_value", "records_of_50_tau", "records",
+    "problem", "rbms", "rbms_sokal_invalid", "n_chains", "steps", "tau_gibbs_sokal", "tau_flip_sokal", "gain_percent",
+    "rbms_flip_faster", "rbms_gibbs_faster", "rbms_undecided", "p_value", "faster_by_test", "records_of_50_tau", "records",
     "records_undecayed", "tau_gibbs_ar", "tau_flip_ar",
 )  # fmt: skip
 #: Standard deviations by which one RBM's two pooled Sokal times must differ for a call.
@@ -380,35 +380,45 @@ def pooled_section(
                 [NAMES[name], "0", "not run", *[""] * 11], problem=name, rbms=0, n_chains=chains, steps=steps
             )
             continue
-        tau = {op: [r[op]["tau_sokal"] for r in rows] for op in OPERATORS}
+        # a Sokal time that is not positive (or finite) went wrong: its RBM makes no call, no mean, no pair
+        valid = [r for r in rows if all(0 < r[op]["tau_sokal"] < math.inf for op in OPERATORS)]
+        tau = {op: [r[op]["tau_sokal"] for r in valid] for op in OPERATORS}
         g, t = finite_mean(tau["gibbs"]), finite_mean(tau["flip"])
         gain = 100.0 * (1.0 - t / g) if g > 0 else math.nan
         calls = [_faster(r["gibbs"], r["flip"]) for r in rows]
-        p, _ = signed_rank_test(tau["gibbs"], tau["flip"])
+        p, larger = signed_rank_test(tau["gibbs"], tau["flip"])
+        by_test = {"a": "flip", "b": "gibbs"}.get(larger or "")  # the larger times are G's: T is faster
         long = sum(_long_enough(r[op], steps) for r in rows for op in OPERATORS)
         undecayed = sum(bool(r[op].get("undecayed_at_window")) for r in rows for op in OPERATORS)
         ga, ta = (finite_mean([r[op]["tau_ar"] for r in rows]) for op in OPERATORS)
         n = 2 * len(rows)
         table.add(
-            [NAMES[name], str(len(rows)), f"{chains} × {steps:,}", f"{g:.1f}", f"{t:.1f}", f"{gain:.1f}",
+            [NAMES[name], str(len(rows)) + (f" ({len(rows) - len(valid)} with τ ≤ 0 left out)" if len(valid) < len(rows)
+             else ""), f"{chains} × {steps:,}", f"{g:.1f}", f"{t:.1f}", f"{gain:.1f}",
              str(calls.count("flip")), str(calls.count("gibbs")), str(calls.count(None)),
-             "n/a" if p is None else f"{p:.3g}", f"{long} of {n}", f"{undecayed} of {n}", f"{ga:.1f}", f"{ta:.1f}"],
-            problem=name, rbms=len(rows), n_chains=chains, steps=steps, **finite_or_none({"tau_gibbs_sokal": g,
-            "tau_flip_sokal": t, "gain_percent": gain, "tau_gibbs_ar": ga, "tau_flip_ar": ta}),
-            rbms_flip_faster=calls.count("flip"), rbms_gibbs_faster=calls.count("gibbs"),
-            rbms_undecided=calls.count(None), p_value=p, records_of_50_tau=long, records=n, records_undecayed=undecayed,
+             "n/a" if p is None else f"{p:.3g}" + {"flip": ", T", "gibbs": ", G"}.get(by_test or "", ""),
+             f"{long} of {n}", f"{undecayed} of {n}", f"{ga:.1f}", f"{ta:.1f}"],
+            problem=name, rbms=len(rows), rbms_sokal_invalid=len(rows) - len(valid), n_chains=chains, steps=steps,
+            **finite_or_none({"tau_gibbs_sokal": g, "tau_flip_sokal": t, "gain_percent": gain, "tau_gibbs_ar": ga,
+            "tau_flip_ar": ta}), rbms_flip_faster=calls.count("flip"), rbms_gibbs_faster=calls.count("gibbs"),
+            rbms_undecided=calls.count(None), p_value=p, faster_by_test=by_test, records_of_50_tau=long, records=n,
+            records_undecayed=undecayed,
         )  # fmt: skip
     lines = [
         "### Table 2 from pooled chains (not in S3)",
         "",
         f"Where one chain of S3's length cannot pin a model's τ down, each RBM is sampled again by {chains} "
         f"independent chains of {steps:,} steps after {plan.pooled_burn_in:,} of burn-in under each operator, and "
-        "τ is Sokal's windowed sum over their pooled autocorrelation function (mean over RBMs). Per RBM, T or G "
+        "τ is Sokal's windowed sum over their pooled autocorrelation function (the chains centred on their common "
+        "mean, so that a chain's own mean does not shorten τ; mean over RBMs). Per RBM, T or G "
         f"is called faster when the two times differ by more than {POOLED_Z:g} standard deviations of the "
         "difference (each time's sd is τ √(2 (2M + 1) / N), M its window and N the chains' total length, Madras "
-        "& Sokal 1988), and neither where a time is not positive (the windowed sum went wrong); p is the "
-        'Wilcoxon signed-rank test of the paired times across RBMs. "≥ 50 τ" counts the records (an RBM under '
-        "one operator) whose chains span 50 times the larger of their AR and Sokal times; "
+        "& Sokal 1988; G's and T's chains share their seeds, which makes the test conservative), and neither "
+        "where a time is not positive (the windowed sum went wrong: such an RBM is left out of the means and the "
+        "test). With no difference between the operators, about one RBM in twenty would still be called by "
+        "chance. p is the Wilcoxon signed-rank test of the paired times across RBMs, with the operator the ranks "
+        'favour where p < 0.05. "≥ 50 τ" counts the records (an RBM under one operator) whose chains span 50 '
+        "times the larger of their AR and Sokal times; "
         '"undecayed at the window" those whose pooled autocorrelation at Sokal\'s window is still more than '
         "three standard errors above zero, where τ is a lower bound. The AR times (S3's estimator, mean over "
         "the chains) are shown for comparison.",

@@ -141,6 +141,8 @@ def run_bfi2013(
     if finished_only:
         ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
     act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
+    # Table 2's problems sampled again by pooled chains (a part of Table 2 only, not of Fig. 4)
+    pooled_names = [name for name in act if name in plan.pooled_problems] if "table2" in parts else []
     cc = class_change_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
 
     def act_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
@@ -167,7 +169,7 @@ def run_bfi2013(
     records = {r["task_id"]: r for r in run.records}
     if not finished_only:  # a look reads the mixing records without their models
         kept = [
-            (name, t, (act_record, pooled_record) if name in plan.pooled_problems else (act_record,))
+            (name, t, (act_record, pooled_record) if name in pooled_names else (act_record,))
             for name, ts in act.items()
             for t in ts
         ]
@@ -228,13 +230,16 @@ def run_bfi2013(
         results["table2"] = {
             name: [{op: _without_acf(r[op]) for op in OPERATORS} for r in rows] for name, rows in taus.items()
         }
-        pooled_names = [name for name in act if name in plan.pooled_problems]
-        if pooled_names and "table2" in parts:
+        if pooled_names:
             pooled = _complete(
                 {
                     name: [{op: pooled_record(name, t, op) for op in OPERATORS} for t in act[name]]
                     for name in pooled_names
                 }
+            )
+            sampled["Table 2 from pooled chains"] = (
+                sum(map(len, pooled.values())),
+                sum(len(act[n]) for n in pooled_names),
             )
             text, pooled_table = pooled_section(pooled, pooled_names, plan)
             sections.append(text)
