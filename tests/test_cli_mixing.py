@@ -41,8 +41,14 @@ def test_mixing_reports_each_samplers_tau_from_the_traces_it_keeps(rbm_file, tmp
     for name, trace in traces.items():
         assert trace.shape == (4, 2000) and np.isfinite(trace).all()
         for est in ESTIMATORS:  # the record's numbers are the estimators' on the kept traces
-            assert record["estimates"][name][est]["tau"] == pytest.approx(integrated_time(trace, est).tau)
-        assert record["tau"][name] == record["estimates"][name]["ar"]["tau"]
+            tau = integrated_time(trace, est, center="pooled").tau  # the chains on their common mean
+            assert record["estimates"][name][est]["tau"] == pytest.approx(tau)
+        assert record["tau"][name] == record["estimates"][name]["ar"]["tau"] and record["center"] == "pooled"
+    # each chain on its own mean (emcee's way) on request: the same traces, other windowed times
+    chain = run_json(*args, "--burn-in", "50", "--seed", "5", "--center", "chain", "--json")
+    for name, trace in traces.items():
+        assert chain["estimates"][name]["sokal"]["tau"] == pytest.approx(integrated_time(trace, "sokal").tau)
+        assert chain["estimates"][name]["ar"]["tau"] == record["estimates"][name]["ar"]["tau"]
     # the same seed gives the same numbers
     again = run_json(*args, "--burn-in", "50", "--seed", "5", "--json")
     assert again["tau"] == record["tau"] and again["out"] is None
@@ -82,8 +88,8 @@ def test_mixing_warns_when_the_ar_fit_misses_a_slow_tail(rbm_file, monkeypatch):
 
         return torch.from_numpy(ar1(0.5, 0.9) + ar1(0.999, 0.1))
 
-    def capped_ar(x, method="ar"):  # an AR fit of order at most 2 cannot hold the slow decay
-        return integrated_time_ar(x, order_max=2) if method == "ar" else integrated_time(x, method)
+    def capped_ar(x, method="ar", **kw):  # an AR fit of order at most 2 cannot hold the slow decay
+        return integrated_time_ar(x, order_max=2) if method == "ar" else integrated_time(x, method, **kw)
 
     monkeypatch.setattr(mixing_cli, "energy_trace", slow_tailed)
     monkeypatch.setattr(mixing_cli, "integrated_time", capped_ar)
@@ -133,6 +139,7 @@ def test_mixing_works_on_a_model_with_laterals(tmp_path):
         (["--samplers", "shuffle"], "operator"),
         (["--method", "emcee"], "unknown autocorrelation-time estimator"),
         (["--out", "traces.txt"], ".npz"),
+        (["--center", "grand"], "unknown centering of the chains"),
     ],
 )
 def test_mixing_refuses_bad_input_with_one_line(rbm_file, extra, message):

@@ -8,7 +8,9 @@ autocorrelation time ``tau = 1 + 2 sum_dt R(dt)`` is estimated by the AR fit S3 
 a windowed estimate from chains shorter than 50 tau is flagged, and so is an AR time far below the
 chains' autocorrelations summed to lag :data:`SLOW_TAIL_LAGS` (a slow tail the fit misses, such as
 switching between modes: ``misses_slow_tail`` in the AR estimate's record), and chains still correlated
-at that lag, where the check cannot see the tail (``tail_undecayed``, Bartlett's test). ``--out FILE.npz``
+at that lag, where the check cannot see the tail (``tail_undecayed``, Bartlett's test). The windowed
+estimates and the checks pool the chains' autocorrelation functions, centred on the chains' common mean
+(``--center pooled``; ``chain``: each on its own, as emcee, which biases them low). ``--out FILE.npz``
 keeps the traces (one array per operator, ``(n_chains, n_steps)``), which ``boltzkit plot acf
 FILE.npz`` draws.
 """
@@ -38,6 +40,7 @@ from boltzkit.cli.common import (
 )
 from boltzkit.cli.stack import is_stack_model
 from boltzkit.diagnostics.autocorrelation import (
+    CENTERINGS,
     ESTIMATORS,
     acf_sum,
     autocorrelation,
@@ -85,6 +88,15 @@ def command(
     method: Annotated[
         str, typer.Option("--method", help="The tau estimate printed first: ar (S3's), sokal or geyer.")
     ] = "ar",
+    center: Annotated[
+        str,
+        typer.Option(
+            "--center",
+            help="How the chains are centred for the Sokal and Geyer times and the ACF checks: pooled (on "
+            "their common mean: no bias from each chain's own mean, and chains stuck apart count as "
+            "correlated) or chain (each on its own mean, as emcee; low by about 10 tau / steps).",
+        ),
+    ] = "pooled",
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Keep the energy traces in FILE.npz (for boltzkit plot acf)."),
@@ -98,6 +110,10 @@ def command(
     if method not in ESTIMATORS:
         raise BoltzkitError(
             "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
+        )
+    if center not in CENTERINGS:
+        raise BoltzkitError(
+            "unknown centering of the chains", got=repr(center), expected=", ".join(CENTERINGS)
         )
     if out is not None and out.suffix.lower() != ".npz":
         raise BoltzkitError(
@@ -130,14 +146,14 @@ def command(
         traces[name] = trace
         taus[name] = {}
         for est in ESTIMATORS:
-            res = integrated_time(trace, est)
+            res = integrated_time(trace, est, center=center)
             taus[name][est] = {
                 "tau": res.tau,
                 "reliable": res.reliable,
                 "window": res.window,
                 "order": res.order,
             }
-        acf = autocorrelation(trace, tail_lags)
+        acf = autocorrelation(trace, tail_lags, center=center)
         taus[name]["ar"]["acf_last"] = float(acf[-1])
         taus[name]["ar"]["acf_sum"] = acf_sum(acf)
         taus[name]["ar"]["misses_slow_tail"] = misses_slow_tail(taus[name]["ar"]["tau"], acf, chains * steps)
@@ -178,6 +194,7 @@ def command(
         "n_chains": chains,
         "n_steps": steps,
         "burn_in": burn_in,
+        "center": center,
         "seed": seed,
         "device": str(dev),
         "tau": {n: taus[n][method]["tau"] for n in names},

@@ -126,6 +126,13 @@ def _autocovariance(a: np.ndarray) -> np.ndarray:
 CENTERINGS = ("chain", "pooled")
 
 
+def _check_center(center: str) -> None:
+    if center not in CENTERINGS:
+        raise BoltzkitError(
+            "unknown centering of the chains", got=repr(center), expected=" or ".join(CENTERINGS)
+        )
+
+
 def autocorrelation(
     x: np.ndarray | Tensor | Sequence[float], max_lag: int | None = None, *, center: str = "chain"
 ) -> np.ndarray:
@@ -151,10 +158,7 @@ def autocorrelation(
         float64, shape ``(max_lag + 1,)``, ``R(0) = 1`` (``"chain"``: a constant chain contributes
         nothing).
     """
-    if center not in CENTERINGS:
-        raise BoltzkitError(
-            "unknown centering of the chains", got=repr(center), expected=" or ".join(CENTERINGS)
-        )
+    _check_center(center)
     if center == "pooled":
         raw = _as_series(x, min_steps=2)
         acov = _autocovariance(raw - raw.mean()).sum(axis=0)
@@ -180,16 +184,19 @@ def autocorrelation(
     return acf
 
 
-def integrated_time_sokal(x: np.ndarray | Tensor | Sequence[float], *, c: float = SOKAL_C) -> IntegratedTime:
+def integrated_time_sokal(
+    x: np.ndarray | Tensor | Sequence[float], *, c: float = SOKAL_C, center: str = "chain"
+) -> IntegratedTime:
     """``tau`` by the windowed sum ``1 + 2 sum_{dt=1}^{M} R(dt)`` with Sokal's automatic window.
 
     ``M`` is the smallest lag with ``M >= c tau(M)`` (Sokal 1997; Goodman & Weare 2010; emcee's
     ``integrated_time``); the estimate is flagged unreliable when the chain is shorter than
     :data:`RELIABLE_LENGTHS` ``tau``. Several chains pool their autocorrelation functions
-    (:func:`autocorrelation`); :func:`sokal_time_of_acf` does the same from a function at hand.
+    (:func:`autocorrelation`, centred as ``center`` says); :func:`sokal_time_of_acf` does the same
+    from a function at hand.
     """
-    a = _as_chains(x)
-    return sokal_time_of_acf(autocorrelation(a), a.shape[1], n_chains=a.shape[0], c=c)
+    a = _as_series(x, min_steps=3)
+    return sokal_time_of_acf(autocorrelation(a, center=center), a.shape[1], n_chains=a.shape[0], c=c)
 
 
 def sokal_time_of_acf(
@@ -223,15 +230,18 @@ def windowed_sd(tau: float, window: int, n_steps: int) -> float:
     return abs(float(tau)) * math.sqrt(2.0 * (2 * int(window) + 1) / n_steps)
 
 
-def integrated_time_geyer(x: np.ndarray | Tensor | Sequence[float]) -> IntegratedTime:
+def integrated_time_geyer(
+    x: np.ndarray | Tensor | Sequence[float], *, center: str = "chain"
+) -> IntegratedTime:
     """``tau`` by Geyer's (1992) initial monotone sequence estimator.
 
     The sums of adjacent pairs ``Gamma_k = R(2k) + R(2k + 1)`` of a reversible chain are
     positive and decreasing; sum them while positive, each capped by the one before, and take
-    ``tau = -1 + 2 sum_k Gamma_k``.
+    ``tau = -1 + 2 sum_k Gamma_k``. Several chains pool their autocorrelation functions, centred as
+    ``center`` says (:func:`autocorrelation`).
     """
-    a = _as_chains(x)
-    rho = autocorrelation(a)
+    a = _as_series(x, min_steps=3)
+    rho = autocorrelation(a, center=center)
     m = rho.size // 2
     gamma = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
     stop = np.flatnonzero(gamma <= 0)
@@ -389,13 +399,18 @@ def tail_undecayed(acf: Sequence[float] | np.ndarray, n_steps: int, *, z: float 
 ESTIMATORS = {"ar": integrated_time_ar, "sokal": integrated_time_sokal, "geyer": integrated_time_geyer}
 
 
-def integrated_time(x: np.ndarray | Tensor | Sequence[float], method: str = "ar") -> IntegratedTime:
-    """``tau`` by ``method``: ``"ar"`` (S3's), ``"sokal"`` or ``"geyer"``."""
+def integrated_time(
+    x: np.ndarray | Tensor | Sequence[float], method: str = "ar", *, center: str = "chain"
+) -> IntegratedTime:
+    """``tau`` by ``method``: ``"ar"`` (S3's; each chain fitted on its own), ``"sokal"`` or
+    ``"geyer"`` (several chains' autocorrelation functions pooled, centred as ``center`` says:
+    :func:`autocorrelation`)."""
     if method not in ESTIMATORS:
         raise BoltzkitError(
             "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
         )
-    return ESTIMATORS[method](x)
+    _check_center(center)
+    return integrated_time_ar(x) if method == "ar" else ESTIMATORS[method](x, center=center)
 
 
 @torch.no_grad()
