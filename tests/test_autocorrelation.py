@@ -272,3 +272,30 @@ def test_pooled_centering_removes_the_bias_each_chains_own_mean_leaves():
         autocorrelation(one, center="grand")
     with pytest.raises(BoltzkitError, match="constant"):
         autocorrelation(np.ones((2, 10)), center="pooled")
+
+
+def test_a_window_extended_to_decay_sums_the_slow_part_sokals_window_cuts_off():
+    """8 chains of a fast AR(1) (phi 0.5, 90 % of the variance) plus a slow one (phi 0.995, 10 %):
+    tau = 0.9 * 3 + 0.1 * 399 = 42.6. Sokal's window (M >= 5 tau(M)) lands while the slow part is
+    still well above zero, and :func:`tail_undecayed` there says so; extended until the pooled
+    function has decayed, the window sums the slow part, and the estimate lies within K_SIGMA
+    standard deviations of the truth. On the fast series alone the two windows are the same."""
+    rng = np.random.default_rng(3)
+    chains, n = 8, 200_000
+
+    def ar1(phi: float, variance: float) -> np.ndarray:
+        noise = rng.standard_normal((chains, n)) * math.sqrt(variance * (1 - phi**2))
+        return scipy.signal.lfilter([1.0], [1.0, -phi], noise, axis=1)
+
+    fast = ar1(0.5, 0.9)
+    rho = autocorrelation(fast + ar1(0.995, 0.1), center="pooled")
+    truth = 0.9 * ar1_tau(0.5) + 0.1 * ar1_tau(0.995)
+    sokal = sokal_time_of_acf(rho, n, n_chains=chains)
+    decayed = sokal_time_of_acf(rho, n, n_chains=chains, decay_z=3.0)
+    assert tail_undecayed(rho[: sokal.window + 1], chains * n) and sokal.tau < truth / 2
+    assert decayed.window > sokal.window and not tail_undecayed(rho[: decayed.window + 1], chains * n)
+    assert abs(decayed.tau - truth) < K_SIGMA * windowed_sd(truth, decayed.window, chains * n)
+    rho_fast = autocorrelation(fast, center="pooled")
+    assert sokal_time_of_acf(rho_fast, n, n_chains=chains, decay_z=3.0) == sokal_time_of_acf(
+        rho_fast, n, n_chains=chains
+    )

@@ -220,15 +220,21 @@ def test_pooled_table2_calls_each_rbm_by_two_sds_and_tests_across_rbms():
     assert (row["rbms_flip_faster"], row["rbms_gibbs_faster"], row["rbms_undecided"]) == (1, 1, 2)
     taus_g, taus_t = [1_000.0, 500.0, 300.0], [700.0, 520.0, 400.0]  # the fourth RBM's T time went wrong
     assert row["p_value"] == pytest.approx(wilcoxon(taus_t, taus_g).pvalue) and row["faster_by_test"] is None
-    assert row["rbms_sokal_invalid"] == 1 and "| 4 (1 with τ ≤ 0 left out) |" in text
-    assert row["records_of_50_tau"] == 6 and row["records"] == 8 and row["records_undecayed"] == 1
-    assert row["tau_gibbs_sokal"] == pytest.approx(sum(taus_g) / 3) and row["n_chains"] == 8
+    assert row["rbms_tau_invalid"] == 1 and "| 4 (1 with τ ≤ 0 left out) |" in text
+    assert row["records_of_50_tau"] == 6 and row["records"] == 8 and row["records_sokal_undecayed"] == 1
+    assert row["tau_gibbs"] == pytest.approx(sum(taus_g) / 3) and row["n_chains"] == 8
     assert missing["problem"] == "bars-and-stripes" and missing["rbms"] == 0
     assert "| 8 × 4,000,000 |" in text and "| 6 of 8 | 1 of 8 |" in text
     faster = [{"gibbs": rec(100.0 * k, 1.0), "flip": rec(50.0 * k, 1.0)} for k in range(1, 9)]
     _, table = pooled_section({"mnist": faster}, ["mnist"], plan)
     row = table.rows[0][1]
     assert row["p_value"] < 0.05 and row["faster_by_test"] == "flip" and row["rbms_flip_faster"] == 8
+    # where Sokal's window had not decayed, the time summed to decay is the one compared (and judged)
+    slow = {**rec(100.0, 1.0, undecayed=True), "tau_decayed": 90_000.0, "tau_decayed_sd": 100.0}
+    _, table = pooled_section({"mnist": [{"gibbs": slow, "flip": rec(200.0, 1.0)}]}, ["mnist"], plan)
+    row = table.rows[0][1]
+    assert row["rbms_flip_faster"] == 1 and row["tau_gibbs"] == 90_000.0 and row["tau_gibbs_sokal"] == 100.0
+    assert row["records_of_50_tau"] == 1 and row["records_sokal_undecayed"] == 1
 
 
 def test_paper_values_and_parts():

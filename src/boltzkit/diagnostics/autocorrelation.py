@@ -200,15 +200,35 @@ def integrated_time_sokal(
 
 
 def sokal_time_of_acf(
-    acf: Sequence[float] | np.ndarray, n_steps: int, *, n_chains: int = 1, c: float = SOKAL_C
+    acf: Sequence[float] | np.ndarray,
+    n_steps: int,
+    *,
+    n_chains: int = 1,
+    c: float = SOKAL_C,
+    decay_z: float | None = None,
 ) -> IntegratedTime:
     """Sokal's windowed ``tau`` (:func:`integrated_time_sokal`) of a normalised autocorrelation
     function ``acf`` (``R(0) = 1`` to ``R(L)``, e.g. :func:`autocorrelation` of ``n_chains``
-    chains of ``n_steps`` each). Without a lag ``M >= c tau(M)`` up to ``L`` the window is ``L``."""
+    chains of ``n_steps`` each). Without a lag ``M >= c tau(M)`` up to ``L`` the window is ``L``.
+
+    With ``decay_z``, the window must also lie where the function has decayed: ``R(M)`` at most
+    ``decay_z`` Bartlett standard errors above zero (:func:`tail_undecayed`, with the chains'
+    total length). A chain that switches slowly between modes under a fast local decay meets
+    ``M >= c tau(M)`` while its slow part is still well above zero, and Sokal's window then cuts
+    that part off (S3's problems with separated modes, docs/results.md); the extended window sums
+    it. Where Sokal's window has decayed the two are the same.
+    """
     if not float(c) > 0:
         raise BoltzkitError("Sokal's window constant c must be positive", got=c)
-    taus = 2.0 * np.cumsum(np.asarray(acf, dtype=float)) - 1.0
+    r = np.asarray(acf, dtype=float)
+    taus = 2.0 * np.cumsum(r) - 1.0
     ok = np.arange(taus.size) >= float(c) * taus
+    if decay_z is not None:
+        # Bartlett's variance of R(M): (1 + 2 sum_{dt=1}^{M-1} R(dt)^2) / N, N the total length
+        summed = np.cumsum(np.concatenate(([0.0], r[1:] ** 2)))  # sum_{dt=1}^{j} R(dt)^2 at j
+        squares = np.concatenate(([0.0], summed[:-1]))
+        sd = np.sqrt((1.0 + 2.0 * squares) / max(1, int(n_steps) * int(n_chains)))
+        ok &= r <= float(decay_z) * sd
     window = int(np.argmax(ok)) if ok.any() else taus.size - 1
     tau = float(taus[window])
     return IntegratedTime(

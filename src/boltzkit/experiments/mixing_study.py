@@ -50,6 +50,9 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.experiments.engine import load_stage, stage
 from boltzkit.experiments.grid import GridTask, load_task_model
 
+#: Bartlett standard errors above zero at which an autocorrelation has not decayed.
+DECAY_Z = 3.0
+
 
 def autocorrelation_stage(
     out: Path,
@@ -79,6 +82,10 @@ def autocorrelation_stage(
       ``acf_at_window``, ``R(M)``, with ``undecayed_at_window``: whether ``R(M)`` is still more than
       three standard errors above zero (:func:`~boltzkit.diagnostics.autocorrelation.tail_undecayed`),
       so that even Sokal's time is only a lower bound;
+    * ``tau_decayed``: the same sum with the window extended until the function has decayed
+      (:func:`~boltzkit.diagnostics.autocorrelation.sokal_time_of_acf` with ``decay_z``
+      :data:`DECAY_Z`: a slow part Sokal's window cuts off is summed), with ``decayed_window`` and
+      ``tau_decayed_sd``; it equals ``tau_sokal`` where that window has decayed;
     * ``reliable`` (the chains span at least 50 AR times), ``acf`` (the pooled normalised
       autocorrelation function up to ``min(max_lag, steps - 1)``) and ``acf_log_lags`` /
       ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``);
@@ -105,6 +112,7 @@ def autocorrelation_stage(
         ar = integrated_time_ar(x)
         rho = autocorrelation(x, center="pooled")  # one mean for all chains: no per-chain bias
         sokal = sokal_time_of_acf(rho, steps, n_chains=n_chains)
+        decayed = sokal_time_of_acf(rho, steps, n_chains=n_chains, decay_z=DECAY_Z)
         total = n_chains * steps
         log_lags = np.unique(np.geomspace(1, max(1, steps - 1), 100).round().astype(int))
         record = {
@@ -114,7 +122,10 @@ def autocorrelation_stage(
             "sokal_window": sokal.window,
             "tau_sokal_sd": windowed_sd(sokal.tau, sokal.window, total),
             "acf_at_window": float(rho[sokal.window]),
-            "undecayed_at_window": tail_undecayed(rho[: sokal.window + 1], total),
+            "undecayed_at_window": tail_undecayed(rho[: sokal.window + 1], total, z=DECAY_Z),
+            "tau_decayed": decayed.tau,
+            "decayed_window": decayed.window,
+            "tau_decayed_sd": windowed_sd(decayed.tau, decayed.window, total),
             "reliable": bool(ar.reliable),
             "acf": [float(v) for v in rho[: min(max_lag, steps - 1) + 1]],
             "acf_log_lags": [int(v) for v in log_lags],
@@ -230,6 +241,7 @@ def mean_acf(
 
 
 __all__ = [
+    "DECAY_Z",
     "autocorrelation_stage",
     "class_change_stage",
     "finite_mean",

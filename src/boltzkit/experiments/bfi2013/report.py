@@ -258,9 +258,9 @@ TAU_CSV_COLUMNS = (
 )  # fmt: skip
 #: CSV columns of ``bfi2013-tau-pooled.csv`` (Table 2's pooled chains, not in S3).
 POOLED_CSV_COLUMNS = (
-    "problem", "rbms", "rbms_sokal_invalid", "n_chains", "steps", "tau_gibbs_sokal", "tau_flip_sokal", "gain_percent",
-    "rbms_flip_faster", "rbms_gibbs_faster", "rbms_undecided", "p_value", "faster_by_test", "records_of_50_tau", "records",
-    "records_undecayed", "tau_gibbs_ar", "tau_flip_ar",
+    "problem", "rbms", "rbms_tau_invalid", "n_chains", "steps", "tau_gibbs", "tau_flip", "gain_percent",
+    "rbms_flip_faster", "rbms_gibbs_faster", "rbms_undecided", "p_value", "faster_by_test", "records_of_50_tau",
+    "records", "records_sokal_undecayed", "tau_gibbs_sokal", "tau_flip_sokal", "tau_gibbs_ar", "tau_flip_ar",
 )  # fmt: skip
 #: Standard deviations by which one RBM's two pooled Sokal times must differ for a call.
 POOLED_Z = 2.0
@@ -355,22 +355,23 @@ def table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan)
 def pooled_section(
     pooled: dict[str, list[dict[str, dict[str, Any]]]], names: list[str], plan: Plan
 ) -> tuple[str, Table]:
-    """Table 2 again from many chains per RBM (not in S3): Sokal's time of each RBM under G and T
-    from ``plan.pooled_chains`` pooled chains, so that RBMs whose ``tau`` one chain of S3's length
-    cannot pin down still get a verdict.
+    """Table 2 again from many chains per RBM (not in S3): each RBM's ``tau`` under G and T from
+    ``plan.pooled_chains`` pooled chains, so that RBMs whose ``tau`` one chain of S3's length cannot
+    pin down still get a verdict.
 
-    Per RBM, T (or G) is called faster when the two times differ by more than :data:`POOLED_Z`
-    standard deviations of their difference (:func:`~boltzkit.diagnostics.autocorrelation.windowed_sd`
-    of each); across RBMs, the Wilcoxon signed-rank test of the paired times
-    (:func:`~boltzkit.experiments.grid.signed_rank_test`). Each record (an RBM under one operator)
-    counts as long enough when its chains span 50 times the larger of its AR and Sokal times, and as
-    undecayed when the pooled autocorrelation at Sokal's window is still more than three standard
-    errors above zero, where even Sokal's time is a lower bound.
+    ``tau`` is the windowed sum with Sokal's window extended until the pooled autocorrelation has
+    decayed (``tau_decayed`` of :func:`~boltzkit.experiments.mixing_study.autocorrelation_stage`;
+    Sokal's own where its window has decayed). Per RBM, T (or G) is called faster when the two
+    times differ by more than :data:`POOLED_Z` standard deviations of their difference
+    (:func:`~boltzkit.diagnostics.autocorrelation.windowed_sd` of each); across RBMs, the Wilcoxon
+    signed-rank test of the paired times (:func:`~boltzkit.experiments.grid.signed_rank_test`).
+    Each record (an RBM under one operator) counts as long enough when its chains span 50 times the
+    larger of its AR time and ``tau``, and is counted where Sokal's own window had not decayed.
     """
     chains, steps = plan.pooled_chains, plan.pooled_steps
     table = Table(
-        ("problem", "RBMs", "chains × steps", "τ_G (Sokal)", "τ_T (Sokal)", "gain %", "T faster", "G faster",
-         "no call", "p (Wilcoxon)", "≥ 50 τ", "undecayed at the window", "τ_G (AR)", "τ_T (AR)"),
+        ("problem", "RBMs", "chains × steps", "τ_G", "τ_T", "gain %", "T faster", "G faster", "no call",
+         "p (Wilcoxon)", "≥ 50 τ", "Sokal's window undecayed", "τ_G, τ_T (Sokal)", "τ_G, τ_T (AR)"),
         POOLED_CSV_COLUMNS,
     )  # fmt: skip
     for name in names:
@@ -380,62 +381,73 @@ def pooled_section(
                 [NAMES[name], "0", "not run", *[""] * 11], problem=name, rbms=0, n_chains=chains, steps=steps
             )
             continue
-        # a Sokal time that is not positive (or finite) went wrong: its RBM makes no call, no mean, no pair
-        valid = [r for r in rows if all(0 < r[op]["tau_sokal"] < math.inf for op in OPERATORS)]
-        tau = {op: [r[op]["tau_sokal"] for r in valid] for op in OPERATORS}
+        # a time that is not positive (or finite) went wrong: its RBM makes no call, no mean, no pair
+        valid = [r for r in rows if all(0 < _pooled_tau(r[op])[0] < math.inf for op in OPERATORS)]
+        tau = {op: [_pooled_tau(r[op])[0] for r in valid] for op in OPERATORS}
         g, t = finite_mean(tau["gibbs"]), finite_mean(tau["flip"])
         gain = 100.0 * (1.0 - t / g) if g > 0 else math.nan
         calls = [_faster(r["gibbs"], r["flip"]) for r in rows]
         p, larger = signed_rank_test(tau["gibbs"], tau["flip"])
         by_test = {"a": "flip", "b": "gibbs"}.get(larger or "")  # the larger times are G's: T is faster
-        long = sum(_long_enough(r[op], steps) for r in rows for op in OPERATORS)
+        long = sum(_long_enough(r[op], steps, _pooled_tau(r[op])[0]) for r in rows for op in OPERATORS)
         undecayed = sum(bool(r[op].get("undecayed_at_window")) for r in rows for op in OPERATORS)
+        gs, ts = (finite_mean([r[op]["tau_sokal"] for r in rows]) for op in OPERATORS)
         ga, ta = (finite_mean([r[op]["tau_ar"] for r in rows]) for op in OPERATORS)
         n = 2 * len(rows)
+        left_out = f" ({len(rows) - len(valid)} with τ ≤ 0 left out)" if len(valid) < len(rows) else ""
         table.add(
-            [NAMES[name], str(len(rows)) + (f" ({len(rows) - len(valid)} with τ ≤ 0 left out)" if len(valid) < len(rows)
-             else ""), f"{chains} × {steps:,}", f"{g:.1f}", f"{t:.1f}", f"{gain:.1f}",
+            [NAMES[name], f"{len(rows)}{left_out}", f"{chains} × {steps:,}", f"{g:.1f}", f"{t:.1f}", f"{gain:.1f}",
              str(calls.count("flip")), str(calls.count("gibbs")), str(calls.count(None)),
              "n/a" if p is None else f"{p:.3g}" + {"flip": ", T", "gibbs": ", G"}.get(by_test or "", ""),
-             f"{long} of {n}", f"{undecayed} of {n}", f"{ga:.1f}", f"{ta:.1f}"],
-            problem=name, rbms=len(rows), rbms_sokal_invalid=len(rows) - len(valid), n_chains=chains, steps=steps,
-            **finite_or_none({"tau_gibbs_sokal": g, "tau_flip_sokal": t, "gain_percent": gain, "tau_gibbs_ar": ga,
-            "tau_flip_ar": ta}), rbms_flip_faster=calls.count("flip"), rbms_gibbs_faster=calls.count("gibbs"),
-            rbms_undecided=calls.count(None), p_value=p, faster_by_test=by_test, records_of_50_tau=long, records=n,
-            records_undecayed=undecayed,
+             f"{long} of {n}", f"{undecayed} of {n}", f"{gs:.1f}, {ts:.1f}", f"{ga:.1f}, {ta:.1f}"],
+            problem=name, rbms=len(rows), rbms_tau_invalid=len(rows) - len(valid), n_chains=chains, steps=steps,
+            **finite_or_none({"tau_gibbs": g, "tau_flip": t, "gain_percent": gain, "tau_gibbs_sokal": gs,
+            "tau_flip_sokal": ts, "tau_gibbs_ar": ga, "tau_flip_ar": ta}), rbms_flip_faster=calls.count("flip"),
+            rbms_gibbs_faster=calls.count("gibbs"), rbms_undecided=calls.count(None), p_value=p,
+            faster_by_test=by_test, records_of_50_tau=long, records=n, records_sokal_undecayed=undecayed,
         )  # fmt: skip
     lines = [
         "### Table 2 from pooled chains (not in S3)",
         "",
         f"Where one chain of S3's length cannot pin a model's τ down, each RBM is sampled again by {chains} "
-        f"independent chains of {steps:,} steps after {plan.pooled_burn_in:,} of burn-in under each operator, and "
-        "τ is Sokal's windowed sum over their pooled autocorrelation function (the chains centred on their common "
-        "mean, so that a chain's own mean does not shorten τ; mean over RBMs). Per RBM, T or G "
-        f"is called faster when the two times differ by more than {POOLED_Z:g} standard deviations of the "
-        "difference (each time's sd is τ √(2 (2M + 1) / N), M its window and N the chains' total length, Madras "
-        "& Sokal 1988; G's and T's chains share their seeds, which makes the test conservative), and neither "
-        "where a time is not positive (the windowed sum went wrong: such an RBM is left out of the means and the "
+        f"independent chains of {steps:,} steps after {plan.pooled_burn_in:,} of burn-in under each operator. "
+        "Their autocorrelation functions are pooled, the chains centred on their common mean (so that a chain's own "
+        "mean does not shorten τ), and τ is the windowed sum 1 + 2 Σ R(Δt) with Sokal's window (the smallest M "
+        "≥ 5 τ(M)) extended, where needed, until the pooled function has decayed (R(M) within three Bartlett "
+        "standard errors of zero): a chain that switches slowly between modes under a fast local decay meets "
+        "Sokal's condition while its slow part is still well above zero, and Sokal's window cuts that part off. "
+        "\"Sokal's window undecayed\" counts the records (an RBM under one operator) where it did; Sokal's own "
+        "times are shown beside, and the AR times (S3's estimator, mean over the chains). Means are over RBMs. "
+        f"Per RBM, T or G is called faster when the two times differ by more than {POOLED_Z:g} standard deviations "
+        "of the difference (each time's sd is τ √(2 (2M + 1) / N), M its window and N the chains' total length, "
+        "Madras & Sokal 1988; G's and T's chains share their seeds, which makes the call conservative), and "
+        "neither where a time is not positive (the sum went wrong: such an RBM is left out of the means and the "
         "test). With no difference between the operators, about one RBM in twenty would still be called by "
         "chance. p is the Wilcoxon signed-rank test of the paired times across RBMs, with the operator the ranks "
-        'favour where p < 0.05. "≥ 50 τ" counts the records (an RBM under one operator) whose chains span 50 '
-        "times the larger of their AR and Sokal times; "
-        '"undecayed at the window" those whose pooled autocorrelation at Sokal\'s window is still more than '
-        "three standard errors above zero, where τ is a lower bound. The AR times (S3's estimator, mean over "
-        "the chains) are shown for comparison.",
+        'favour where p < 0.05. "≥ 50 τ" counts the records whose chains span 50 times the larger of their AR '
+        "time and τ.",
         "",
         *table.markdown(),
     ]
     return "\n".join(lines), table
 
 
+def _pooled_tau(record: dict[str, Any]) -> tuple[float, float]:
+    """A pooled record's ``tau`` and its sd: the window extended to decay (Sokal's where a record
+    has no such estimate)."""
+    if "tau_decayed" in record:
+        return record["tau_decayed"], record.get("tau_decayed_sd", math.inf)
+    return record["tau_sokal"], record.get("tau_sokal_sd", math.inf)
+
+
 def _faster(gibbs: dict[str, Any], flip: dict[str, Any]) -> str | None:
-    """``"flip"`` or ``"gibbs"``, whichever operator's pooled Sokal time is the smaller by more
-    than :data:`POOLED_Z` standard deviations of the difference; ``None`` when neither is, or when
-    either time is not positive (a true ``tau`` never is: the windowed sum went wrong)."""
-    if not (gibbs["tau_sokal"] > 0 and flip["tau_sokal"] > 0):
+    """``"flip"`` or ``"gibbs"``, whichever operator's pooled time (:func:`_pooled_tau`) is the
+    smaller by more than :data:`POOLED_Z` standard deviations of the difference; ``None`` when
+    neither is, or when either time is not positive (a true ``tau`` never is: the sum went wrong)."""
+    (tg, sdg), (tt, sdt) = _pooled_tau(gibbs), _pooled_tau(flip)
+    if not (tg > 0 and tt > 0):
         return None
-    diff = gibbs["tau_sokal"] - flip["tau_sokal"]
-    sd = math.hypot(gibbs.get("tau_sokal_sd", math.inf), flip.get("tau_sokal_sd", math.inf))
+    diff, sd = tg - tt, math.hypot(sdg, sdt)
     if not (math.isfinite(diff) and math.isfinite(sd)):
         return None
     if diff > POOLED_Z * sd:
@@ -445,11 +457,11 @@ def _faster(gibbs: dict[str, Any], flip: dict[str, Any]) -> str | None:
     return None
 
 
-def _long_enough(record: dict[str, Any], steps: int) -> bool:
-    """Whether one chain's record spans :data:`RELIABLE_LENGTHS` times the larger of its AR and
-    Sokal times (a Sokal time that went wrong, not finite or below the AR time, leaves the AR one;
-    an AR time that is not finite never counts)."""
-    tau, sokal = record["tau_ar"], record.get("tau_sokal")
+def _long_enough(record: dict[str, Any], steps: int, windowed: float | None = None) -> bool:
+    """Whether one chain's record spans :data:`RELIABLE_LENGTHS` times the larger of its AR time
+    and its windowed time (``windowed``, default its Sokal time; one that went wrong, not finite or
+    below the AR time, leaves the AR one; an AR time that is not finite never counts)."""
+    tau, sokal = record["tau_ar"], record.get("tau_sokal") if windowed is None else windowed
     if tau is None or not math.isfinite(tau):
         return False
     return steps >= RELIABLE_LENGTHS * max(tau, sokal if sokal is not None and math.isfinite(sokal) else tau)
