@@ -46,13 +46,12 @@ class Plan:
     slem_models: int
     include_mnist: bool = True
     #: Table 2's problems (keys of its rows: a data set, or ``"mnist500"``) whose kept models are
-    #: also sampled by ``pooled_chains`` chains of ``pooled_steps`` steps after ``pooled_burn_in``,
-    #: pooled per model (not in S3): where one chain of S3's length is too short for a model's
-    #: ``tau`` (MNIST, n = 10: docs/results.md), many long chains pin it down (for 8 chains of
-    #: 4 x 10^6 steps, about ten times the sampling of S3's chain, a fifth of the model's training).
-    pooled_problems: tuple[str, ...] = ()
-    pooled_chains: int = 8
-    pooled_steps: int = 4_000_000
+    #: also sampled by several chains, pooled per model (not in S3), as ``(chains, steps)`` each:
+    #: where one chain of S3's length is too short for a model's ``tau`` (MNIST, n = 10) or its
+    #: autocorrelation has a slow tail beyond the recorded lags (Bars and Stripes, Artificial Modes
+    #: with p_mut = 0.01: docs/results.md), many long chains pin it down. MNIST's 8 of 4 x 10^6
+    #: steps are about ten times the sampling of S3's chain and a fifth of the model's training.
+    pooled: dict[str, tuple[int, int]] = field(default_factory=dict)
     pooled_burn_in: int = 100_000
     #: The start of the visible biases by data set (:class:`~boltzkit.experiments.grid.GridTask`'s
     #: ``init_vbias``; ``"normal"``, S3's, where not named). MNIST's start at the data's log-odds: from
@@ -100,7 +99,7 @@ def make_plan(mode: str = "full") -> Plan:
         cc_starts=1_000,
         cc_max_steps=10_000,
         slem_models=100,
-        pooled_problems=(MNIST,),
+        pooled={MNIST: (8, 4_000_000), BAS: (8, 500_000), AM01: (8, 500_000)},
     )
     if mode == "full":
         return full
@@ -141,8 +140,7 @@ def make_plan(mode: str = "full") -> Plan:
             cc_starts=300,
             cc_max_steps=2_000,
             slem_models=20,
-            pooled_chains=4,
-            pooled_steps=20_000,
+            pooled={MNIST: (4, 20_000), BAS: (4, 20_000), AM01: (4, 20_000)},
             pooled_burn_in=1_000,
             notes=(
                 "QUICK MODE: 6 repetitions (MNIST: 2 of 300 updates) instead of 25, 1,500 updates on Bars and "
@@ -152,7 +150,8 @@ def make_plan(mode: str = "full") -> Plan:
                 "MNIST RBM of Table 2 and Fig. 4 is ONE RBM trained for only 200 updates of CD_1 (S3: 24 "
                 "RBMs, 2,000 updates of 20-PT_10) and sampled for 5,000 steps, so its times say little about "
                 "trained MNIST RBMs; Table 2 from pooled chains with 4 chains of 20,000 steps per RBM (full: 8 of "
-                "4,000,000, MNIST n = 10 only); Tables 3-4 "
+                "4,000,000 on MNIST, n = 10, and of 500,000 on Bars and Stripes and Artificial Modes with p_mut = "
+                "0.01); Tables 3-4 "
                 "with 3 RBMs per p_mut trained for 1,000 updates; 20 random RBMs per point in Fig. 3 (S3: "
                 "100). Numbers are not comparable to S3's in size, only in direction.",
             ),
@@ -189,9 +188,7 @@ def make_plan(mode: str = "full") -> Plan:
             cc_max_steps=50,
             slem_models=3,
             include_mnist=False,
-            pooled_problems=(BAS,),
-            pooled_chains=2,
-            pooled_steps=400,
+            pooled={BAS: (2, 400)},
             pooled_burn_in=10,
             notes=("SMOKE MODE: a few updates and steps, for the test suite only.",),
         )

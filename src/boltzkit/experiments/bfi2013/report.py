@@ -356,7 +356,7 @@ def pooled_section(
     pooled: dict[str, list[dict[str, dict[str, Any]]]], names: list[str], plan: Plan
 ) -> tuple[str, Table]:
     """Table 2 again from many chains per RBM (not in S3): each RBM's ``tau`` under G and T from
-    ``plan.pooled_chains`` pooled chains, so that RBMs whose ``tau`` one chain of S3's length cannot
+    the pooled chains of ``plan.pooled``, so that RBMs whose ``tau`` one chain of S3's length cannot
     pin down still get a verdict.
 
     ``tau`` is the windowed sum with Sokal's window extended until the pooled autocorrelation has
@@ -368,13 +368,13 @@ def pooled_section(
     Each record (an RBM under one operator) counts as long enough when its chains span 50 times the
     larger of its AR time and ``tau``, and is counted where Sokal's own window had not decayed.
     """
-    chains, steps = plan.pooled_chains, plan.pooled_steps
     table = Table(
         ("problem", "RBMs", "chains × steps", "τ_G", "τ_T", "gain %", "T faster", "G faster", "no call",
          "p (Wilcoxon)", "≥ 50 τ", "Sokal's window undecayed", "τ_G, τ_T (Sokal)", "τ_G, τ_T (AR)"),
         POOLED_CSV_COLUMNS,
     )  # fmt: skip
     for name in names:
+        chains, steps = plan.pooled[name]
         rows = pooled.get(name)
         if not rows:
             table.add(
@@ -409,8 +409,8 @@ def pooled_section(
     lines = [
         "### Table 2 from pooled chains (not in S3)",
         "",
-        f"Where one chain of S3's length cannot pin a model's τ down, each RBM is sampled again by {chains} "
-        f"independent chains of {steps:,} steps after {plan.pooled_burn_in:,} of burn-in under each operator. "
+        "Where one chain of S3's length cannot pin a model's τ down, each RBM is sampled again under each "
+        f'operator by independent chains ("chains × steps") after {plan.pooled_burn_in:,} steps of burn-in. '
         "Their autocorrelation functions are pooled, the chains centred on their common mean (so that a chain's own "
         "mean does not shorten τ), and τ is the windowed sum 1 + 2 Σ R(Δt) with Sokal's window (the smallest M "
         "≥ 5 τ(M)) extended, where needed, until the pooled function has decayed (R(M) within three Bartlett "

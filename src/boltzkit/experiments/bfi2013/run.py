@@ -142,7 +142,7 @@ def run_bfi2013(
         ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
     act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
     # Table 2's problems sampled again by pooled chains (a part of Table 2 only, not of Fig. 4)
-    pooled_names = [name for name in act if name in plan.pooled_problems] if "table2" in parts else []
+    pooled_names = [name for name in act if name in plan.pooled] if "table2" in parts else []
     cc = class_change_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
 
     def act_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
@@ -155,8 +155,8 @@ def run_bfi2013(
     def pooled_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
         big = name == "mnist500"
         return autocorrelation_stage(
-            out, task, op, steps=plan.pooled_steps, burn_in=plan.pooled_burn_in, max_lag=plan.act_max_lag,
-            seed=seed, n_chains=plan.pooled_chains, device=dev if big else None, compute_missing=compute,
+            out, task, op, steps=plan.pooled[name][1], burn_in=plan.pooled_burn_in, max_lag=plan.act_max_lag,
+            seed=seed, n_chains=plan.pooled[name][0], device=dev if big else None, compute_missing=compute,
         )  # fmt: skip
 
     def cc_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
