@@ -116,6 +116,14 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
         }
 
 
+def test_pooled_chains_are_table_2s_only(tmp_path):
+    """Fig. 4 alone samples S3's one chain per model, not Table 2's pooled chains."""
+    summary = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), only="fig4", datasets="bars-and-stripes")
+    assert "fig4_acf.png" in summary["files"] and "table2_pooled" not in summary["results"]
+    records = sorted(p.name for p in (tmp_path / "act").glob("*.json"))
+    assert len(records) == 2 and not any("chains" in name for name in records)
+
+
 def _csv(path) -> list[dict[str, str]]:
     import csv
 
