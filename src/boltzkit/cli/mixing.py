@@ -94,7 +94,8 @@ def command(
             "--center",
             help="How the chains are centred for the Sokal and Geyer times and the ACF checks: pooled (on "
             "their common mean: no bias from each chain's own mean, and chains stuck apart count as "
-            "correlated) or chain (each on its own mean, as emcee; low by about 10 tau / steps).",
+            "correlated) or chain (each on its own mean, as emcee; low by a fraction of about "
+            "10 tau / steps).",
         ),
     ] = "pooled",
     out: Annotated[
