@@ -40,10 +40,10 @@ from boltzkit.cli.common import (
 )
 from boltzkit.cli.stack import is_stack_model
 from boltzkit.diagnostics.autocorrelation import (
-    CENTERINGS,
     ESTIMATORS,
     acf_sum,
     autocorrelation,
+    check_center,
     energy_trace,
     integrated_time,
     misses_slow_tail,
@@ -112,10 +112,7 @@ def command(
         raise BoltzkitError(
             "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
         )
-    if center not in CENTERINGS:
-        raise BoltzkitError(
-            "unknown centering of the chains", got=repr(center), expected=", ".join(CENTERINGS)
-        )
+    check_center(center)
     if out is not None and out.suffix.lower() != ".npz":
         raise BoltzkitError(
             "the energy traces are written as .npz", got=str(out), expected="a file ending in .npz"

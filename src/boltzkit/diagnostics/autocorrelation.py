@@ -126,7 +126,8 @@ def _autocovariance(a: np.ndarray) -> np.ndarray:
 CENTERINGS = ("chain", "pooled")
 
 
-def _check_center(center: str) -> None:
+def check_center(center: str) -> None:
+    """Refuse a centering that is not one of :data:`CENTERINGS`."""
     if center not in CENTERINGS:
         raise BoltzkitError(
             "unknown centering of the chains", got=repr(center), expected=" or ".join(CENTERINGS)
@@ -158,7 +159,7 @@ def autocorrelation(
         float64, shape ``(max_lag + 1,)``, ``R(0) = 1`` (``"chain"``: a constant chain contributes
         nothing).
     """
-    _check_center(center)
+    check_center(center)
     if center == "pooled":
         raw = _as_series(x, min_steps=2)
         acov = _autocovariance(raw - raw.mean()).sum(axis=0)
@@ -224,11 +225,7 @@ def sokal_time_of_acf(
     taus = 2.0 * np.cumsum(r) - 1.0
     ok = np.arange(taus.size) >= float(c) * taus
     if decay_z is not None:
-        # Bartlett's variance of R(M): (1 + 2 sum_{dt=1}^{M-1} R(dt)^2) / N, N the total length
-        summed = np.cumsum(np.concatenate(([0.0], r[1:] ** 2)))  # sum_{dt=1}^{j} R(dt)^2 at j
-        squares = np.concatenate(([0.0], summed[:-1]))
-        sd = np.sqrt((1.0 + 2.0 * squares) / max(1, int(n_steps) * int(n_chains)))
-        ok &= r <= float(decay_z) * sd
+        ok &= r <= float(decay_z) * bartlett_sd(r, int(n_steps) * int(n_chains))
     window = int(np.argmax(ok)) if ok.any() else taus.size - 1
     tau = float(taus[window])
     return IntegratedTime(
@@ -411,8 +408,17 @@ def tail_undecayed(acf: Sequence[float] | np.ndarray, n_steps: int, *, z: float 
     lags = r.size - 1
     if lags < 1 or n_steps < 1:
         return False  # no lag beyond 0: nothing to test
-    sd = math.sqrt((1.0 + 2.0 * float(np.sum(r[1:lags] ** 2))) / n_steps)
-    return bool(r[lags] > z * sd)
+    return bool(r[lags] > z * bartlett_sd(r, n_steps)[lags])
+
+
+def bartlett_sd(acf: Sequence[float] | np.ndarray, n_steps: int) -> np.ndarray:
+    """The standard error of each sample ``R(L)`` of ``acf`` (``R(0)`` to ``R(L_max)``, of chains
+    ``n_steps`` long in all) if the true autocorrelation vanished from lag ``L`` on:
+    ``sqrt((1 + 2 sum_{dt=1}^{L-1} R(dt)^2) / n_steps)`` (Bartlett 1946), shape ``acf``'s."""
+    r = np.asarray(acf, dtype=float)
+    summed = np.cumsum(np.concatenate(([0.0], r[1:] ** 2)))  # sum_{dt=1}^{j} R(dt)^2 at j
+    squares = np.concatenate(([0.0], summed[:-1]))  # ... to L - 1 at L
+    return np.sqrt((1.0 + 2.0 * squares) / max(1, int(n_steps)))
 
 
 #: Estimators by name.
@@ -429,7 +435,7 @@ def integrated_time(
         raise BoltzkitError(
             "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
         )
-    _check_center(center)
+    check_center(center)
     return integrated_time_ar(x) if method == "ar" else ESTIMATORS[method](x, center=center)
 
 
@@ -492,6 +498,8 @@ __all__ = [
     "acf_sum",
     "ar_time",
     "autocorrelation",
+    "bartlett_sd",
+    "check_center",
     "energy_trace",
     "integrated_time",
     "integrated_time_ar",

@@ -145,19 +145,19 @@ def run_bfi2013(
     pooled_names = [name for name in act if name in plan.pooled] if "table2" in parts else []
     cc = class_change_tasks(plan, seed) if {"table3", "table4"} & set(parts) else {}
 
-    def act_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
+    def act_record(
+        name: str, task: GridTask, op: str, compute: bool = False, pooled: bool = False
+    ) -> dict[str, Any] | None:
+        """S3's one chain of the model, or (``pooled``) the plan's pooled chains."""
         big = name == "mnist500"  # the 784 x 500 RBMs: their own chain length and device
+        n_chains, steps = plan.pooled[name] if pooled else (1, plan.mnist500_steps if big else plan.act_steps)
         return autocorrelation_stage(
-            out, task, op, steps=plan.mnist500_steps if big else plan.act_steps, burn_in=plan.act_burn_in,
-            max_lag=plan.act_max_lag, seed=seed, device=dev if big else None, compute_missing=compute,
+            out, task, op, steps=steps, burn_in=plan.pooled_burn_in if pooled else plan.act_burn_in,
+            max_lag=plan.act_max_lag, seed=seed, n_chains=n_chains, device=dev if big else None,
+            compute_missing=compute,
         )  # fmt: skip
 
-    def pooled_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
-        big = name == "mnist500"
-        return autocorrelation_stage(
-            out, task, op, steps=plan.pooled[name][1], burn_in=plan.pooled_burn_in, max_lag=plan.act_max_lag,
-            seed=seed, n_chains=plan.pooled[name][0], device=dev if big else None, compute_missing=compute,
-        )  # fmt: skip
+    pooled_record = partial(act_record, pooled=True)
 
     def cc_record(name: str, task: GridTask, op: str, compute: bool = False) -> dict[str, Any] | None:
         return class_change_stage(
