@@ -18,6 +18,7 @@ from boltzkit.experiments.grid import (
     GridTask,
     aggregate,
     algorithm_label,
+    checkpoint_path,
     load_record,
     load_task_model,
     make_grid,
@@ -92,6 +93,62 @@ def test_visible_biases_from_the_data_change_only_those_and_keep_s3s_identities(
     assert torch.allclose(b1, visible_bias_from_data(x).to(b1)) and b0.abs().max() < 0.1
     with pytest.raises(BoltzkitError, match="init_vbias"):
         GridTask(DATA, "cd:1", 0.1, "gibbs", 0, init_vbias="zero")
+
+
+class Killed(Exception):
+    """Stands for a kill in the middle of a training."""
+
+
+def kill_at(update):
+    """An ``on_eval`` that kills the training when it evaluates ``update``."""
+
+    def on_eval(u, rbm):
+        if u == update:
+            raise Killed
+
+    return on_eval
+
+
+@pytest.mark.parametrize("algorithm", ["pt:3:1", "pcd:2"])
+def test_a_training_killed_mid_way_resumes_from_its_checkpoint_bit_for_bit(tmp_path, algorithm):
+    """Persistent chains, swap statistics, the generator and the minibatch order all come back:
+    the resumed run's curve, ladder record and parameters equal an uninterrupted run's."""
+    task = GridTask(DATA, algorithm, 0.1, "flip", 0, n_hidden=3, n_updates=25, eval_every=5, batch_size=3)
+    x = load_dataset(DATA, split="train").x
+    whole_rbm, whole = train_task(task, x)
+    ckpt = tmp_path / "task.ckpt"
+
+    with pytest.raises(Killed):  # killed at update 15: the checkpoint holds update 14
+        train_task(task, x, checkpoint=ckpt, checkpoint_seconds=0.0, on_eval=kill_at(15))
+    assert ckpt.is_file()
+    rbm, resumed = train_task(task, x, checkpoint=ckpt, checkpoint_seconds=0.0)
+    for key in ("updates", "log_lik", "max_log_lik", "swap_rates", "round_trips"):
+        assert resumed.get(key) == whole.get(key), key
+    for name, value in whole_rbm.state_dict().items():
+        assert torch.equal(rbm.state_dict()[name], value), name
+    other = replace(task, lr=0.2)  # a checkpoint is never resumed into another task
+    with pytest.raises(BoltzkitError, match="another grid task"):
+        train_task(other, x, checkpoint=ckpt)
+
+
+def test_a_sweep_resumes_a_killed_training_and_removes_the_checkpoints_records_make_redundant(tmp_path):
+    tasks = tiny_grid(("pt:3:1",), repetitions=1)
+    whole = [run_task(t) for t in tasks]
+    x = load_dataset(DATA, split="train").x
+    ckpt = checkpoint_path(tmp_path / "checkpoints", tasks[0])
+    with pytest.raises(Killed):  # another task's checkpoint in its place shows that the sweep reads it
+        train_task(replace(tasks[0], lr=0.2), x, checkpoint=ckpt, checkpoint_seconds=0.0, on_eval=kill_at(20))
+    with pytest.raises(BoltzkitError, match="another grid task"):
+        run_grid(tasks, tmp_path, progress=False)
+    ckpt.unlink()
+    with pytest.raises(Killed):
+        train_task(tasks[0], x, checkpoint=ckpt, checkpoint_seconds=0.0, on_eval=kill_at(20))
+    run = run_grid(tasks, tmp_path, progress=False)
+    assert run.ran == len(tasks) and not ckpt.exists()  # removed once its record was written
+    assert [r["log_lik"] for r in run.records] == [r["log_lik"] for r in whole]
+    ckpt.write_bytes(b"left behind")  # as if killed between writing the record and removing it
+    again = run_grid(tasks, tmp_path, progress=False)
+    assert again.skipped == len(tasks) and not ckpt.exists()
 
 
 def test_a_killed_sweep_resumes_without_rerunning_finished_tasks(tmp_path):

@@ -177,6 +177,7 @@ def run_tasks(
     ray_init: dict[str, Any] | None = None,
     progress: bool = True,
     before_save: Callable[[Any, dict[str, Any]], None] | None = None,
+    after_save: Callable[[Any], None] | None = None,
 ) -> TaskRun:
     """Run ``fn(task, *args)`` for every task whose record is not yet in ``folder``.
 
@@ -206,6 +207,9 @@ def run_tasks(
     before_save
         ``before_save(task, record)`` runs before a record is written (e.g. to save a model the
         record promises; it may pop what should not go into the JSON).
+    after_save
+        ``after_save(task)`` runs once the task's record is written (e.g. to remove the task's
+        training checkpoint, which the record now makes redundant).
     """
     if executor not in EXECUTORS:
         raise BoltzkitError("unknown executor", got=repr(executor), expected=", ".join(EXECUTORS))
@@ -234,6 +238,8 @@ def run_tasks(
         if before_save is not None:
             before_save(task, record)
         records[task.key] = save_stage(folder / f"{task.key}.json", task.identity(), record)
+        if after_save is not None:
+            after_save(task)
         bar.update(1)
 
     try:

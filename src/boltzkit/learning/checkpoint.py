@@ -128,6 +128,18 @@ def generator_state(generator: torch.Generator) -> Tensor:
     return generator.get_state().clone()
 
 
+def state_to(value: Any, device: torch.device | str, dtype: torch.dtype) -> Any:
+    """Tensors in nested state (a learner's chains) moved to a model's device and dtype; the rest
+    unchanged (a checkpoint's tensors come back on the CPU)."""
+    if isinstance(value, Tensor):
+        return value.to(device=device, dtype=dtype)
+    if isinstance(value, dict):
+        return {k: state_to(v, device, dtype) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(state_to(v, device, dtype) for v in value)
+    return value
+
+
 def restore_generator(generator: torch.Generator, state: Tensor) -> None:
     """Set ``generator`` to a state from :func:`generator_state`."""
     generator.set_state(state.to(device="cpu", dtype=torch.uint8).contiguous())
@@ -140,4 +152,5 @@ __all__ = [
     "load_checkpoint",
     "restore_generator",
     "save_checkpoint",
+    "state_to",
 ]

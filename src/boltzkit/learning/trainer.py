@@ -33,6 +33,7 @@ from boltzkit.learning.checkpoint import (
     load_checkpoint,
     restore_generator,
     save_checkpoint,
+    state_to,
 )
 from boltzkit.learning.gradients import Learner
 from boltzkit.learning.history import History
@@ -51,17 +52,6 @@ EXPLODED = 1e4
 #: A fall of the training log-likelihood by more than this many nats (or this fraction of its
 #: best value, whichever is larger) from its best value is reported.
 FALL_NATS, FALL_FRACTION = 5.0, 0.1
-
-
-def _to_model(value: Any, device: torch.device, dtype: torch.dtype) -> Any:
-    """Tensors in nested learner state (chains) moved to the model's device and dtype."""
-    if isinstance(value, Tensor):
-        return value.to(device=device, dtype=dtype)
-    if isinstance(value, dict):
-        return {k: _to_model(v, device, dtype) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_model(v, device, dtype) for v in value)
-    return value
 
 
 def data_fingerprint(x: Tensor) -> str:
@@ -385,7 +375,7 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
-        self.learner.load_state_dict(_to_model(state["learner"], device, self.model.dtype))
+        self.learner.load_state_dict(state_to(state["learner"], device, self.model.dtype))
         restore_generator(self.generator, state["generator"])
         if self.average is not None:
             saved_average = state.get("average") or {}
