@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from conftest import Killed
 from scipy.stats import wilcoxon
 
 from boltzkit.data import load_dataset
@@ -93,10 +94,6 @@ def test_visible_biases_from_the_data_change_only_those_and_keep_s3s_identities(
     assert torch.allclose(b1, visible_bias_from_data(x).to(b1)) and b0.abs().max() < 0.1
     with pytest.raises(BoltzkitError, match="init_vbias"):
         GridTask(DATA, "cd:1", 0.1, "gibbs", 0, init_vbias="zero")
-
-
-class Killed(Exception):
-    """Stands for a kill in the middle of a training."""
 
 
 def kill_at(update):

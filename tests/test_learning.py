@@ -10,6 +10,7 @@ from functools import partial
 import pytest
 import torch
 from conftest import KillAfter, Killed, bars_and_stripes, random_rbm
+from safetensors.torch import save_file
 
 from boltzkit.errors import BoltzkitError, DataError, ModelFileError
 from boltzkit.estimators.exact import exact_log_prob, exact_log_z, layer_log_probs
@@ -507,6 +508,33 @@ def test_checkpoint_state_round_trip_keeps_types_and_tensors():
     )
     with pytest.raises(TypeError):
         encode_state({"bad": object()})
+
+
+def test_binary_tensors_are_stored_bit_packed_and_come_back_exactly(tmp_path):
+    """Persistent chains of binary units take one bit per entry; anything else (a -0.0, a 0.5, an
+    integer mask, a short tensor) is stored as it is, and all come back equal in dtype and value."""
+    g = torch.Generator().manual_seed(0)
+    chains = (torch.rand(20, 100, 784, generator=g, dtype=torch.float64) < 0.3).to(torch.float64)
+    state = {
+        "chains": chains,
+        "float32": chains[0].to(torch.float32),
+        "odd_length": chains[0, 0, :101],
+        "negative_zero": torch.tensor([-0.0] + [1.0] * 99),
+        "half": torch.full((100,), 0.5),
+        "ints": torch.ones(100, dtype=torch.int64),
+        "short": torch.ones(3),
+    }
+    data = encode_state(state)
+    assert len(data) < chains.numel() / 8 + 40_000  # not 12.5 MB
+    back = decode_state(data)
+    for name, value in state.items():
+        assert back[name].dtype == value.dtype and back[name].shape == value.shape, name
+        assert torch.equal(back[name], value), name
+    assert torch.signbit(back["negative_zero"][0])  # -0.0 was not packed to +0.0
+    old = tmp_path / "v1.ckpt"  # a version-1 file (no packed tensors) still reads
+    doc = {"format_version": 1, "state": {"x": {"__tensor__": "t0"}}}
+    save_file({"t0": chains[0, 0]}, str(old), metadata={"boltzkit_checkpoint": json.dumps(doc)})
+    assert torch.equal(load_checkpoint(old)["x"], chains[0, 0])
 
 
 def test_damaged_checkpoints_raise_model_file_errors(tmp_path):

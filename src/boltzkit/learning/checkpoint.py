@@ -5,7 +5,10 @@ learning-rate scheduler state, the ``torch.Generator`` state, the learner's stat
 the epoch counter, the history and the run's settings. Nested state (such as
 ``optimizer.state_dict()``) is split into its tensors, stored as safetensors, and a JSON skeleton
 that refers to them by name and keeps what JSON alone would lose (integer dict keys, tuples,
-non-finite floats). Nothing is pickled.
+non-finite floats). Nothing is pickled. A floating-point tensor whose every entry is 0 or 1 (the
+persistent chains of binary units, a minibatch order's mask) is stored bit-packed, eight entries to
+a byte, and restored exactly: a tempering learner's 20 x 100 x 784 float64 chains take 196 kB
+instead of 12.5 MB, so an unfinished training's checkpoint can travel with a repository.
 
 Files are written atomically: to a temporary file in the target's folder, flushed and synced,
 then moved over the target with :func:`os.replace`, so a run killed while saving leaves the
@@ -21,6 +24,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors.torch import load as _st_load
 from safetensors.torch import save as _st_save
@@ -31,8 +35,19 @@ from boltzkit.errors import ModelFileError
 
 #: Key of the JSON document in the safetensors header metadata.
 METADATA_KEY = "boltzkit_checkpoint"
-#: Version of the checkpoint layout.
-FORMAT_VERSION = 1
+#: Version of the checkpoint layout (2: bit-packed binary tensors; version 1 files read as before).
+FORMAT_VERSION = 2
+#: Layout versions this module reads.
+READABLE_VERSIONS = (1, 2)
+#: Tensors with fewer entries are stored as they are, even when binary.
+MIN_PACKED = 64
+
+
+def _is_binary(t: Tensor) -> bool:
+    """Whether ``t`` is floating-point, of at least :data:`MIN_PACKED` entries, each exactly +0.0 or 1.0."""
+    if not t.is_floating_point() or t.numel() < MIN_PACKED:
+        return False
+    return bool(((t == 0) | (t == 1)).all()) and not bool(torch.signbit(t).any())
 
 
 # --------------------------------------------------------------------------- state encoding
@@ -40,7 +55,11 @@ def _encode(obj: Any, tensors: dict[str, Tensor]) -> Any:
     """JSON skeleton of ``obj``; tensors go to ``tensors`` under fresh names."""
     if isinstance(obj, Tensor):
         name = f"t{len(tensors)}"
-        tensors[name] = obj.detach().to("cpu").contiguous().clone()
+        t = obj.detach().to("cpu").contiguous()
+        if _is_binary(t):
+            tensors[name] = torch.from_numpy(np.packbits((t != 0).reshape(-1).numpy()))
+            return {"__bits__": name, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+        tensors[name] = t.clone()
         return {"__tensor__": name}
     if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
         return obj
@@ -63,6 +82,10 @@ def _decode(obj: Any, tensors: dict[str, Tensor]) -> Any:
     if isinstance(obj, dict):
         if "__tensor__" in obj:
             return tensors[obj["__tensor__"]]
+        if "__bits__" in obj:
+            shape = [int(d) for d in obj["shape"]]
+            bits = np.unpackbits(tensors[obj["__bits__"]].numpy(), count=math.prod(shape))
+            return torch.from_numpy(bits).to(getattr(torch, obj["dtype"])).reshape(shape)
         if "__float__" in obj:
             return float(obj["__float__"])
         if "__tuple__" in obj:
@@ -95,11 +118,12 @@ def decode_state(data: bytes, *, source: str = "checkpoint") -> dict[str, Any]:
             expected="a boltzkit checkpoint (safetensors with a 'boltzkit_checkpoint' header entry)",
             hint="delete the file to start over, or point --checkpoint at the right file.",
         ) from exc
-    if doc.get("format_version") != FORMAT_VERSION:
+    if doc.get("format_version") not in READABLE_VERSIONS:
         raise ModelFileError(
             "unsupported checkpoint version",
             got=doc.get("format_version"),
-            expected=FORMAT_VERSION,
+            expected=" or ".join(map(str, READABLE_VERSIONS)),
+            hint="a newer boltzkit wrote it: upgrade, or delete the file to start the run over.",
         )
     return _decode(doc["state"], tensors)
 
