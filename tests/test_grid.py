@@ -34,6 +34,7 @@ from boltzkit.experiments.grid import (
 )
 from boltzkit.experiments.mixing_study import autocorrelation_stage, finite_mean, mean_acf, quartiles
 from boltzkit.learning.api import visible_bias_from_data
+from boltzkit.learning.checkpoint import load_checkpoint, save_checkpoint
 
 TINY = {"n_hidden": 3, "n_updates": 30, "eval_every": 10}
 DATA = "bars-and-stripes:size=3"
@@ -118,7 +119,11 @@ def test_a_training_killed_mid_way_resumes_from_its_checkpoint_bit_for_bit(tmp_p
     with pytest.raises(Killed):  # killed at update 15: the checkpoint holds update 14
         train_task(task, x, checkpoint=ckpt, checkpoint_seconds=0.0, on_eval=kill_at(15))
     assert ckpt.is_file()
-    rbm, resumed = train_task(task, x, checkpoint=ckpt, checkpoint_seconds=0.0)
+    evaluated = []
+    rbm, resumed = train_task(
+        task, x, checkpoint=ckpt, checkpoint_seconds=0.0, on_eval=lambda u, _: evaluated.append(u)
+    )
+    assert evaluated == [15, 20, 25]  # it went on from update 15, not from the start
     for key in ("updates", "log_lik", "max_log_lik", "swap_rates", "round_trips"):
         assert resumed.get(key) == whole.get(key), key
     for name, value in whole_rbm.state_dict().items():
@@ -126,6 +131,12 @@ def test_a_training_killed_mid_way_resumes_from_its_checkpoint_bit_for_bit(tmp_p
     other = replace(task, lr=0.2)  # a checkpoint is never resumed into another task
     with pytest.raises(BoltzkitError, match="another grid task"):
         train_task(other, x, checkpoint=ckpt)
+    ckpt.unlink()
+    with pytest.raises(Killed):
+        train_task(task, x, checkpoint=ckpt, checkpoint_seconds=0.0, on_eval=kill_at(15))
+    save_checkpoint(ckpt, {**load_checkpoint(ckpt), "device": "cuda"})  # a generator state of a GPU
+    with pytest.raises(BoltzkitError, match="another kind of device"):
+        train_task(task, x, checkpoint=ckpt)
 
 
 def test_a_sweep_resumes_a_killed_training_and_removes_the_checkpoints_records_make_redundant(tmp_path):

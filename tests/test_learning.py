@@ -523,13 +523,14 @@ def test_binary_tensors_are_stored_bit_packed_and_come_back_exactly(tmp_path):
         "half": torch.full((100,), 0.5),
         "ints": torch.ones(100, dtype=torch.int64),
         "short": torch.ones(3),
+        "float8": torch.ones(100, dtype=torch.float8_e4m3fn),  # not packed: no sign test for it
     }
     data = encode_state(state)
     assert len(data) < chains.numel() / 8 + 40_000  # not 12.5 MB
     back = decode_state(data)
     for name, value in state.items():
         assert back[name].dtype == value.dtype and back[name].shape == value.shape, name
-        assert torch.equal(back[name], value), name
+        assert torch.equal(back[name].view(torch.uint8), value.view(torch.uint8)), name
     assert torch.signbit(back["negative_zero"][0])  # -0.0 was not packed to +0.0
     old = tmp_path / "v1.ckpt"  # a version-1 file (no packed tensors) still reads
     doc = {"format_version": 1, "state": {"x": {"__tensor__": "t0"}}}

@@ -42,7 +42,7 @@ import torch
 from boltzkit._numerics import resolve_device
 from boltzkit.data import load_dataset
 from boltzkit.data.registry import derive_seed
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.experiments.engine import EXECUTORS, TaskRun, load_json, normalized, run_tasks
 from boltzkit.learning.api import visible_bias_from_data
@@ -356,18 +356,12 @@ def train_task(
             "updates": list(updates),
             "curve": list(curve),
             "seconds": done_before + time.perf_counter() - t0,
+            "device": dev.type,
         }
 
     done_before, start = 0.0, 1
-    if checkpoint is not None and Path(checkpoint).is_file():
-        saved = load_checkpoint(checkpoint)
-        if saved.get("task") != normalized(task.identity()):
-            raise BoltzkitError(
-                "the checkpoint belongs to another grid task",
-                got=str(checkpoint),
-                expected=f"a checkpoint of {task.task_id}",
-                hint="delete the file to train this task from the start.",
-            )
+    saved = None if checkpoint is None else _saved_state(checkpoint, task, dev)
+    if saved is not None:
         rbm.load_state_dict({k: v.to(dev) for k, v in saved["model"].items()})
         optimizer.load_state_dict(saved["optimizer"])
         learner.load_state_dict(state_to(saved["learner"], dev, dtype))
@@ -416,6 +410,32 @@ def train_task(
         record["swap_rates"] = [float(r) for r in learner.swap_rates]
         record["round_trips"] = learner.round_trips
     return rbm, record
+
+
+def _saved_state(checkpoint: str | os.PathLike, task: GridTask, dev: torch.device) -> dict[str, Any] | None:
+    """The state in ``checkpoint`` when the file is there (``None`` when it is not, or was removed
+    meanwhile by a sweep that finished the task); refuses another task's or another device's."""
+    try:
+        saved = load_checkpoint(checkpoint)
+    except ModelFileError:
+        if Path(checkpoint).is_file():
+            raise
+        return None
+    if saved.get("task") != normalized(task.identity()):
+        raise BoltzkitError(
+            "the checkpoint belongs to another grid task",
+            got=str(checkpoint),
+            expected=f"a checkpoint of {task.task_id}",
+            hint="delete the file to train this task from the start.",
+        )
+    if saved.get("device", dev.type) != dev.type:
+        raise BoltzkitError(
+            "the checkpoint was written on another kind of device",
+            got=f"{saved['device']} ({checkpoint})",
+            expected=dev.type,
+            hint="resume it where it was written (its generator state is the device's), or delete it to start over.",
+        )
+    return saved
 
 
 def run_task(

@@ -5,10 +5,11 @@ learning-rate scheduler state, the ``torch.Generator`` state, the learner's stat
 the epoch counter, the history and the run's settings. Nested state (such as
 ``optimizer.state_dict()``) is split into its tensors, stored as safetensors, and a JSON skeleton
 that refers to them by name and keeps what JSON alone would lose (integer dict keys, tuples,
-non-finite floats). Nothing is pickled. A floating-point tensor whose every entry is 0 or 1 (the
-persistent chains of binary units, a minibatch order's mask) is stored bit-packed, eight entries to
-a byte, and restored exactly: a tempering learner's 20 x 100 x 784 float64 chains take 196 kB
-instead of 12.5 MB, so an unfinished training's checkpoint can travel with a repository.
+non-finite floats). Nothing is pickled. A float16, bfloat16, float32 or float64 tensor of at least
+:data:`MIN_PACKED` entries, each exactly +0.0 or 1.0 (the persistent chains of binary units), is
+stored bit-packed, eight entries to a byte, and restored exactly: a tempering learner's 20 x 100 x
+784 float64 chains take 196 kB instead of 12.5 MB, so an unfinished training's checkpoint can travel
+with a repository.
 
 Files are written atomically: to a temporary file in the target's folder, flushed and synced,
 then moved over the target with :func:`os.replace`, so a run killed while saving leaves the
@@ -43,9 +44,14 @@ READABLE_VERSIONS = (1, 2)
 MIN_PACKED = 64
 
 
+#: Floating-point types a binary tensor is packed from (not float8, whose sign test is missing).
+PACKED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def _is_binary(t: Tensor) -> bool:
-    """Whether ``t`` is floating-point, of at least :data:`MIN_PACKED` entries, each exactly +0.0 or 1.0."""
-    if not t.is_floating_point() or t.numel() < MIN_PACKED:
+    """Whether ``t`` is of a :data:`PACKED_DTYPES` type, of at least :data:`MIN_PACKED` entries,
+    each exactly +0.0 or 1.0."""
+    if t.dtype not in PACKED_DTYPES or t.numel() < MIN_PACKED:
         return False
     return bool(((t == 0) | (t == 1)).all()) and not bool(torch.signbit(t).any())
 
