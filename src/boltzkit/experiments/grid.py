@@ -520,7 +520,8 @@ def run_grid(
         A tqdm bar of tasks done and left.
     """
     out = Path(out_dir)
-    _remove_finished_checkpoints(tasks, out)
+    checkpoints = out / "checkpoints"
+    _remove_finished_checkpoints(tasks, out, checkpoints)
     kept = [t for t in tasks if t.keep_model and not model_path(out, t).is_file()]
     for task in kept:  # a record without its model is not finished
         task_path(out, task).unlink(missing_ok=True)
@@ -538,19 +539,19 @@ def run_grid(
         )  # fmt: skip
         save_model(rbm, model_path(out, task), metadata={"training": task.to_dict(), "data": task.dataset})
 
-    local = None if executor == "ray" else str(out / "checkpoints")  # Ray's workers may share no disk
+    local = None if executor == "ray" else str(checkpoints)  # Ray's workers may share no disk
     return run_tasks(
         tasks, run_task, out / "tasks", args=(data_dir, local), executor=executor, workers=workers,
         address=address, ray_init=ray_init, progress=progress, before_save=save_model_first,
-        after_save=lambda task: checkpoint_path(out / "checkpoints", task).unlink(missing_ok=True),
+        after_save=lambda task: checkpoint_path(checkpoints, task).unlink(missing_ok=True),
     )  # fmt: skip
 
 
-def _remove_finished_checkpoints(tasks: Sequence[GridTask], out: Path) -> None:
+def _remove_finished_checkpoints(tasks: Sequence[GridTask], out: Path, checkpoints: Path) -> None:
     """Delete the training checkpoints of tasks whose records are kept (a run killed between
     writing a record and removing its checkpoint leaves one behind)."""
     for task in tasks:
-        path = checkpoint_path(out / "checkpoints", task)
+        path = checkpoint_path(checkpoints, task)
         if path.is_file() and load_record(out, task) is not None:
             path.unlink(missing_ok=True)
 
