@@ -355,6 +355,16 @@ def test_samples_follow_the_exact_distribution():
     assert bool(((probs.visible > 0) & (probs.visible < 1)).all())
 
 
+def test_tempered_samples_pass_down_only_the_target_chains():
+    """Parallel tempering runs every replica in the top RBM; only the beta = 1 chains go down, so
+    the samples follow the DBN's distribution and there are ``n_chains`` of them (any number)."""
+    dbn = tiny_dbn((5, 4, 3), seed=6)
+    p = torch.exp(dbn_exact_log_prob(dbn, bit_matrix(5)))
+    state = sample_dbn(dbn, "pt:3", n_chains=20001, n_steps=30, generator=torch.Generator().manual_seed(1))
+    assert [tuple(t.shape) for t in state.layers] == [(20001, 5), (20001, 4), (20001, 3)]
+    assert_frequencies_match(bits_to_index(state.visible), p, n_se=K_SIGMA)
+
+
 # ------------------------------------------------------------------------------------------- files
 def test_files_round_trip_and_plain_npz_is_recognised_by_its_names(tmp_path):
     dbn = tiny_dbn((11, 7, 5, 3), seed=7)
@@ -412,6 +422,11 @@ def test_command_line_train_evaluate_sample(tmp_path):
     )
     assert s.exit_code == 0, s.output
     assert np.load(tmp_path / "s.npy").shape == (5, 16)
+    pt = _json(runner.invoke(app, [
+        "sample", str(out), "--out", str(tmp_path / "pt.npy"), "--chains", "5", "--steps", "3",
+        "--sampler", "pt:3", "--json",
+    ]))  # fmt: skip
+    assert np.load(tmp_path / "pt.npy").shape == (5, 16) and len(pt["swap_rates"]) == 2
     t = runner.invoke(app, [
         "train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "8,16", "--epochs", "2,1",
         "--init-transpose", "--out", str(tmp_path / "t.npz"),

@@ -38,11 +38,13 @@ from boltzkit.cli.common import (
     show_progress,
     unit_visible,
 )
-from boltzkit.cli.stack import draw_visible, is_stack_model
+from boltzkit.cli.stack import draw_visible
 from boltzkit.data.fasta import alphabet_letters, is_fasta, write_fasta
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
+from boltzkit.models.dbn import DBN
 from boltzkit.models.ising import IsingModel
+from boltzkit.models.mixture import MixtureOfBernoullis
 from boltzkit.plots._backend import png_writer
 from boltzkit.plots.images import unit_grid
 from boltzkit.samplers import make_operator, run_chains
@@ -143,16 +145,18 @@ def command(
     t0 = time.perf_counter()
     generator = make_generator(seed, dev)
     monitor: SwapMonitor | None = None
-    if tempering and not is_stack_model(rbm):
-        # chains of every replica; the swap monitor counts acceptances and round trips
-        state = operator.extend(rbm.random_state(chains, generator))
+    if tempering and not isinstance(rbm, MixtureOfBernoullis):
+        # chains of every replica (a DBN's in its top RBM); the swap monitor counts acceptances
+        # and round trips
+        chain_model = rbm.top if isinstance(rbm, DBN) else rbm
+        state = operator.extend(chain_model.random_state(chains, generator))
         if operator.adaptive:
             _, state = tune_ladder(
-                rbm, operator, state=state, n_rounds=max(10, steps // 10), generator=generator
+                chain_model, operator, state=state, n_rounds=max(10, steps // 10), generator=generator
             )
         monitor = SwapMonitor(operator.n_temperatures, chains, device=dev)
         state = run_chains(
-            rbm,
+            chain_model,
             operator,
             state,
             steps,
@@ -160,7 +164,11 @@ def command(
             observers=[monitor],
             progress=show_progress(progress),
         )
-        visible = operator.project(state).visible
+        state = operator.project(state)  # the beta = 1 chains only
+        if isinstance(rbm, DBN):  # then the directed pass down (S1 Sec. 4.2)
+            visible = rbm.generate_down(state.visible, generator=generator, top_hidden=state.hidden)[0]
+        else:
+            visible = state.visible
     else:
         # a DBN: chains in its top RBM, then a directed pass down; a mixture: ancestral samples
         visible = draw_visible(

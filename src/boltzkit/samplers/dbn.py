@@ -9,12 +9,14 @@ model's states of some data).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.dbn import DBN
-from boltzkit.samplers.driver import run_chains
-from boltzkit.samplers.operators import TransitionOperator
+from boltzkit.samplers.driver import Observer, run_chains
+from boltzkit.samplers.operators import TransitionOperator, make_operator
 from boltzkit.state import ChainState
 
 
@@ -29,6 +31,7 @@ def sample_dbn(
     init: ChainState | None = None,
     visible: str = "sample",
     progress: bool = False,
+    observers: Sequence[Observer] = (),
 ) -> ChainState:
     """Draw ``n_chains`` samples of ``dbn``.
 
@@ -37,17 +40,23 @@ def sample_dbn(
     dbn
         The DBN.
     operator
-        Transition operator of the top RBM's chains (``"gibbs"``, ``"flip"``, ``"blend:A"``, ...).
+        Transition operator of the top RBM's chains (``"gibbs"``, ``"flip"``, ``"blend:A"``,
+        ``"pt:T"``, ...). Parallel tempering runs every replica in the top RBM and passes down
+        only the ``beta = 1`` chains.
     n_chains, n_steps
         Chains and sweeps in the top RBM.
     generator
         Source of every random number (same seed, same samples).
     init
-        Initial states of the top RBM (layers ``L - 1`` and ``L``); uniform when omitted.
+        Initial states of the top RBM (layers ``L - 1`` and ``L``, ``n_chains`` rows; a tempering
+        operator starts every replica there); uniform when omitted.
     visible
         ``"sample"`` (binary visible states) or ``"probs"`` (``p(v = 1 | x_1)``).
     progress
         Show a progress bar.
+    observers
+        Called after every sweep of the top RBM's chains (:func:`run_chains`), e.g. a
+        :class:`~boltzkit.samplers.tempering.SwapMonitor`.
 
     Returns
     -------
@@ -64,7 +73,11 @@ def sample_dbn(
             got=[tuple(t.shape) for t in state.layers],
             expected=f"two layers of {top.n_visible} and {top.n_hidden} units",
         )
-    state = run_chains(top, operator, state, int(n_steps), generator=generator, progress=progress)
+    op = make_operator(operator)
+    state = run_chains(
+        top, op, op.extend(state), int(n_steps), generator=generator, observers=observers, progress=progress
+    )
+    state = op.project(state)
     lower = dbn.generate_down(state.visible, generator=generator, visible=visible, top_hidden=state.hidden)
     return ChainState((*lower, state.hidden))
 
