@@ -182,6 +182,20 @@ def test_the_command_line_overrides_a_recipes_initialisation(tmp_path) -> None:
     assert metadata["training"]["init_vbias"] == "zero" and metadata["training"]["recipe"] == "sm2008-cd1"
 
 
+def test_an_explicit_k_replaces_the_recipes_k_schedule(tmp_path) -> None:
+    cd25 = RECIPES["sm2008-cd25"].replace(epochs=3, batch_size=16)  # k by epoch: 1, 13, 25
+    assert cd25.replace(k=5).k_schedule is None and cd25.replace(k=5, k_schedule="linear:1:5").k == 5
+    _, history = train_model(_bars(), hidden=3, recipe=cd25, k=5, progress=False)
+    assert [r["k"] for r in history.records] == [5, 5, 5]
+    out = tmp_path / "k5.safetensors"
+    last_json(
+        run("train", "--data", "bars-and-stripes", "--hidden", 3, "--recipe", "sm2008-cd25", "--epochs", 3,
+            "--batch-size", 16, "--k", 5, "--out", out, "--json")
+    )  # fmt: skip
+    training = load_model(out)[1]["training"]
+    assert (training["k"], training["k_schedule"]) == (5, None)
+
+
 # ----------------------------------------------------------------------------- reconstruction
 @pytest.mark.parametrize("k", [1, 3])
 def test_cd_mean_reconstruction_is_the_visible_mean_given_the_last_hidden_draw(k: int) -> None:

@@ -274,7 +274,8 @@ def command(
         str,
         typer.Option(
             "--k",
-            help="Sampling sweeps per update (a DBN: one per layer, e.g. 1,3).",
+            help="Sampling sweeps per update (a DBN: one per layer, e.g. 1,3); with --recipe, replaces its "
+            "k schedule unless --k-schedule is given.",
             callback=_per_layer_option(int, "a positive whole number"),
         ),
     ] = "1",

@@ -165,12 +165,17 @@ class Recipe:
 
     # ------------------------------------------------------------------------------ views
     def replace(self, **changes: Any) -> Recipe:
-        """A variant with some settings changed (its name gains a ``+`` when a setting changes)."""
+        """A variant with some settings changed (its name gains a ``+`` when a setting changes).
+
+        A ``k`` given without a ``k_schedule`` is a fixed k: it replaces the recipe's schedule
+        (which would otherwise decide k and leave the given one unused)."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise BoltzkitError(
                 "unknown recipe settings", got=", ".join(sorted(unknown)), expected=", ".join(SETTINGS)
             )
+        if "k" in changes and "k_schedule" not in changes:
+            changes = {**changes, "k_schedule": None}
         changed = {k: v for k, v in changes.items() if getattr(self, k) != v}
         if changed and "name" not in changes and not self.name.endswith("+"):
             changed["name"] = self.name + "+"
