@@ -59,6 +59,32 @@ def test_ising_npz_is_read_saved_and_reported_in_the_ising_convention(tmp_path) 
     assert back["kind"] == "ising" and set(np.load(tmp_path / "back.npz").files) == {"J", "h", "boltzkit"}
 
 
+def test_ratios_and_sandwiches_are_reported_in_the_ising_convention_too(tmp_path) -> None:
+    """``--relative-to``: log Z_B/Z_A between the models' log Z in their own conventions (an Ising
+    model's +-1, an RBM's {0, 1}); every field of a sandwich (its per-chain ends too) shifted alike."""
+    (J, h), (J2, h2) = _spin_glass(6, 4), _spin_glass(6, 5)
+    np.savez(tmp_path / "a.npz", J=J.numpy(), h=h.numpy())
+    np.savez(tmp_path / "b.npz", J=J2.numpy(), h=h2.numpy())
+    g = np.random.default_rng(0)
+    np.savez(tmp_path / "r.npz", W=g.normal(0, 0.5, (6, 3)), vbias=g.normal(0, 0.3, 6), hbias=np.zeros(3))
+    log_z_a, log_z_b = _brute_force(J, h), _brute_force(J2, h2)
+    log_z_r = exact_log_z(load_model(tmp_path / "r.npz")[0]).log_z
+    record = last_json(run("logz", tmp_path / "b.npz", "--relative-to", tmp_path / "a.npz", "--json"))
+    assert record["log_ratio"] == pytest.approx(log_z_b - log_z_a, abs=1e-9)
+    assert (record["log_z"], record["log_z_a"]) == pytest.approx((log_z_b, log_z_a), abs=1e-9)
+    record = last_json(run("logz", tmp_path / "r.npz", "--relative-to", tmp_path / "a.npz", "--json"))
+    assert record["log_ratio"] == pytest.approx(log_z_r - log_z_a, abs=1e-9)
+    assert record["log_z"] == pytest.approx(log_z_r, abs=1e-9)
+    record = last_json(run("logz", tmp_path / "a.npz", "--relative-to", tmp_path / "r.npz", "--json"))
+    assert record["log_ratio"] == pytest.approx(log_z_a - log_z_r, abs=1e-9)
+    record = last_json(
+        run("logz", tmp_path / "a.npz", "--method", "sandwich", "--chains", 50, "--betas", 200, "--json")
+    )
+    binary = record["log_z_binary"]
+    for key in ("log_z_lower", "log_z_upper", "log_z_lower_per_chain", "log_z_upper_per_chain"):
+        assert abs(record[key] - log_z_a) < abs(binary - log_z_a) / 2, key  # near the +-1 value
+
+
 def test_spins_are_written_signed_and_read_back(tmp_path) -> None:
     J, h = _spin_glass(5, 3)
     np.savez(tmp_path / "m.npz", J=J.numpy(), h=h.numpy())

@@ -150,26 +150,54 @@ def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) 
 
 
 #: The fields of a log Z record that an Ising model's constant shifts.
-LOG_Z_FIELDS = (
-    "log_z", "log_z_minus_sigma", "log_z_plus_sigma", "log_z_minus_3sigma", "log_z_plus_3sigma",
-    "log_z_lower", "log_z_upper",
+#: The fields of a log Z record that hold an estimate of the model's log Z (:func:`in_ising_convention`)
+LOG_Z_FIELDS = tuple(
+    f"log_z{end}"
+    for end in (
+        "", "_minus_sigma", "_plus_sigma", "_minus_3sigma", "_plus_3sigma", "_lower", "_upper",
+        "_lower_per_chain", "_upper_per_chain", "_b",
+    )
+) + ("exact_log_z",)  # fmt: skip
+#: ... and those of log Z_B / Z_A (``--relative-to``)
+LOG_RATIO_FIELDS = tuple(
+    f"log_ratio{end}"
+    for end in (
+        "", "_minus_sigma", "_plus_sigma", "_minus_3sigma", "_plus_3sigma", "_lower", "_upper",
+        "_lower_per_chain", "_upper_per_chain",
+    )
 )  # fmt: skip
 
 
-def in_ising_convention(record: dict[str, Any], constant: float) -> dict[str, Any]:
-    """A log Z record of an Ising model, computed in {0, 1} units, in the model's +-1 convention:
-    every ``log_z*`` field plus ``constant`` (``log Z_ising - log Z_binary``), the {0, 1} value kept as
-    ``log_z_binary``."""
+def in_ising_convention(
+    record: dict[str, Any], constant: float, reference_constant: float = 0.0
+) -> dict[str, Any]:
+    """A log Z record, computed in {0, 1} units, in the +-1 convention of the Ising models among
+    the model and its ``--relative-to`` reference.
+
+    Every estimate of the model's log Z (:data:`LOG_Z_FIELDS`) gains ``constant`` (the model's
+    ``log Z_ising - log Z_binary``; 0 for a model of {0, 1} units), ``log_z_a`` (the reference's)
+    gains ``reference_constant``, and every estimate of the ratio (:data:`LOG_RATIO_FIELDS`) gains
+    their difference. The {0, 1} values are kept as ``log_z_binary`` and ``log_ratio_binary``."""
     out = dict(record)
-    for key in (*LOG_Z_FIELDS, "exact_log_z"):
+    shifts = dict.fromkeys(LOG_Z_FIELDS, constant)
+    shifts["log_z_a"] = reference_constant
+    shifts.update((key, constant - reference_constant) for key in LOG_RATIO_FIELDS)
+    for key, shift in shifts.items():
         if out.get(key) is not None:
-            out[key] = float(out[key]) + constant
-    for check in out.get("checks") or []:
+            out[key] = float(out[key]) + shift
+    ratio = record.get("log_ratio") is not None  # then a control run's estimate is of the ratio too
+    out["checks"] = [dict(check) for check in record.get("checks") or []] or record.get("checks")
+    for check in out["checks"] or []:
         if check.get("log_z") is not None:
-            check["log_z"] = float(check["log_z"]) + constant
+            check["log_z"] = float(check["log_z"]) + constant - (reference_constant if ratio else 0.0)
     out["log_z_binary"] = record.get("log_z")
     out["log_z_constant"] = constant
+    if ratio:
+        out["log_ratio_binary"] = record["log_ratio"]
+        out["log_z_constant_a"] = reference_constant
     out["convention"] = "ising: log Z of exp(sum_{i<j} J_ij s_i s_j + h's) over spins s in {-1, +1}"
+    if ratio:
+        out["convention"] += " for each Ising model; the ratio is of those log Z"
     return out
 
 

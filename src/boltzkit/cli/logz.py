@@ -94,9 +94,10 @@ def _summary(record: dict[str, Any]) -> str:
     if record.get("exact_log_z") is not None:
         lines.append(f"exact log Z (enumerated beside it): {fmt(record['exact_log_z'])}")
     if record.get("convention"):
-        lines.append(
-            f"convention: {record['convention']} (in {{0, 1}} units: {fmt(record.get('log_z_binary'))})"
-        )
+        binary = f"log Z {fmt(record.get('log_z_binary'))}"
+        if record.get("log_ratio_binary") is not None:
+            binary += f", log Z_B/Z_A {fmt(record['log_ratio_binary'])}"
+        lines.append(f"convention: {record['convention']} (in {{0, 1}} units: {binary})")
     if record.get("reliable") is not None:
         verdict = "yes" if record["reliable"] else f"NO: {record.get('reliability_reason')}"
         lines.append(f"reliable: {verdict}")
@@ -225,8 +226,12 @@ def command(
         and enumeration_bits(rbm) <= EXACT_BESIDE_BITS
     ):  # cheap to enumerate: the truth beside the estimate (and in the plot of log Z against runs)
         record["exact_log_z"] = exact_log_z(rbm).log_z
-    if isinstance(rbm, IsingModel) and reference is None:
-        record = in_ising_convention(record, rbm.log_z_constant)
+    if isinstance(rbm, IsingModel) or isinstance(reference, IsingModel):
+        record = in_ising_convention(
+            record,
+            rbm.log_z_constant if isinstance(rbm, IsingModel) else 0.0,
+            reference.log_z_constant if isinstance(reference, IsingModel) else 0.0,
+        )
     if keep_weights and result.log_weights is not None:
         record.update(log_z_start=result.log_z_start, reciprocal=result.reciprocal, is_ratio=result.is_ratio)
     if trace is not None:
