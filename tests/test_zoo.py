@@ -4,6 +4,7 @@ models (each card against its file, and its check log-probability recomputed).""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -158,6 +159,34 @@ def test_zoo_verify_catches_a_changed_file(tiny_zoo) -> None:
     record = json.loads(result.stdout.strip().splitlines()[-1])
     problems = " ".join(record["models"][0]["problems"])
     assert "sha256" in problems and "outside the card" in problems
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{bad", "cannot read the zoo card"),
+        ("[1, 2]", "a list, not a JSON object"),
+        ("{}", "no 'name'"),
+        ("BAD_TEST", "test.mean_log_prob is 'x', not a number"),
+    ],
+)
+def test_a_malformed_card_is_named_and_the_rest_of_the_zoo_still_lists(tiny_zoo, text, problem) -> None:
+    folder, card = tiny_zoo
+    shutil.copy(folder / "bas-rbm.safetensors", folder / "bad.safetensors")
+    if text == "BAD_TEST":
+        text = json.dumps({**card, "name": "bad", "test": {**card["test"], "mean_log_prob": "x"}})
+    (folder / "bad.json").write_text(text)
+    for args in (("zoo",), ("zoo", "list")):
+        result = run(*args, "--json")
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        rows = {row["name"]: row for row in json.loads(result.stdout.strip().splitlines()[-1])["models"]}
+        assert problem in rows["bad"]["problem"] and rows["bas-rbm"]["kind"] == "rbm"
+    assert problem in assert_clean_failure(run("zoo", "show", "bad"))
+    result = run("zoo", "verify", "--quick", "--json")
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    assert result.exit_code == 1 and [m["ok"] for m in record["models"]] == [False, True]
+    with pytest.raises(ModelFileError, match="zoo card"):
+        zoo.read_card("bad")
 
 
 # --------------------------------------------------------------------------- the zoo's models

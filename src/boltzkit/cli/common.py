@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 import torch
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from boltzkit._numerics import resolve_device
 from boltzkit.data import Dataset, load_dataset, load_values
@@ -102,11 +102,11 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     warn(str(message))
 
 
-class BoltzkitCommand(TyperCommand):
-    """A typer command whose errors end in one line on stderr and exit status 1, and whose
-    warnings (Python's included) are one ``warning: ...`` line each. Ctrl-C ends in one line
-    ``error: interrupted`` (with what a command put in ``ctx.meta["on_interrupt"]``, such as the
-    checkpoint to resume from) and exit status 130."""
+class _OneLineErrors:
+    """Errors end in one line on stderr and exit status 1, and warnings (Python's included) are
+    one ``warning: ...`` line each. Ctrl-C ends in one line ``error: interrupted`` (with what a
+    command put in ``ctx.meta["on_interrupt"]``, such as the checkpoint to resume from) and exit
+    status 130."""
 
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; report an exception as ``error: ...`` and exit 1 (unless debugging)."""
@@ -131,6 +131,15 @@ class BoltzkitCommand(TyperCommand):
                 raise
             typer.echo(f"error: {describe_error(exc)}", err=True)
             raise typer.Exit(1) from None
+
+
+class BoltzkitCommand(_OneLineErrors, TyperCommand):
+    """A typer command with boltzkit's one-line errors and warnings (:class:`_OneLineErrors`)."""
+
+
+class BoltzkitGroup(_OneLineErrors, TyperGroup):
+    """A typer group (``boltzkit zoo``) whose own callback has the commands' one-line errors; its
+    subcommands are :class:`BoltzkitCommand` and report their errors themselves."""
 
 
 # ------------------------------------------------------------------------------------- output

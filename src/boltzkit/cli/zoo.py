@@ -17,12 +17,14 @@ import typer
 from boltzkit.cli.common import (
     BetasOpt,
     BoltzkitCommand,
+    BoltzkitGroup,
     DataDirOpt,
     DeviceOpt,
     JsonFlag,
     ProgressFlag,
     SeedOpt,
     band_text,
+    describe_error,
     device_from,
     emit,
     fmt,
@@ -30,12 +32,14 @@ from boltzkit.cli.common import (
     warn,
 )
 from boltzkit.data import load_dataset
+from boltzkit.errors import ModelFileError
 from boltzkit.io import load_model
 from boltzkit.io.zoo import names, read_card, zoo_dir
 from boltzkit.zoo import verify_file
 
 app = typer.Typer(
     name="zoo",
+    cls=BoltzkitGroup,
     help="The trained models published with boltzkit: list, show, verify, add.",
     invoke_without_command=True,
     no_args_is_help=False,
@@ -60,9 +64,16 @@ def _test_cell(card: dict[str, Any]) -> str:
 
 
 def _rows() -> list[dict[str, Any]]:
+    """One row per zoo model; a card that cannot be read is a row with its ``problem`` (and a
+    warning), so that one bad card does not hide the others."""
     rows = []
     for name in names():
-        card = read_card(name)
+        try:
+            card = read_card(name)
+        except ModelFileError as exc:
+            warn(f"zoo model {name} skipped: {describe_error(exc)}")
+            rows.append({"name": name, "problem": describe_error(exc)})
+            continue
         paper = card.get("paper") or {}
         rows.append(
             {
@@ -88,6 +99,9 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"] if header else []
     width = max(28, *(len(r["name"]) for r in rows))
     for r in rows:
+        if r.get("problem"):
+            lines.append(f"  {r['name']:<{width}} (unreadable card: see the warning)")
+            continue
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
         kind = str(r["kind"]).upper()
@@ -166,7 +180,11 @@ def verify_command(
     chosen = [n.removeprefix("zoo:") for n in names_] if names_ else names()
     results = []
     for name in chosen:
-        problems = verify_file(name)
+        try:
+            problems = verify_file(name)
+        except ModelFileError as exc:  # an unreadable card or file: this model fails, the rest go on
+            results.append({"name": name, "ok": False, "problems": [describe_error(exc)], "check": None})
+            continue
         check = None if quick else recompute_check(name, data_dir=data_dir)
         if check is not None and not check["within"]:
             problems.append(

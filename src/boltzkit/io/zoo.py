@@ -65,7 +65,7 @@ def model_path(name: str) -> Path:
     """The model file of zoo model ``name`` (an error naming the known models if absent)."""
     name = str(name).strip()
     if name.startswith(PREFIX):
-        name = name[len(PREFIX) :]
+        name = name[len(PREFIX) :].strip()
     path = zoo_dir() / f"{name}.safetensors"
     if not name or "/" in name or not path.is_file():
         raise _unknown(name)
@@ -84,12 +84,75 @@ def resolve_model_path(path: str | os.PathLike) -> Path:
 
 
 def read_card(name: str) -> dict[str, Any]:
-    """The card of zoo model ``name`` (a dict, as stored)."""
+    """The card of zoo model ``name`` (a dict, as stored), checked by :func:`check_card`."""
     path = card_path(name)
     try:
-        return json.loads(path.read_text())
+        card = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ModelFileError("cannot read the zoo card", got=str(path), hint=str(exc)) from None
+    problem = check_card(card)
+    if problem is not None:
+        raise ModelFileError(
+            "the zoo card is malformed",
+            got=f"{path}: {problem}",
+            expected="a card as `boltzkit zoo add` writes it (zoo/README.md)",
+            hint="write it again with `boltzkit zoo add NAME MODEL`, or restore it from version control.",
+        )
+    return card
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: What a card must hold for listing, showing and verifying it: field -> (test, what it should be).
+_CARD_FIELDS = {
+    "name": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "kind": (lambda v: isinstance(v, str) and bool(v), "a model kind such as 'rbm'"),
+    "layer_sizes": (
+        lambda v: isinstance(v, list) and bool(v) and all(isinstance(n, int) and n >= 0 for n in v),
+        "a list of unit counts",
+    ),
+    "sha256": (lambda v: isinstance(v, str) and len(v) == 64, "the model file's hex sha256"),
+    "test_data": (lambda v: isinstance(v, str) and bool(v), "a data spec such as 'mnist'"),
+}
+#: Sections of numbers: section -> its fields that must be numbers (``None`` allowed where marked).
+_CARD_SECTIONS = {
+    "log_z": {"log_z": False},
+    "train": {"mean_log_prob": True},
+    "test": {"mean_log_prob": True},
+    "check": {"mean_log_prob": False, "seed": False},
+}
+
+
+def check_card(card: Any) -> str | None:
+    """What is wrong with a zoo card's layout (``None`` when nothing is): the fields that
+    listing, showing and verifying a model read, each of the right type."""
+    if not isinstance(card, dict):
+        return f"a {type(card).__name__}, not a JSON object"
+    for key, (test, what) in _CARD_FIELDS.items():
+        if key not in card:
+            return f"no {key!r} (expected {what})"
+        if not test(card[key]):
+            return f"{key} is {card[key]!r}, not {what}"
+    for section, fields in _CARD_SECTIONS.items():
+        part = card.get(section)
+        if not isinstance(part, dict):
+            return f"{section} is {part!r}, not an object"
+        for key, optional in fields.items():
+            value = part.get(key)
+            if not (_is_number(value) or (optional and value is None)):
+                return f"{section}.{key} is {value!r}, not a number"
+        for key, value in part.items():
+            numeric = key.startswith(("mean_log_prob_", "log_z_"))
+            if numeric and value is not None and not _is_number(value):
+                return f"{section}.{key} is {value!r}, not a number"
+    if not isinstance(card["check"]["seed"], int):
+        return f"check.seed is {card['check']['seed']!r}, not an integer"
+    paper = card.get("paper")
+    if paper is not None and not isinstance(paper, dict):
+        return f"paper is {paper!r}, not an object"
+    return None
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -113,6 +176,7 @@ __all__ = [
     "ZOO_ENV",
     "card_check_images",
     "card_path",
+    "check_card",
     "file_sha256",
     "model_path",
     "names",
