@@ -436,6 +436,8 @@ def test_command_line_train_evaluate_sample(tmp_path):
     assert lz["of"] == "top RBM" and lz["log_z"] == pytest.approx(
         float(exact_log_z(model.top).log_z), abs=1e-6
     )
+    mf = _json(runner.invoke(app, ["logz", str(out), "--method", "mean-field", "--json"]))
+    assert mf["of"] == "top RBM" and mf["bound"] == "lower" and mf["log_z"] <= lz["log_z"] + 1e-9
     bad = runner.invoke(
         app,
         [

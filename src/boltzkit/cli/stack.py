@@ -23,7 +23,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.cli.common import LogZOptions, band_text, emit, fmt, unit_values
+from boltzkit.cli.common import (
+    VARIATIONAL_METHODS,
+    LogZOptions,
+    band_text,
+    emit,
+    fmt,
+    unit_values,
+    variational_estimate,
+)
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
@@ -257,8 +265,11 @@ def top_log_z(
 
     AIS-type estimators start from a base-rate model fitted to the recognition probabilities at
     layer ``L - 1`` of ``--base-rate-data``, else of the model file's recorded training data, else
-    the top RBM's own visible biases (the record says which).
+    the top RBM's own visible biases (the record says which). The variational methods apply to
+    the top RBM as to any Boltzmann machine.
     """
+    if opts.method.value in VARIATIONAL_METHODS:
+        return variational_estimate(dbn.top, opts).with_settings(of="top RBM")
     kwargs: dict[str, Any] = {
         "n_chains": opts.chains,
         "sweeps": opts.sweeps,
