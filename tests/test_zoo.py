@@ -76,6 +76,29 @@ def test_convert_round_trip_for_every_kind(kind: str, tmp_path) -> None:
     assert load_model(back)[1]["data"] == "somewhere"  # the metadata travels
 
 
+def test_convert_reports_the_dtype_it_writes_and_keeps_the_widest(tmp_path) -> None:
+    """A half-precision archive is read, and written, as float32; a float64 bias beside float32
+    weights keeps its precision (the model takes the widest dtype of its arrays)."""
+    g = np.random.default_rng(0)
+    w = g.normal(0, 1, (6, 3))
+    np.savez(
+        tmp_path / "half.npz",
+        W=w.astype(np.float16),
+        vbias=np.zeros(6, np.float16),
+        hbias=np.zeros(3, np.float16),
+    )
+    bias = np.full(6, 1 / 3)  # not a float32 number
+    np.savez(tmp_path / "mixed.npz", W=w.astype(np.float32), vbias=bias, hbias=np.zeros(3, np.float32))
+    record = last_json(run("convert", tmp_path / "half.npz", tmp_path / "half.safetensors", "--json"))
+    assert (
+        record["dtype"] == "float32" and load_model(tmp_path / "half.safetensors")[0].W.dtype == torch.float32
+    )
+    record = last_json(run("convert", tmp_path / "mixed.npz", tmp_path / "mixed.safetensors", "--json"))
+    model = load_model(tmp_path / "mixed.safetensors")[0]
+    assert record["dtype"] == "float64" and model.vbias.dtype == torch.float64
+    assert np.array_equal(model.vbias.detach().numpy(), bias)
+
+
 def test_convert_refuses_what_it_cannot_do(tmp_path) -> None:
     source = tmp_path / "m.safetensors"
     save_model(random_rbm(4, 3, seed=0), source)

@@ -11,7 +11,7 @@ RBM, SRBM or BM; ``W_0, vbias_0, hbias_0, W_1, ...`` for a DBN (RBM ``l`` betwee
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +22,13 @@ from boltzkit.io.zoo import resolve_model_path
 
 #: Metadata keys that describe the file itself and are written anew.
 _FILE_KEYS = ("format", "format_version", "created", "source_format", "arrays", "dtype", "boltzkit_version")
+
+
+def _written_dtype(model: Any) -> str:
+    """The dtype of the parameters written (a half-precision file is read, and so written, as
+    float32)."""
+    dtypes = {t.dtype for t in model.state_dict().values() if t.is_floating_point()}
+    return ", ".join(sorted(str(d).removeprefix("torch.") for d in dtypes))
 
 
 def command(
@@ -57,7 +64,7 @@ def command(
         "layer_sizes": metadata.get("layer_sizes"),
         "from": metadata.get("source_format"),
         "to": suffix.lstrip("."),
-        "dtype": dtype or metadata.get("dtype"),
+        "dtype": _written_dtype(model),
     }
     emit(
         record,

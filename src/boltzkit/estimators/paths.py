@@ -251,7 +251,13 @@ class GeometricPath(AnnealingPath):
     ) -> None:
         for m in (model_a, model_b):
             if not isinstance(m, BoltzmannMachine):
-                raise BoltzkitError("a path joins two Boltzmann machines", got=type(m).__name__)
+                raise BoltzkitError(
+                    "a path between two models (a log Z ratio by AIS, --relative-to) joins two "
+                    "Boltzmann machines of binary units",
+                    got=type(m).__name__,
+                    hint="estimate each model's log Z on its own (AIS from its base-rate model), "
+                    "or compare them exactly where both can be enumerated.",
+                )
         if model_a.n_visible != model_b.n_visible:
             raise BoltzkitError(
                 "the two models of an AIS path must share their visible units",

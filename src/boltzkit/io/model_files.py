@@ -700,10 +700,10 @@ def _resolve_load_device(device: torch.device | str | None) -> torch.device:
 
 
 def _stored_dtype(tensors: Mapping[str, Tensor], spec: ArraySpec) -> torch.dtype:
-    """The dtype a file is said to be stored in: that of its first matrix (W for an RBM)."""
-    present = [tensors[n] for n in spec.names if n in tensors]
-    matrices = [t for t in present if t.dim() == 2]
-    return (matrices or present)[0].dtype
+    """The dtype a file is said to be stored in: the widest of its arrays' (a float64 bias beside
+    float32 weights keeps its precision on loading)."""
+    present = [tensors[n] for n in spec.names if n in tensors] or list(tensors.values())
+    return max((t.dtype for t in present), key=lambda d: torch.finfo(d).bits)
 
 
 def model_from_arrays(
@@ -732,7 +732,8 @@ def model_from_arrays(
             f"the model's parameters overflow {_dtype_name(target)}",
             got=f"stored as {_dtype_name(stored)}, largest |value| "
             f"{max(float(t.abs().max()) for t in tensors.values() if t.numel()):.3g}",
-            hint="load with dtype=torch.float64.",
+            hint="load it in float64: load_model(PATH, dtype=torch.float64) in Python, "
+            "`boltzkit convert IN OUT --dtype float64` on the command line.",
         )
     try:
         model = kind.build(converted, md or {}, target, _resolve_load_device(device))
