@@ -63,7 +63,7 @@ NPZ_ARRAYS = {
 def test_convert_round_trip_for_every_kind(kind: str, tmp_path) -> None:
     model = _models()[kind]
     source = tmp_path / "model.safetensors"
-    save_model(model, source, metadata={"data": "somewhere"})
+    save_model(model, source, metadata={"data": "somewhere", "created": "2001-02-03T04:05:06+00:00"})
     npz, back = tmp_path / "model.npz", tmp_path / "back.safetensors"
     record = last_json(run("convert", source, npz, "--json"))
     assert record["kind"] == ("dbn" if kind.endswith("dbn") else kind) and record["to"] == "npz"
@@ -74,6 +74,7 @@ def test_convert_round_trip_for_every_kind(kind: str, tmp_path) -> None:
     for name, tensor in model.state_dict().items():
         assert torch.equal(again[name], tensor), name
     assert load_model(back)[1]["data"] == "somewhere"  # the metadata travels
+    assert load_model(back)[1]["created"] == "2001-02-03T04:05:06+00:00"  # the model's, not the file's
 
 
 def test_convert_reports_the_dtype_it_writes_and_keeps_the_widest(tmp_path) -> None:

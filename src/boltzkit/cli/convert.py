@@ -20,8 +20,8 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.io.zoo import resolve_model_path
 
-#: Metadata keys that describe the file itself and are written anew.
-_FILE_KEYS = ("format", "format_version", "created", "source_format", "arrays", "dtype", "boltzkit_version")
+#: Metadata keys that describe the file itself and are written anew (the model's ``created`` time travels).
+_FILE_KEYS = ("format", "format_version", "source_format", "arrays", "dtype", "boltzkit_version")
 
 
 def _written_dtype(model: Any) -> str:

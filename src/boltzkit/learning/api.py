@@ -416,7 +416,7 @@ def train(
     if reconstruction != "sample" and method_name != "cd":
         raise BoltzkitError(
             "a mean reconstruction applies to CD only", got=f"method {method_name!r}",
-            hint="persistent chains must stay binary: use reconstruction='sample'.",
+            hint="persistent chains must stay binary: use reconstruction='sample' (--reconstruction sample).",
         )  # fmt: skip
     if not learn_sigma and not (isinstance(model, UNIT_MODELS) and model.visible_units.has_sigma):
         raise BoltzkitError(

@@ -69,7 +69,11 @@ class Centering:
     def __init__(self, rate: float = 0.01, mean: str = "average") -> None:
         rate = float(rate)
         if not 0.0 < rate <= 1.0:
-            raise BoltzkitError("the centering rate must lie in (0, 1]", got=rate)
+            raise BoltzkitError(
+                "the centering rate must lie in (0, 1]",
+                got=rate,
+                hint="the offsets move this fraction of the way to each new mean: e.g. average:0.01.",
+            )
         if mean not in OFFSET_MEANS:
             raise BoltzkitError("unknown centering mean", got=repr(mean), expected=", ".join(OFFSET_MEANS))
         self.rate = rate
@@ -140,13 +144,14 @@ def parse_centering(spec: str | Centering | None) -> Centering | None:
         return None
     mean, _, rate = text.partition(":")
     try:
-        return Centering(float(rate) if rate else 0.01, mean)
+        value = float(rate) if rate else 0.01
     except ValueError:
         raise BoltzkitError(
             "cannot read the centering",
             got=repr(spec),
-            expected="'none', 'data', 'model' or 'average'[:RATE]",
+            expected="'none', 'data', 'model' or 'average', each with an optional :RATE in (0, 1]",
         ) from None
+    return Centering(value, mean)  # says what is wrong with the mean or the rate
 
 
 def centered_biases(model: BoltzmannMachine, offsets: list[Tensor]) -> list[Tensor]:

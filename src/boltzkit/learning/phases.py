@@ -230,7 +230,7 @@ class ContrastiveDivergence(NegativePhase):
             raise BoltzkitError(
                 "CD's mean reconstruction needs a visible layer without laterals",
                 got=f"a {model.kind} with visible laterals",
-                hint="use reconstruction='sample' for SRBMs and BMs.",
+                hint="use reconstruction='sample' (--reconstruction sample) for SRBMs and BMs.",
             )
         state = sample_means(positive, generator, hidden)
         v_probs = None
