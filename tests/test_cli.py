@@ -226,6 +226,11 @@ def test_a_resumed_run_counts_the_seconds_of_its_earlier_epochs(tmp_path, monkey
     assert [h["epoch"] for h in history] == [1, 2, 3]
     _, metadata = load_model(out)
     assert metadata["training_seconds"] >= 2.0 and metadata["training_seconds"] >= history[-1]["elapsed"]
+    before = out.read_bytes()  # finished: the checkpoint is gone, so --resume has nothing to continue
+    assert "nothing to resume" in assert_clean_failure(
+        run(*args, "--checkpoint", ckpt, "--resume", "--out", out)
+    )
+    assert out.read_bytes() == before
 
 
 def test_train_list_recipes_needs_no_data_or_output():

@@ -618,6 +618,13 @@ def command(
         checkpoint = out.with_name(out.name + ".ckpt")
         checkpoint_seconds = 0.0 if checkpoint_every else DEFAULT_CHECKPOINT_SECONDS
     checkpoint_every = checkpoint_every or 1  # an explicit --checkpoint, too, is written every epoch
+    if resume and out.exists() and not checkpoint.exists() and not force:
+        raise BoltzkitError(
+            "nothing to resume: --out exists and its run left no checkpoint (a finished run removes it)",
+            got=f"{out}, no {checkpoint}",
+            hint="pass --force to train it again from the start, or --init OUT with another --out to "
+            "train the finished model further.",
+        )
     ctx.meta["on_interrupt"] = (
         f"the last checkpointed epoch is in {checkpoint}: run the same command with --resume to continue"
     )
