@@ -135,3 +135,9 @@ def test_command_line(tmp_path):
     assert s.exit_code == 0, s.output
     assert np.load(tmp_path / "s.npy").shape == (9, 16)
     assert _json(runner.invoke(app, ["logz", str(out), "--json"]))["log_z"] == 0.0
+    for option, value, instead in (("--hidden", "4", "--components"), ("--recipe", "sm2008-cd1", "--epochs")):
+        refused = runner.invoke(app, [
+            "train", "--model", "mixture", option, value, "--data", "bars-and-stripes",
+            "--out", str(tmp_path / "other.safetensors"),
+        ])  # fmt: skip
+        assert refused.exit_code == 1 and instead in refused.stderr and "Traceback" not in refused.output

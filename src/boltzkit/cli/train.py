@@ -489,6 +489,18 @@ def command(
             got=str(out),
             expected="a file ending in .safetensors (boltzkit's format) or .npz (plain arrays)",
         )
+    if model.value == "mixture":  # fit by EM: no hidden layer, no recipe (one would go unused)
+        instead = {
+            "hidden": "--components N (its components)",
+            "recipe": "--epochs N (its most EM iterations)",
+        }
+        for name, hint in instead.items():
+            if _given(ctx, name):
+                raise BoltzkitError(
+                    f"a mixture of Bernoullis is fit by EM: --{name} does not apply",
+                    got=f"--model mixture --{name}",
+                    hint=f"give {hint}.",
+                )
     hidden_sizes = parse_hidden(hidden, model.value)
     k_list, epoch_list = parse_list(k, int, "--k"), parse_list(epochs, int, "--epochs")
     lr_list = parse_list(lr, float, "--lr")
