@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import F64, bars_and_stripes, random_rbm
+from conftest import F64, bars_and_stripes, random_machine, random_rbm
 from typer.testing import CliRunner
 
 from boltzkit import RBM
@@ -112,6 +112,16 @@ def test_a_trivial_path_with_equal_weights_is_reliable():
     rbm = RBM(5, 3, vbias=torch.linspace(-1, 1, 5, dtype=F64), dtype=F64)
     res = ais(base_rate_path(rbm), n_chains=20, betas=11, seed=0)
     assert float(res.log_weights.std()) == 0.0 and res.to_dict()["reliable"] is True
+
+
+def test_a_model_against_itself_is_a_trivial_path():
+    """A fully visible machine with laterals relative to itself: every weight is exactly 1, which
+    is right (the two ends are one distribution), not chains moving in lockstep."""
+    model = random_machine("bm", (6,), 3, keys=[(0, 0)])
+    res = ais(ratio_path(model, model), n_chains=20, betas=50, seed=0)
+    assert float(res.log_weights.abs().max()) == 0.0 and res.to_dict()["reliable"] is True
+    other = random_machine("bm", (6,), 4, keys=[(0, 0)])
+    assert not ratio_path(model, other).trivial
 
 
 def test_sandwich_reports_its_gap_with_a_standard_error():

@@ -452,8 +452,11 @@ class GeometricPath(AnnealingPath):
 
     @torch.no_grad()
     def _is_trivial(self) -> bool:
-        """Whether A and B are the same distribution over the union: no couplings anywhere, equal
-        biases on shared layers and zero biases on layers of one model only."""
+        """Whether A and B are the same distribution over the union: the same model (each layer
+        shared with its counterpart, the same parameters), or no couplings anywhere, equal biases
+        on shared layers and zero biases on layers of one model only."""
+        if self._same_model():
+            return True
         for model in self.models:
             if any(bool(model.coupling(l, m).detach().any()) for l, m in model.coupling_keys):
                 return False
@@ -466,6 +469,17 @@ class GeometricPath(AnnealingPath):
             elif bool((ba if ba is not None else bb).any()):
                 return False
         return True
+
+    @torch.no_grad()
+    def _same_model(self) -> bool:
+        a, b = self.model_a, self.model_b
+        if tuple(a.layer_sizes) != tuple(b.layer_sizes) or set(a.coupling_keys) != set(b.coupling_keys):
+            return False
+        if any(ul.a != ul.b for ul in self.union):
+            return False
+        same = [(a.bias(l), b.bias(l)) for l in range(a.n_layers)]
+        same += [(a.coupling(l, m), b.coupling(l, m)) for l, m in a.coupling_keys]
+        return all(torch.equal(x.detach(), y.detach().to(x)) for x, y in same)
 
     def _kept_terms(self) -> tuple[dict[int, Tensor], list[tuple[float, int, int, Tensor]]]:
         """``E_A - E_B`` over the kept layers as float64 linear coefficients ``(b_B - b_A)_u`` per
