@@ -725,8 +725,19 @@ def test_unknown_extra_array_is_refused(tmp_path: Path) -> None:
     md = json.loads(stored[METADATA_KEY])
     md.update(kind="rbm", arrays=["W", "vbias", "hbias"])
     save_file(tensors, path, metadata={METADATA_KEY: json.dumps(md)})
-    with pytest.raises(ModelFileError, match=r"an array that a RBM file does not have: 'L'"):
+    with pytest.raises(ModelFileError, match=r"an array that a RBM file does not have: 'L'") as info:
         load_model(path)
+    assert "records the kind 'rbm', which decides the arrays" in str(info.value)
+    assert "records the kind" not in msg  # the plain archive's kind came from its names
+
+
+def test_the_renaming_hint_covers_names_in_other_case(tmp_path: Path) -> None:
+    a = arrays(make_rbm())
+    path = tmp_path / "case.npz"
+    np.savez(path, w=a["W"], VBIAS=a["vbias"], hbias=a["hbias"])
+    with pytest.raises(ModelFileError, match="lacks the arrays 'W', 'vbias'") as info:
+        load_model(path)
+    assert "W=a['w']" in str(info.value) and "vbias=a['VBIAS']" in str(info.value)
 
 
 def lateral_npz(tmp_path: Path, name: str, **changes: np.ndarray) -> Path:

@@ -309,7 +309,7 @@ def _guess_renaming(found: Sequence[str]) -> dict[str, str]:
     for target, alternatives in _ALTERNATIVE_NAMES.items():
         if target in found:
             continue
-        for alt in alternatives:
+        for alt in (target, *alternatives):  # the name itself in other case, too ("VBIAS")
             if alt.lower() in lowered:
                 guess[target] = lowered[alt.lower()]
                 break
@@ -326,8 +326,11 @@ def kind_for(md: Mapping[str, Any] | None, names: Collection[str]) -> ModelKind:
     return _KINDS[DEFAULT_KIND]
 
 
-def check_names(kind: ModelKind, found: Sequence[str], p: Path, *, npz: bool) -> ArraySpec:
-    """Refuse a file that lacks an array of its kind or holds one its kind does not have."""
+def check_names(
+    kind: ModelKind, found: Sequence[str], p: Path, *, npz: bool, recorded: bool = False
+) -> ArraySpec:
+    """Refuse a file that lacks an array of its kind or holds one its kind does not have
+    (``recorded``: the kind is the one the file's metadata records, not read off its arrays)."""
     spec = kind.arrays(found)
     missing = [n for n in spec.required if n not in found]
     unknown = [n for n in found if n not in spec.names]
@@ -340,7 +343,14 @@ def check_names(kind: ModelKind, found: Sequence[str], p: Path, *, npz: bool) ->
             "(no array in a model file is ignored)",
             got=f"{p}: arrays {listed(list(found))}",
             expected=spec.expected,
-            hint=spec.hint or "remove the other arrays, or store them in a file of their own.",
+            hint=spec.hint
+            or (
+                f"the file's metadata{' (its ' + repr(METADATA_KEY) + ' array)' if npz else ''} records "
+                f"the kind {kind.name!r}, which decides the arrays it holds: remove the other arrays, or "
+                "save the arrays without that metadata so that their names decide the kind."
+                if recorded
+                else "remove the other arrays, or store them in a file of their own."
+            ),
         )
     return spec
 
@@ -719,7 +729,7 @@ def model_from_arrays(
     kind = kind_for(md, list(tensors))
     if md is None and kind.refine is not None and (refined := kind.refine(tensors)) is not None:
         kind = get_kind(refined)
-    spec = check_names(kind, list(tensors), p, npz=source == "npz")
+    spec = check_names(kind, list(tensors), p, npz=source == "npz", recorded=md is not None)
     _check_floating(tensors, p)
     check_finite(tensors, p)
     sizes = kind.check(tensors, p)

@@ -90,7 +90,7 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
             md = parse_metadata_text(str(text), p)
         if renamed and md is not None:
             md = {**md, "kind": "rbm"}
-        check_names(kind_for(md, names), names, p, npz=True)
+        check_names(kind_for(md, names), names, p, npz=True, recorded=md is not None)
         for stored_name, name in zip(stored, names, strict=True):
             arr = _read_array(archive, stored_name, p)
             if arr.dtype.kind not in "fiub":
