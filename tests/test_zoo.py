@@ -138,6 +138,7 @@ def test_zoo_add_list_show_and_use_by_name(tiny_zoo) -> None:
     listed = last_json(run("zoo", "--json"))
     assert [m["name"] for m in listed["models"]] == ["bas-rbm"]
     assert last_json(run("zoo", "show", "bas-rbm", "--json"))["name"] == "bas-rbm"
+    assert last_json(run("zoo", "--json", "show", "bas-rbm"))["name"] == "bas-rbm"  # --json before, too
     model, metadata = zoo.load("bas-rbm")
     assert metadata["zoo_name"] == "bas-rbm" and model.W.dtype == torch.float32
     evaluated = last_json(run("evaluate", "zoo:bas-rbm", "--data", "bars-and-stripes", "--json"))

@@ -93,6 +93,11 @@ def _rows() -> list[dict[str, Any]]:
     return rows
 
 
+def _json_wanted(ctx: typer.Context, as_json: bool) -> bool:
+    """``--json`` given to the subcommand or to ``zoo`` itself."""
+    return as_json or bool((ctx.obj or {}).get("json"))
+
+
 def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     if not rows:
         return f"the zoo is empty ({zoo_dir()})"
@@ -112,20 +117,26 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
 @app.callback()
 def _root(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """The trained models published with boltzkit: list (default), show, verify, add."""
+    ctx.obj = {"json": as_json}  # `zoo --json show NAME` as `zoo show NAME --json`
     if ctx.invoked_subcommand is None:
         rows = _rows()
         emit({"zoo": str(zoo_dir()), "models": rows}, as_json=as_json, human=lambda: _table(rows))
 
 
 @app.command("list", cls=BoltzkitCommand)
-def list_command(as_json: JsonFlag = False) -> None:
+def list_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List the zoo's models with their measured test log-probabilities."""
     rows = _rows()
-    emit({"zoo": str(zoo_dir()), "models": rows}, as_json=as_json, human=lambda: _table(rows))
+    emit(
+        {"zoo": str(zoo_dir()), "models": rows},
+        as_json=_json_wanted(ctx, as_json),
+        human=lambda: _table(rows),
+    )
 
 
 @app.command("show", cls=BoltzkitCommand)
 def show_command(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="A zoo model's name.")],
     as_json: JsonFlag = False,
 ) -> None:
@@ -160,11 +171,12 @@ def show_command(
             )
         return "\n".join(lines)
 
-    emit(card, as_json=as_json, human=human)
+    emit(card, as_json=_json_wanted(ctx, as_json), human=human)
 
 
 @app.command("verify", cls=BoltzkitCommand)
 def verify_command(
+    ctx: typer.Context,
     names_: Annotated[
         list[str] | None, typer.Argument(metavar="[NAME]...", help="Models (default: all).")
     ] = None,
@@ -202,13 +214,14 @@ def verify_command(
             lines.append(f"{r['name']}: {status}{extra}")
         return "\n".join(lines) or "the zoo is empty"
 
-    emit(record, as_json=as_json, human=human)
+    emit(record, as_json=_json_wanted(ctx, as_json), human=human)
     if not record["ok"]:
         raise typer.Exit(1)
 
 
 @app.command("add", cls=BoltzkitCommand)
 def add_command(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(metavar="NAME", help="The zoo name, e.g. sm2008-cd1-500.")],
     model: Annotated[Path, typer.Argument(metavar="MODEL", help="The trained model file.")],
     data: Annotated[str, typer.Option("--data", help="The training data (and the base-rate model's).")],
@@ -270,7 +283,7 @@ def add_command(
     card = read_card(name)
     emit(
         card,
-        as_json=as_json,
+        as_json=_json_wanted(ctx, as_json),
         human=lambda: (
             f"added {name} -> {target}\n" + _table([r for r in _rows() if r["name"] == name], header=False)
         ),
