@@ -90,6 +90,28 @@ def warn(message: str) -> None:
     typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
 
 
+def deterministic_log_z(record: Mapping[str, Any]) -> bool:
+    """Whether a log-probability record's ``log Z`` (its ``"logz"`` record) is a deterministic
+    approximation, which has no sampling band (mean-field, Bethe, TRW, TAP)."""
+    logz = record.get("logz") or {}
+    return "log_z_stderr" in logz and logz["log_z_stderr"] is None and logz.get("method") != "exact"
+
+
+def log_prob_what(record: Mapping[str, Any]) -> str:
+    """What a log-probability record's ``mean_log_prob`` is, from its ``bound``, with the reason
+    (``bound_note``) where ``log Z`` decided it."""
+    bound = record.get("bound")
+    what = {
+        "lower": "lower bound on mean log p(v)",
+        "upper": "upper bound on mean log p(v)",
+        "none": "approximate mean log p(v)",
+    }.get(str(bound), "mean log p(v)")
+    if bound == "lower" and record.get("mean_field_iterations") is not None and not record.get("bound_note"):
+        what = "mean-field " + what
+    note = record.get("bound_note")
+    return what + (f" ({note})" if note else "")
+
+
 def warn_if_unreliable(record: Mapping[str, Any]) -> None:
     """A ``warning:`` line when an estimate's verdict (``reliable``) is false, saying what is wrong
     and what to do."""
@@ -158,7 +180,6 @@ def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) 
         typer.echo(human())
 
 
-#: The fields of a log Z record that an Ising model's constant shifts.
 #: The fields of a log Z record that hold an estimate of the model's log Z (:func:`in_ising_convention`)
 LOG_Z_FIELDS = tuple(
     f"log_z{end}"
@@ -183,12 +204,13 @@ def in_ising_convention(
     """A log Z record, computed in {0, 1} units, in the +-1 convention of the Ising models among
     the model and its ``--relative-to`` reference.
 
-    Every estimate of the model's log Z (:data:`LOG_Z_FIELDS`) gains ``constant`` (the model's
+    Every estimate of the model's log Z (:data:`LOG_Z_FIELDS`) and an evaluation's mean
+    ``log p*(v)`` (``mean_neg_free_energy``) gain ``constant`` (the model's
     ``log Z_ising - log Z_binary``; 0 for a model of {0, 1} units), ``log_z_a`` (the reference's)
     gains ``reference_constant``, and every estimate of the ratio (:data:`LOG_RATIO_FIELDS`) gains
     their difference. The {0, 1} values are kept as ``log_z_binary`` and ``log_ratio_binary``."""
     out = dict(record)
-    shifts = dict.fromkeys(LOG_Z_FIELDS, constant)
+    shifts = dict.fromkeys((*LOG_Z_FIELDS, "mean_neg_free_energy"), constant)  # log p*(v), too
     shifts["log_z_a"] = reference_constant
     shifts.update((key, constant - reference_constant) for key in LOG_RATIO_FIELDS)
     for key, shift in shifts.items():

@@ -36,10 +36,13 @@ from boltzkit.cli.common import (
     SeedOpt,
     SweepsOpt,
     band_text,
+    deterministic_log_z,
     device_from,
     emit,
     estimate,
     fmt,
+    in_ising_convention,
+    log_prob_what,
     show_progress,
     unit_dataset,
     unit_interval_option,
@@ -52,6 +55,7 @@ from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
 from boltzkit.io import load_model
+from boltzkit.models.ising import IsingModel
 
 PER_EXAMPLE_FORMATS = (".npy", ".txt", ".csv")
 
@@ -71,15 +75,18 @@ def _write_per_example(path: Path, values: np.ndarray) -> None:
 
 def _summary(record: dict[str, Any]) -> str:
     where = f"{record['data']} ({record['split']}, n={record['n']})"
-    what = "mean log p(v)" if record.get("bound") != "lower" else "mean-field lower bound on mean log p(v)"
-    line = f"{what} on {where}: {fmt(record['mean_log_prob'])}"
-    if record["log_z_method"] != "exact":
+    line = f"{log_prob_what(record)} on {where}: {fmt(record['mean_log_prob'])}"
+    if record["log_z_method"] != "exact" and not deterministic_log_z(record):
         line += "  " + band_text(record, "mean_log_prob", note="log Z ±3σ")
     lines = [line]
     if record.get("data_stderr") is not None:
         lines.append(
             f"  the data's own sampling error (standard error over the {record['n']} examples): "
             f"±{fmt(record['data_stderr'])}"
+        )
+    if record.get("convention"):
+        lines.append(
+            f"convention: {record['convention']} (in {{0, 1}} units: log Z {fmt(record['log_z_binary'])})"
         )
     lines += [
         f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}",
@@ -175,6 +182,8 @@ def command(
     }
     if per_example is not None:
         record["per_example_file"] = str(per_example)
+    if isinstance(rbm, IsingModel):  # log Z (and log p*) in the model's +-1 convention, as logz reports it
+        record = in_ising_convention(record, rbm.log_z_constant)
     warn_if_unreliable(record)
     if record.get("mean_field_converged") is False:
         warn("the mean-field iteration did not converge; the bound holds but may be loose (raise --max-iter)")

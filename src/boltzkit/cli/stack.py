@@ -27,8 +27,10 @@ from boltzkit.cli.common import (
     VARIATIONAL_METHODS,
     LogZOptions,
     band_text,
+    deterministic_log_z,
     emit,
     fmt,
+    log_prob_what,
     unit_values,
     variational_estimate,
 )
@@ -354,7 +356,7 @@ def _mixture_result(model: MixtureOfBernoullis, x: Tensor, per_example: bool) ->
 def _bound_summary(record: dict[str, Any]) -> str:
     where = f"{record['data']} ({record['split']}, n={record['n']})"
     lines = [
-        f"lower bound on mean log p(v) on {where}: {fmt(record['mean_log_prob'])} "
+        f"{log_prob_what(record)} on {where}: {fmt(record['mean_log_prob'])} "
         f"(M = {record['n_samples']} samples of q per vector)",
         f"  Monte Carlo error of r_B: ±{fmt(record['mc_error_3std'])} (3 std, given the data); "
         f"±{fmt(record['pooled_error_3std'])} (3 std, S1 Table 2's pooled convention)",
@@ -362,6 +364,8 @@ def _bound_summary(record: dict[str, Any]) -> str:
     verdict = record.get("logz") or {}
     if verdict.get("reliable") is False:
         lines.append(f"  {band_text(record, 'mean_log_prob', verdict=verdict)}")
+    elif deterministic_log_z(record):
+        lines.append(f"  log Z ({record['log_z_method']}) is deterministic: no error band")
     else:
         if record["log_z_method"] != "exact":
             lines.append(

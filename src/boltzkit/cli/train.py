@@ -631,11 +631,10 @@ def command(
         checkpoint_seconds = 0.0 if checkpoint_every else DEFAULT_CHECKPOINT_SECONDS
     checkpoint_every = checkpoint_every or 1  # an explicit --checkpoint, too, is written every epoch
     if resume and out.exists() and not checkpoint.exists() and not force:
-        raise BoltzkitError(
-            "nothing to resume: --out exists and its run left no checkpoint (a finished run removes it)",
-            got=f"{out}, no {checkpoint}",
-            hint="pass --force to train it again from the start, or --init OUT with another --out to "
-            "train the finished model further.",
+        warn(
+            f"nothing to resume: {out} exists and its run left no checkpoint (a finished run removes "
+            "it), so it is trained again from the start and overwritten (--init OUT trains a finished "
+            "model further)"
         )
     ctx.meta["on_interrupt"] = (
         f"the last checkpointed epoch is in {checkpoint}: run the same command with --resume to continue"

@@ -50,7 +50,7 @@ from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.api import estimate_log_z
 from boltzkit.estimators.exact import _check_tractable, bit_states, enumeration_plan, exact_log_z
-from boltzkit.estimators.result import DBNBoundResult, LogZResult
+from boltzkit.estimators.result import DBNBoundResult, LogZResult, log_prob_bound
 from boltzkit.models.dbn import DBN, log_bernoulli
 from boltzkit.models.rbm import RBM
 
@@ -362,6 +362,7 @@ def dbn_bound(
     pooled_values = (all_terms + entropies.unsqueeze(1)).flatten()
     pooled = float(pooled_values.std(unbiased=True)) / math.sqrt(pooled_values.numel()) if n * m > 1 else 0.0
     data_se = float(per.std(unbiased=True)) / math.sqrt(n) if n > 1 else 0.0
+    bound, note = log_prob_bound("exact" if one_layer else "lower", log_z_result)
     return DBNBoundResult(
         mean_bound=r_b - value,
         r_b=r_b,
@@ -377,7 +378,7 @@ def dbn_bound(
         log_z_method=log_z_result.method,
         log_z_band=log_z_result.band,
         log_z_stderr=log_z_result.log_z_stderr,
-        bound="exact" if one_layer else "lower",
+        bound=bound,
         per_example=(per - value) if per_example else None,
         seconds=time.perf_counter() - t0,
         settings={
@@ -386,6 +387,7 @@ def dbn_bound(
             "log_z_settings": {k: v for k, v in log_z_result.settings.items() if k != "log_weights"},
             "log_z_n_chains": log_z_result.n_chains,
             "log_z_n_betas": log_z_result.n_betas,
+            **({} if note is None else {"bound_note": note}),
         },
     )
 

@@ -392,6 +392,32 @@ class DeterministicResult(LogZResult):
         return None
 
 
+def log_prob_bound(value_bound: str, log_z: LogZResult) -> tuple[str, str | None]:
+    """What ``log p(v) = log p*(v) - log Z`` is, given what ``log p*(v)`` is (``value_bound``:
+    ``"exact"``, or ``"lower"`` for a mean-field or recognition-model bound) and the ``log Z``
+    behind it; returns ``(bound, note)``.
+
+    An exact or sampled ``log Z`` (its band carries its error) leaves ``value_bound`` as it is.
+    A deterministic bound turns around: an upper bound on ``log Z`` (TRW) makes a lower bound on
+    ``log p``, and a lower bound (mean-field) an upper one, unless ``log p*`` is itself a lower
+    bound, when the two pull opposite ways and nothing is bounded (``"none"``); an approximation
+    (Bethe, TAP) bounds nothing either. ``note`` says why, where the bound is not ``value_bound``.
+    """
+    if not isinstance(log_z, DeterministicResult):
+        return value_bound, None
+    z_bound = str(log_z.settings.get("bound") or "none")
+    what = f"log Z is {log_z.method}'s " + (
+        f"{z_bound} bound" if z_bound in ("lower", "upper") else "approximation: no bound"
+    )
+    if z_bound == "upper":
+        return "lower", what
+    if z_bound == "lower" and value_bound == "exact":
+        return "upper", what
+    if z_bound == "lower":
+        return "none", what + " and log p*(v) a lower bound: they pull opposite ways, no bound"
+    return "none", what
+
+
 @dataclass(frozen=True)
 class SandwichResult(LogZResult):
     """A ``method="sandwich"`` record: the forward (lower) estimate, with both halves attached.
@@ -499,8 +525,11 @@ class LogProbResult:
     log_z_band
         Its band ``log(Z_hat ± k sigma_hat)``.
     bound
-        ``"exact"`` when ``log p*(v)`` is exact (hidden units summed out or enumerated),
-        ``"lower"`` when it is the mean-field lower bound (Salakhutdinov 2008, Eq. 53).
+        ``"exact"`` when ``log p*(v)`` is exact (hidden units summed out or enumerated) and
+        ``log Z`` exact or sampled (its band carries its error), ``"lower"`` when ``log p*(v)`` is
+        the mean-field lower bound (Salakhutdinov 2008, Eq. 53) or ``log Z`` an upper bound
+        (TRW), ``"upper"`` when ``log Z`` is a lower bound (mean-field) and ``log p*`` exact,
+        ``"none"`` otherwise (:func:`log_prob_bound`; ``details["bound_note"]`` says why).
     mean_log_prob_conservative
         ``mean log p* - log Z_up`` when the record is a sandwich with a reverse-AIS upper
         estimate, else ``None``.
@@ -592,7 +621,8 @@ class DBNBoundResult:
         The top RBM's ``log Z_hat``, its estimator, its band ``log(Z_hat ± k sigma_hat)`` and
         delta-method standard error.
     bound
-        ``"lower"`` (``"exact"`` for a one-layer DBN, an RBM, whose value is exact given log Z).
+        ``"lower"`` (``"exact"`` for a one-layer DBN, an RBM, whose value is exact given log Z),
+        turned by a deterministic ``log Z`` as :func:`log_prob_bound` says.
     per_example
         The bound of every data vector, ``B(v_n)``, float64, when asked for.
     seconds, settings
@@ -612,7 +642,7 @@ class DBNBoundResult:
     log_z: float
     log_z_method: str
     log_z_band: Band
-    log_z_stderr: float
+    log_z_stderr: float | None
     bound: str = "lower"
     per_example: Tensor | None = None
     seconds: float = 0.0
@@ -641,7 +671,7 @@ class DBNBoundResult:
         """``3 sqrt(Var(r_B) + Var(log Z_hat))`` (S1 Sec. 5.2) with ``stderr`` the standard error of
         ``r_B`` (default :attr:`mc_stderr`)."""
         se = self.mc_stderr if stderr is None else stderr
-        if se is None:
+        if se is None or self.log_z_stderr is None:  # (a deterministic log Z has no standard error)
             return None
         return 3.0 * math.sqrt(se**2 + self.log_z_stderr**2)
 
