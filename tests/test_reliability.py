@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from boltzkit import RBM
 from boltzkit.cli.main import app
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators import ais, base_rate_path, exact_log_z, ratio_path, sandwich, sis
+from boltzkit.estimators import ais, base_rate_path, bridge, exact_log_z, ratio_path, sandwich, sis
 from boltzkit.estimators.reliability import assess, pareto_k_hat
 from boltzkit.io import save_model
 from boltzkit.learning import train_rbm
@@ -112,6 +112,17 @@ def test_a_trivial_path_with_equal_weights_is_reliable():
     rbm = RBM(5, 3, vbias=torch.linspace(-1, 1, 5, dtype=F64), dtype=F64)
     res = ais(base_rate_path(rbm), n_chains=20, betas=11, seed=0)
     assert float(res.log_weights.std()) == 0.0 and res.to_dict()["reliable"] is True
+
+
+def test_one_sample_is_never_a_reliable_estimate():
+    """One weight has no spread: its zero-width band would claim an exact answer (bridge sampling
+    with one sample per side did, 6 nats off)."""
+    one = assess(torch.tensor([0.3], dtype=F64))
+    assert not one.reliable and "one weight" in one.reason and "--chains" in one.advice
+    assert assess(torch.tensor([0.3], dtype=F64), trivial=True).reliable
+    path = base_rate_path(random_rbm(6, 3, 2))
+    assert bridge(path, n_chains=1, seed=0).to_dict()["reliable"] is False
+    assert bridge(path, n_chains=200, seed=0).to_dict()["reliable"] is True
 
 
 def test_a_model_against_itself_is_a_trivial_path():

@@ -154,6 +154,11 @@ def assess(log_weights: Tensor, *, trivial: bool = False, annealed: bool = True)
     frac = ess / n if n else 0.0
     more = "more intermediate distributions (--betas)" if annealed else "AIS instead (--method ais)"
     problems: list[str] = []
+    if n < 2 and not trivial:
+        problems.append(
+            f"{'one weight' if n == 1 else 'no weights'}: a single sample has no spread to measure the "
+            "error by, so the zero-width band says nothing about it"
+        )
     if n >= 2 and not trivial and float(lw.max() - lw.min()) <= 1e-9 * max(1.0, float(lw.abs().max())):
         problems.append(
             f"all {n} weights are equal although the path's two ends differ: the chains moved in "
