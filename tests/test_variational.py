@@ -520,3 +520,26 @@ def test_cli_logz_variational_human_summary_and_errors(model_file):
         res = runner.invoke(app, ["logz", str(model_file), "--method", "bethe", "--max-iter", "2", "--json"])
     assert _last_json(res)["converged"] is False
     assert not math.isnan(_last_json(res)["log_z"])
+
+
+@pytest.mark.parametrize("kind", ["rbm", "srbm", "bm", "dbm"])
+def test_the_log_z_ceiling_is_an_upper_bound(kind: str) -> None:
+    from boltzkit.variational.api import log_z_ceiling
+
+    for seed, scale in ((0, 0.5), (1, 5.0), (2, 30.0)):
+        model = random_machine(
+            kind, (6, 4, 3) if kind == "dbm" else (6, 4), seed, scale=scale, bias_scale=scale
+        )
+        assert log_z_ceiling(model) >= exact_log_z_value(model) - 1e-9
+
+
+def test_tap_above_the_ceiling_is_reported_as_not_converged() -> None:
+    """At strong couplings TAP's Onsager term makes the point at 1/2 look best: a value far above
+    any possible log Z, which must not pass as a converged estimate."""
+    model = random_machine("rbm", (8, 4), 1, scale=30.0, bias_scale=5.0)
+    with pytest.warns(ConvergenceWarning, match="certain upper bound"):
+        result = variational_log_z(model, "tap")
+    assert result.log_z > result.settings["log_z_ceiling"] > exact_log_z_value(model)
+    assert result.converged is False and result.settings["above_ceiling"] is True
+    weak = variational_log_z(random_machine("rbm", (8, 4), 1, scale=0.5), "tap")
+    assert weak.converged and "above_ceiling" not in weak.settings

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import replace
 from enum import Enum
@@ -116,28 +117,49 @@ def variational_log_z(
     return trw.trw_log_z(model, rho=rho, **opts)
 
 
+@torch.no_grad()
+def log_z_ceiling(model: BoltzmannMachine) -> float:
+    """A certain, cheap upper bound on ``log Z``: ``N log 2 + max_x(-E(x))`` with the maximum
+    bounded by taking every positive term, ``sum b_i^+ + sum_{i<j} Q_ij^+``. Loose, but a value
+    above it is certainly wrong (a spurious TAP or Bethe stationary point of a strongly coupled
+    model)."""
+    m64 = model.as_float64()
+    top = sum(float(m64.bias(l).detach().clamp(min=0).sum()) for l in range(m64.n_layers))
+    for l, m in m64.coupling_keys:
+        positive = float(m64.coupling(l, m).detach().clamp(min=0).sum())
+        top += 0.5 * positive if l == m else positive  # laterals: each pair appears twice in L
+    return sum(m64.layer_sizes) * math.log(2.0) + top
+
+
 def _not_below_mean_field(
     result: VariationalResult, model: BoltzmannMachine, seed: int | None
 ) -> VariationalResult:
-    """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z`` sits on
-    a poor fixed point (the disordered one of an ordered model, say): it is returned with
-    ``converged=False``, the bound in its settings and a :class:`ConvergenceWarning`, never
-    silently."""
+    """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z``, or
+    above the certain upper bound :func:`log_z_ceiling`, sits on a poor stationary point (the
+    disordered one of an ordered model, say; at strong couplings TAP's Onsager term makes the
+    point at 1/2 look best): it is returned with ``converged=False``, the bound in its settings and
+    a :class:`ConvergenceWarning`, never silently."""
     bound = mean_field.mean_field_log_z(model, seed=seed)
-    if result.log_z >= bound.log_z - 1e-9 * max(1.0, abs(bound.log_z)):
-        return result.with_settings(mean_field_bound=bound.log_z)
+    ceiling = log_z_ceiling(model)
+    slack = 1e-9 * max(1.0, abs(bound.log_z))
+    if bound.log_z - slack <= result.log_z <= ceiling + slack:
+        return result.with_settings(mean_field_bound=bound.log_z, log_z_ceiling=ceiling)
+    below = result.log_z < bound.log_z - slack
+    where = (
+        f"below the mean-field lower bound {bound.log_z:.6g}"
+        if below
+        else f"above {ceiling:.6g}, a certain upper bound (N log 2 + the largest possible -E)"
+    )
     warnings.warn(
-        f"the {result.method} value {result.log_z:.6g} lies below the mean-field lower bound "
-        f"{bound.log_z:.6g}: it sits on a poor fixed point (reported as not converged); the mean-field "
-        "bound is the better value",
+        f"the {result.method} value {result.log_z:.6g} lies {where}: it sits on a poor stationary point "
+        f"(reported as not converged); the mean-field bound {bound.log_z:.6g} is the better value"
+        + ("" if below else ", and --method trw gives a tighter upper bound"),
         ConvergenceWarning,
         stacklevel=3,
     )
-    return replace(
-        result,
-        converged=False,
-        settings={**result.settings, "mean_field_bound": bound.log_z, "below_mean_field": True},
-    )
+    settings = {**result.settings, "mean_field_bound": bound.log_z, "log_z_ceiling": ceiling}
+    settings["below_mean_field" if below else "above_ceiling"] = True
+    return replace(result, converged=False, settings=settings)
 
 
-__all__ = ["METHODS", "normalize_method", "variational_log_z"]
+__all__ = ["METHODS", "log_z_ceiling", "normalize_method", "variational_log_z"]
