@@ -520,6 +520,9 @@ def test_cli_logz_variational_human_summary_and_errors(model_file):
         res = runner.invoke(app, ["logz", str(model_file), "--method", "bethe", "--max-iter", "2", "--json"])
     assert _last_json(res)["converged"] is False
     assert not math.isnan(_last_json(res)["log_z"])
+    res = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--fw-steps", "1", "--json"])
+    rec = _last_json(res)  # the option its warning advises exists, and takes effect
+    assert rec["fw_steps"] == 1 and rec["fw_stop"] == "steps" and "--fw-steps" in res.stderr
 
 
 @pytest.mark.parametrize("kind", ["rbm", "srbm", "bm", "dbm"])

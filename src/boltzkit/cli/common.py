@@ -420,6 +420,7 @@ class LogZOptions:
     max_iter: int | None = None
     tol: float | None = None
     rho: str = "optimized"
+    fw_steps: int | None = None
 
 
 def device_from(spec: str) -> torch.device:
@@ -524,7 +525,7 @@ def variational_estimate(
         )
     r = variational_log_z(
         model, opts.method.value, damping=opts.damping, max_iter=opts.max_iter, tol=opts.tol, rho=opts.rho,
-        seed=opts.seed,
+        seed=opts.seed, fw_steps=opts.fw_steps if opts.method.value == "trw" else None,
     )  # fmt: skip
     return LogZResult.deterministic(
         r.method, r.log_z, bound=r.bound, converged=r.converged, iterations=r.iterations,

@@ -48,6 +48,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.exact import enumeration_bits, exact_log_z
 from boltzkit.io import load_model, save_result_json
 from boltzkit.models.ising import IsingModel
+from boltzkit.variational.trw import FW_STEPS
 
 #: ``logz`` puts the exact log Z beside an estimate when at most this many units must be enumerated.
 EXACT_BESIDE_BITS = 20
@@ -172,6 +173,14 @@ def command(
             "(Frank-Wolfe, S2 Sec. 5.1).",
         ),
     ] = RhoChoice["optimized"],
+    fw_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--fw-steps",
+            min=1,
+            help=f"TRW with --rho optimized: most Frank-Wolfe steps over rho [default: {FW_STEPS}].",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
@@ -181,7 +190,7 @@ def command(
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None
     opts = LogZOptions(
         method, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits,
-        damping=damping, max_iter=max_iter, tol=tol, rho=rho.value,
+        damping=damping, max_iter=max_iter, tol=tol, rho=rho.value, fw_steps=fw_steps,
     )  # fmt: skip
     if trace is not None:
         if relative_to is not None or is_stack_model(rbm):
