@@ -299,3 +299,9 @@ def test_a_window_extended_to_decay_sums_the_slow_part_sokals_window_cuts_off():
     assert sokal_time_of_acf(rho_fast, n, n_chains=chains, decay_z=3.0) == sokal_time_of_acf(
         rho_fast, n, n_chains=chains
     )
+
+
+def test_a_constant_series_says_the_chains_never_moved() -> None:
+    with pytest.raises(BoltzkitError, match="series is constant") as info:
+        autocorrelation(np.ones((3, 50)))
+    assert "stuck" in str(info.value)

@@ -165,7 +165,11 @@ def autocorrelation(
         acov = _autocovariance(raw - raw.mean()).sum(axis=0)
         if not acov[0] > 0:
             raise BoltzkitError(
-                "the series is constant: its autocorrelation is undefined", got=f"shape {raw.shape}"
+                "the series is constant: its autocorrelation is undefined",
+                got=f"shape {raw.shape}",
+                hint="the chains never changed the recorded quantity (the energy, say): they are stuck "
+                "in one state or its mode. Sample longer, start elsewhere, or use a sampler that can "
+                "leave it (flip-the-state, parallel tempering).",
             )
         acf = acov / acov[0]
     else:
@@ -175,7 +179,11 @@ def autocorrelation(
         live = var[:, 0] > 0
         if not live.any():
             raise BoltzkitError(
-                "the series is constant: its autocorrelation is undefined", got=f"shape {a.shape}"
+                "the series is constant: its autocorrelation is undefined",
+                got=f"shape {a.shape}",
+                hint="the chains never changed the recorded quantity (the energy, say): they are stuck "
+                "in one state or its mode. Sample longer, start elsewhere, or use a sampler that can "
+                "leave it (flip-the-state, parallel tempering).",
             )
         acf = (acov[live] / var[live]).mean(axis=0)
     if max_lag is not None:
