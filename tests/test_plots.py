@@ -264,6 +264,10 @@ def test_plot_samples_as_image_grid(written, tmp_path):
         plot_samples(rows, tmp_path / "x.png", image_shape="2x3")
     with pytest.raises(BoltzkitError, match=r"\[0, 1\]"):
         plot_samples(rows * 2.0, tmp_path / "x.png")
+    spins = (2 * rows - 1).astype(np.int8)  # an Ising model's samples (boltzkit sample writes them so)
+    check_png(plot_samples(spins, tmp_path / "spins.png"), min_bytes=100, min_side=5)
+    with pytest.raises(BoltzkitError, match=r"\[0, 1\]"):
+        plot_samples(spins * 0.5, tmp_path / "x.png")
 
 
 def test_sklearn_history_is_plotted(tmp_path):

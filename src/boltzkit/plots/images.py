@@ -101,7 +101,8 @@ def grid_layout(n_visible: int, shape: tuple[int, int] | None) -> tuple[tuple[in
 
 def load_states(source: str | os.PathLike | np.ndarray, *, check_unit_interval: bool = True) -> np.ndarray:
     """A ``(n, n_visible)`` array of values in [0, 1] (any finite values without
-    ``check_unit_interval``) from an array or a ``.npy`` file (``boltzkit sample --out FILE.npy``)."""
+    ``check_unit_interval``) from an array or a ``.npy`` file (``boltzkit sample --out FILE.npy``);
+    spins in {-1, +1} (an Ising model's samples) become {0, 1}."""
     if isinstance(source, np.ndarray):
         x = source
     else:
@@ -125,8 +126,13 @@ def load_states(source: str | os.PathLike | np.ndarray, *, check_unit_interval: 
     x = x.astype(np.float64)
     if not np.isfinite(x).all():
         raise BoltzkitError("samples must be finite numbers", got="a value that is not finite")
+    if check_unit_interval and x.min() < 0 and np.isin(x, (-1.0, 1.0)).all():
+        x = (x + 1.0) / 2.0  # spins s in {-1, +1} (an Ising model's samples) drawn as (s + 1) / 2
     if check_unit_interval and (x.min() < 0 or x.max() > 1):
-        raise BoltzkitError("samples must hold values in [0, 1]", got=f"values in [{x.min()}, {x.max()}]")
+        raise BoltzkitError(
+            "samples must hold values in [0, 1] (or spins in {-1, +1})",
+            got=f"values in [{x.min()}, {x.max()}]",
+        )
     return x
 
 
