@@ -135,13 +135,9 @@ def command(
             got=f"{len(letters)} letters for {units} units",
             expected=f"{units_of.visible_units.n_states} letters",
         )
+    # without a known image shape (not a square, none in the file) each sample is drawn as a row of
+    # units, as `boltzkit plot samples` draws it
     shape = image_shape_of(metadata, rbm.n_visible) if kind == ".png" else None
-    if kind == ".png" and shape is None and not units.startswith("categorical"):  # those draw as sequences
-        raise BoltzkitError(
-            "cannot draw the samples as images: the image shape is unknown",
-            got=f"n_visible={rbm.n_visible} (not a square) and no image_shape in the model file",
-            hint="save to a .npy file instead.",
-        )
     t0 = time.perf_counter()
     generator = make_generator(seed, dev)
     monitor: SwapMonitor | None = None
@@ -183,7 +179,8 @@ def command(
     if isinstance(rbm, IsingModel):  # spins: a signed type, so that 2x - 1 cannot wrap around
         states = (2 * states.astype(np.int8) - 1).astype(np.int8)
     if write_png is not None:
-        write_png(out, unit_grid(states, units, shape, max_images))
+        drawn = (states + 1) // 2 if isinstance(rbm, IsingModel) else states  # spins as {0, 1}
+        write_png(out, unit_grid(drawn, units, shape, max_images))
     elif is_fasta(out):
         write_fasta(out, states, letters)
     else:
