@@ -2,9 +2,12 @@
 
 ``log p(v) = log p*(v) - log Z``: ``log p*(v)`` is exact for RBMs and SRBMs (the hidden units sum
 out) and for models whose remaining hidden units can be enumerated, else the mean-field lower
-bound (``--log-p``; the JSON says ``"bound": "exact"`` or ``"lower"``); ``log Z`` comes from
-``--logz`` (exact enumeration or an AIS-type estimate), and the ``log Z`` band carries over to the
-mean log-probability (see :mod:`boltzkit.estimators.likelihood`).
+bound (``--log-p``); ``log Z`` comes from ``--logz`` (exact enumeration, an AIS-type estimate,
+whose band carries over to the mean log-probability, or a variational bound or approximation).
+The JSON's ``"bound"`` says what the mean is: ``"exact"``, ``"lower"`` (a mean-field ``log p*``,
+or TRW's upper bound on ``log Z``), ``"upper"`` (mean-field's lower bound on ``log Z``) or
+``"none"`` (:func:`~boltzkit.estimators.result.log_prob_bound`; see
+:mod:`boltzkit.estimators.likelihood`).
 """
 
 from __future__ import annotations
