@@ -109,12 +109,17 @@ def make_generator(seed: int | torch.Generator | None, device: torch.device | st
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     """``"auto"`` (or ``None``) means CUDA when present, else CPU."""
+    from boltzkit.errors import BoltzkitError
+
     if device is None or str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):  # torch's own parse error, e.g. "tpu" or "gpu"
+        raise BoltzkitError(
+            "unknown device", got=repr(device), expected="'auto', 'cpu', 'cuda' or 'cuda:N'"
+        ) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        from boltzkit.errors import BoltzkitError
-
         raise BoltzkitError(
             "CUDA was asked for but no CUDA device is available",
             got=str(device),

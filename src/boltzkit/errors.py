@@ -6,6 +6,8 @@ The command line prints ``str(error)`` and exits non-zero without a traceback.
 
 from __future__ import annotations
 
+import numbers
+
 
 class BoltzkitError(ValueError):
     """A user-facing error with a one-paragraph message.
@@ -65,3 +67,28 @@ class UnreliableEstimateWarning(BoltzkitWarning):
     """An estimate came back with ``reliable: false`` (its record says why and what to do); raised
     by every estimator of :mod:`boltzkit.estimators` so that Python callers see the verdict
     without asking for it."""
+
+
+def whole_number(value: object, what: str, *, minimum: int | None = None, hint: str | None = None) -> int:
+    """``value`` as an ``int`` when it is a whole number (numpy's integers too; never a bool, a
+    float or a string) of at least ``minimum``; else a :class:`BoltzkitError` naming ``what``.
+    The one check of counts and seeds given in Python."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise BoltzkitError(f"{what} must be a whole number", got=repr(value), hint=hint)
+    if minimum is not None and value < minimum:
+        raise BoltzkitError(
+            f"{what} must be an integer >= {minimum}",
+            got=repr(value),
+            expected=f">= {minimum}",
+            hint=hint,
+        )
+    return int(value)
+
+
+def positive_int(value: object, what: str, *, hint: str | None = None) -> int:
+    """:func:`whole_number` of at least 1 ("``what`` must be a positive integer")."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise BoltzkitError(
+            f"{what} must be a positive integer", got=repr(value), expected="an integer >= 1", hint=hint
+        )
+    return int(value)

@@ -424,15 +424,9 @@ class LogZOptions:
 
 
 def device_from(spec: str) -> torch.device:
-    """Resolve ``--device`` (``auto`` means CUDA when available, else CPU)."""
-    try:
-        return resolve_device(spec)
-    except RuntimeError as exc:  # torch's own parse error, e.g. --device gpu
-        raise BoltzkitError(
-            "unknown device",
-            got=spec,
-            expected="'auto', 'cpu', 'cuda' or 'cuda:N'",
-        ) from exc
+    """Resolve ``--device`` (``auto`` means CUDA when available, else CPU; an unknown name is
+    refused by :func:`~boltzkit._numerics.resolve_device`)."""
+    return resolve_device(spec)
 
 
 # ------------------------------------------------------------------------------------- images

@@ -173,8 +173,6 @@ def resolve_betas(
     pilot run along ``path``."""
     if betas is None:
         betas = path.default_betas
-    if isinstance(betas, int):
-        betas = str(betas)
     schedule, name = parse_schedule(betas)
     if schedule is not None:
         return schedule, name

@@ -156,6 +156,14 @@ def dataset_log_prob(
         )
     if isinstance(batch_size, bool) or int(batch_size) < 1:
         raise BoltzkitError("batch_size must be at least 1", got=batch_size)
+    if not isinstance(model, (BoltzmannMachine, UnitRBM, UnitDBM)):
+        raise BoltzkitError(
+            "dataset_log_prob takes a Boltzmann machine (RBM, SRBM, BM, DBM, or with Gaussian or "
+            "categorical visible units)",
+            got=type(model).__name__,
+            hint="a DBN's log p(v) is bounded by dbn_bound (S1 Eqs. 22-24); a mixture of Bernoullis "
+            "gives it exactly by model.log_prob(x).",
+        )
     units = isinstance(model, (UnitRBM, UnitDBM))  # real-valued or categorical visible units
     if units:
         data = model.check_data(torch.as_tensor(x))

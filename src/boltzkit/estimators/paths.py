@@ -730,6 +730,13 @@ def base_rate_path(
     GeometricPath
         Its estimates are of ``log Z`` of ``model``; ``path.base_name`` says where ``b_A`` came from.
     """
+    if not isinstance(model, BoltzmannMachine):
+        raise BoltzkitError(
+            "a base-rate path anneals to a Boltzmann machine of binary units",
+            got=type(model).__name__,
+            hint="a DBN's log Z is its top RBM's (S1 Sec. 4.2): base_rate_path(dbn.top); "
+            "estimate_log_z(model, 'ais') takes Gaussian and categorical units too.",
+        )
     model = _on_device(model, device)
     if base_vbias is not None:
         b_a, name = torch.as_tensor(base_vbias), "given visible biases"

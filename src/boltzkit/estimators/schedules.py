@@ -18,8 +18,10 @@ A schedule is a float64 tensor of betas; its number of steps is ``len(betas) - 1
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -129,10 +131,18 @@ def equal_length_betas(grid: Tensor, speed: Tensor, n_steps: int) -> Tensor:
 
 
 def parse_schedule(spec: str | int | Tensor) -> tuple[Tensor | None, str]:
-    """Turn ``"paper"``, ``N``, ``"adaptive"``, ``"adaptive:N"``, a file path or a tensor into
-    betas (``None`` for adaptive, resolved by the caller's pilot run) and a name for the record."""
+    """Turn ``"paper"``, ``N``, ``"adaptive"``, ``"adaptive:N"``, a file path or the betas
+    themselves (a tensor, a numpy array, a list or tuple of numbers) into betas (``None`` for
+    adaptive, resolved by the caller's pilot run) and a name for the record."""
+    if isinstance(spec, (np.ndarray, list, tuple)):
+        try:
+            spec = torch.as_tensor(np.asarray(spec, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise BoltzkitError("betas must be numbers", got=repr(spec)[:80]) from None
     if isinstance(spec, Tensor):
         return validate_betas(spec), f"custom ({spec.numel() - 1} steps)"
+    if isinstance(spec, numbers.Integral) and not isinstance(spec, bool):
+        spec = int(spec)
     text = str(spec).strip()
     if text == "paper":
         return paper_betas(), "paper (500/4,000/10,000)"
@@ -155,6 +165,7 @@ def parse_schedule(spec: str | int | Tensor) -> tuple[Tensor | None, str]:
     raise BoltzkitError(
         "unknown beta schedule",
         got=spec,
-        expected="'paper', 's2', a number of linear points N, 'adaptive' / 'adaptive:N', or a file of betas",
+        expected="'paper', 's2', a number of linear points N, 'adaptive' / 'adaptive:N', a file of betas, "
+        "or the betas themselves (a tensor, array or list from 0 to 1)",
         hint="for example --betas paper or --betas 10000",
     )

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int, whole_number
 from boltzkit.learning.averaging import ParameterAverage, parse_average
 from boltzkit.learning.callbacks import (
     Callback,
@@ -185,11 +185,7 @@ def make_positive(spec: str | PositivePhase, *, damping: float = 0.5) -> Positiv
 
 
 def _positive_int(value: object, name: str, hint: str | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BoltzkitError(
-            f"{name} must be a positive integer", got=repr(value), expected="an integer >= 1", hint=hint
-        )
-    return value
+    return positive_int(value, name, hint=hint)
 
 
 def _non_negative_float(
@@ -623,8 +619,9 @@ def train_model(
     -------
     (BoltzmannMachine, History)
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise BoltzkitError("seed must be an integer", got=repr(seed))
+    seed = whole_number(
+        seed, "seed", hint="a torch.Generator drives train() and sample(); train_model takes a seed"
+    )
     _check_dtype(dtype)
     recipe_record = None
     if recipe is not None:

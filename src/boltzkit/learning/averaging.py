@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, get_swa_multi_avg_fn
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, whole_number
 
 #: Kinds of iterate average.
 AVERAGES = ("ema", "polyak")
@@ -51,8 +51,7 @@ class ParameterAverage:
             raise BoltzkitError("unknown iterate average", got=repr(kind), expected=_EXPECTED)
         if kind == "ema" and (decay is None or not 0.0 < float(decay) < 1.0):
             raise BoltzkitError("an EMA's decay must lie in (0, 1)", got=repr(decay), expected=_EXPECTED)
-        if isinstance(start, bool) or not isinstance(start, int) or start < 1:
-            raise BoltzkitError("the first averaged epoch must be an integer >= 1", got=repr(start))
+        start = whole_number(start, "the first averaged epoch", minimum=1)
         self.kind = kind
         self.decay = None if decay is None else float(decay)
         self.start = start

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.learning.centering import Centering
 from boltzkit.learning.phases import (
     ContrastiveDivergence,
@@ -186,9 +186,7 @@ class Learner:
 
     @k.setter
     def k(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise BoltzkitError("k must be a positive integer", got=repr(value), expected="an integer >= 1")
-        self.negative.k = value
+        self.negative.k = positive_int(value, "k")
 
     @property
     def operator(self) -> TransitionOperator:

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.learning.history import History, history_paths
 from boltzkit.models.mixture import MixtureOfBernoullis
 
@@ -106,8 +106,7 @@ def train_mixture(
         The model and one record per iteration (``iteration``, ``train_log_lik``, ``objective``,
         ``valid_log_lik``, ``seconds``).
     """
-    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
-        raise BoltzkitError("n_components must be a positive integer", got=repr(n_components))
+    n_components = positive_int(n_components, "n_components")
     if not (math.isfinite(smoothing) and smoothing > 0):
         raise BoltzkitError(
             "smoothing must be positive", got=smoothing, hint="without it a pixel probability can be 0 or 1."

@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import bernoulli
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import mean_field
 from boltzkit.samplers.operators import TransitionOperator, UnitOperator, make_operator
@@ -45,9 +45,7 @@ from boltzkit.state import ChainState
 
 
 def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BoltzkitError(f"{name} must be a positive integer", got=repr(value), expected="an integer >= 1")
-    return value
+    return positive_int(value, name)
 
 
 def sample_means(state: ChainState, generator: torch.Generator, layers: tuple[int, ...]) -> ChainState:

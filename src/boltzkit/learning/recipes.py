@@ -49,7 +49,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.phases import RECONSTRUCTIONS
@@ -152,11 +152,7 @@ class Recipe:
                     expected=", ".join(allowed),
                 )
         for what in ("epochs", "batch_size", "k", "n_chains", "temperatures"):
-            value = getattr(self, what)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise BoltzkitError(
-                    f"recipe {self.name!r}: {what} must be a positive integer", got=repr(value)
-                )
+            positive_int(getattr(self, what), f"recipe {self.name!r}: {what}")
         for what in ("lr", "init_scale"):
             if not float(getattr(self, what)) > 0:
                 raise BoltzkitError(f"recipe {self.name!r}: {what} must be > 0", got=getattr(self, what))

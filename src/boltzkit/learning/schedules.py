@@ -25,7 +25,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 
 _SPEC_HELP = (
     "'K', 'constant:K', 'K_START:K_END', 'linear:K_START:K_END', 'geometric:K_START:K_END' or "
@@ -58,13 +58,7 @@ class KSchedule(ABC):
 
 
 def _check_k(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BoltzkitError(
-            f"the number of sampling sweeps {name} must be a positive integer",
-            got=repr(value),
-            expected="an integer >= 1",
-        )
-    return value
+    return positive_int(value, f"the number of sampling sweeps {name}")
 
 
 @dataclass(frozen=True, repr=False)

@@ -30,6 +30,7 @@ checkpoints and continues the interrupted one where it stopped.
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,7 +41,7 @@ from torch import Tensor
 
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int, whole_number
 from boltzkit.learning.api import METHODS, init_rbm, train
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.callbacks import Callback
@@ -247,11 +248,12 @@ def train_dbn(
         The DBN and every layer's :class:`~boltzkit.learning.history.History` (``None`` for
         the layers taken from ``bottom``).
     """
-    sizes = [int(h) for h in hidden]
-    if not sizes or any(h < 1 for h in sizes):
+    if isinstance(hidden, numbers.Integral):  # one layer above the bottom
+        hidden = [hidden]
+    sizes = [positive_int(h, "a hidden layer size") for h in hidden]
+    if not sizes:
         raise BoltzkitError("hidden layer sizes must be positive integers", got=list(hidden))
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise BoltzkitError("seed must be an integer", got=repr(seed))
+    seed = whole_number(seed, "seed")
     base = get_recipe(recipe) if recipe is not None else None
     defaults = base.train_kwargs() if base is not None else {}
     layer_data_mode = layer_data_mode or (base.layer_data if base is not None else "samples")

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.learning.averaging import ParameterAverage
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.checkpoint import (
@@ -65,9 +65,7 @@ def data_fingerprint(x: Tensor) -> str:
 
 
 def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BoltzkitError(f"{name} must be a positive integer", got=repr(value), expected="an integer >= 1")
-    return value
+    return positive_int(value, name)
 
 
 # ------------------------------------------------------------------------------------- trainer

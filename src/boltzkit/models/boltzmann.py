@@ -37,6 +37,7 @@ Parameters are named after the files that hold them: two-layer models ``W``, ``L
 from __future__ import annotations
 
 import copy
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -198,7 +199,13 @@ class BoltzmannMachine(EnergyModel):
         device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
-        sizes = tuple(int(n) for n in layer_sizes)
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise BoltzkitError(
+                "a model's parameters must be floating point",
+                got=str(dtype),
+                expected="torch.float32 or float64",
+            )
+        sizes = tuple(layer_size(n) for n in layer_sizes)
         if not sizes or sizes[0] < 1 or any(n < 0 for n in sizes):
             raise BoltzkitError(
                 "a Boltzmann machine needs at least one visible unit and non-negative layer sizes",
@@ -245,6 +252,13 @@ class BoltzmannMachine(EnergyModel):
                 with torch.no_grad():
                     param.copy_(_checked_value(value, (sizes[layer],), name))
             self.register_parameter(name, param)
+        for name, param in self.named_parameters():
+            if not bool(torch.isfinite(param.detach()).all()):  # finite values beyond the dtype's range
+                raise BoltzkitError(
+                    f"model parameter {name} overflows {str(dtype).removeprefix('torch.')}",
+                    got=f"largest |value| {float(param.detach().abs().max()):.3g}",
+                    hint="use dtype=torch.float64.",
+                )
         self._index()
 
     def _index(self) -> None:
@@ -676,10 +690,26 @@ class BoltzmannMachine(EnergyModel):
         return self if self.dtype == torch.float64 else self.detached_copy(dtype=torch.float64)
 
 
+def layer_size(value: object) -> int:
+    """A number of units: a whole number (numpy's too), never a float, a string or a bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, Tensor) and value.numel() == 1 and not value.is_floating_point():
+            return int(value)
+        raise BoltzkitError("a number of units must be a whole number", got=repr(value))
+    return int(value)
+
+
 def _checked_value(value: object, shape: tuple[int, ...], name: str) -> Tensor:
     t = torch.as_tensor(value)
     if tuple(t.shape) != tuple(shape):
         raise BoltzkitError(f"model parameter {name} has the wrong shape", got=tuple(t.shape), expected=shape)
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        raise BoltzkitError(
+            f"model parameter {name} holds NaN or infinite values",
+            got=f"{bad} of {t.numel()} entries",
+            hint="every estimate of such a model would be NaN: check where the values came from.",
+        )
     return t
 
 

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from boltzkit._numerics import add_product, as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.boltzmann import BoltzmannMachine, layer_size
 from boltzkit.state import Block, ChainState
 
 _HIDDEN = Block(layer=1)
@@ -63,7 +63,8 @@ class RBM(BoltzmannMachine):
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
-        if int(n_visible) < 1 or int(n_hidden) < 0:
+        n_visible, n_hidden = layer_size(n_visible), layer_size(n_hidden)
+        if n_visible < 1 or n_hidden < 0:
             raise BoltzkitError(
                 "an RBM needs at least one visible unit and a non-negative number of hidden units",
                 got=f"n_visible={n_visible}, n_hidden={n_hidden}",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from boltzkit._numerics import make_generator
+from boltzkit.errors import BoltzkitError
 from boltzkit.models.base import EnergyModel
 from boltzkit.samplers.operators import StepInfo, TransitionOperator, make_operator
 from boltzkit.state import ChainState
@@ -22,7 +25,7 @@ def run_chains(
     state: ChainState,
     n_steps: int,
     *,
-    generator: torch.Generator,
+    generator: torch.Generator | int,
     beta: float | Tensor = 1.0,
     clamped: tuple[int, ...] = (),
     observers: Sequence[Observer] = (),
@@ -40,7 +43,7 @@ def run_chains(
     n_steps
         Number of sweeps.
     generator
-        Source of randomness (same seed, same chains).
+        Source of randomness, a ``torch.Generator`` or a seed (same seed, same chains).
     beta, clamped
         Passed to :meth:`TransitionOperator.step`.
     observers
@@ -54,7 +57,10 @@ def run_chains(
     ChainState
         The state after the last sweep.
     """
+    if isinstance(n_steps, bool) or not isinstance(n_steps, numbers.Integral) or n_steps < 0:
+        raise BoltzkitError("the number of sweeps must be a whole number >= 0", got=repr(n_steps))
     operator = make_operator(operator)
+    generator = make_generator(generator, state.layers[0].device)
     track = bool(observers)
     for step in tqdm(range(1, n_steps + 1), desc=desc, disable=not progress, leave=False):
         state, info = operator.step(
@@ -72,14 +78,16 @@ def sample(
     *,
     n_chains: int,
     n_steps: int,
-    generator: torch.Generator,
+    generator: torch.Generator | int,
     init: ChainState | None = None,
     beta: float | Tensor = 1.0,
     progress: bool = False,
 ) -> ChainState:
     """Run ``n_chains`` chains from ``init`` (uniform random states when omitted) and return their
-    final states at the target (for parallel tempering: the ``beta = 1`` replica)."""
+    final states at the target (for parallel tempering: the ``beta = 1`` replica). ``generator``:
+    a ``torch.Generator`` or a seed."""
     op = make_operator(operator)
+    generator = make_generator(generator, model.device)
     state = model.random_state(n_chains, generator) if init is None else init
     state = run_chains(
         model, op, op.extend(state), n_steps, generator=generator, beta=beta, progress=progress

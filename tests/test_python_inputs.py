@@ -1,0 +1,80 @@
+"""What the Python API takes and refuses: numpy integers count as whole numbers, betas come as
+arrays or lists too, a sampler takes a seed; NaN parameters, fractional sizes, integer dtypes,
+DBNs where a Boltzmann machine is needed and unknown devices are refused with a clear error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import F64, random_rbm
+
+from boltzkit.errors import BoltzkitError
+from boltzkit.estimators import ais, base_rate_path, dataset_log_prob, exact_log_z
+from boltzkit.learning import train_dbn, train_model
+from boltzkit.models import RBM, BoltzmannMachine
+from boltzkit.models.dbn import DBN
+from boltzkit.samplers import sample
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: RBM(4, 3, weights=torch.full((4, 3), float("nan"))), "NaN or infinite"),
+        (lambda: RBM(4, 3, vbias=torch.tensor([0.0, float("inf"), 0.0, 0.0])), "NaN or infinite"),
+        (lambda: RBM(4, 3, weights=torch.full((4, 3), 1e300, dtype=F64)), "overflows float32"),
+        (lambda: RBM(2.5, 3), "whole number"),
+        (lambda: RBM("4", 3), "whole number"),
+        (lambda: RBM(4, 3, dtype=torch.int64), "floating point"),
+        (lambda: BoltzmannMachine((4, 2.0)), "whole number"),
+    ],
+)
+def test_a_model_refuses_what_would_make_every_answer_wrong(build, match) -> None:
+    with pytest.raises(BoltzkitError, match=match):
+        build()
+
+
+def test_numpy_integers_are_whole_numbers() -> None:
+    assert RBM(np.int64(4), np.int32(3)).layer_sizes == (4, 3)
+    x = (torch.rand(20, 6, generator=torch.Generator().manual_seed(0)) < 0.4).to(torch.float32)
+    a, _ = train_model(
+        x, hidden=3, epochs=np.int64(2), batch_size=np.int64(5), seed=np.int64(3), progress=False
+    )
+    b, _ = train_model(x, hidden=3, epochs=2, batch_size=5, seed=3, progress=False)
+    assert torch.equal(a.W, b.W)
+    dbn, _ = train_dbn(x, 3, epochs=1, progress=False)  # one number: one layer above the bottom
+    assert dbn.layer_sizes == (6, 3)
+    with pytest.raises(BoltzkitError, match="positive integer"):
+        train_model(x, hidden=3, epochs=2.0, progress=False)
+    with pytest.raises(BoltzkitError, match="unknown device"):
+        train_model(x, hidden=3, device="tpu", progress=False)
+
+
+def test_betas_as_an_array_or_a_list_and_a_sampler_seed() -> None:
+    rbm = random_rbm(6, 3, 1)
+    path = base_rate_path(rbm)
+    grid = np.linspace(0.0, 1.0, 60)
+    a = ais(path, n_chains=20, betas=grid, seed=0).log_z
+    assert (
+        a
+        == ais(path, n_chains=20, betas=list(grid), seed=0).log_z
+        == ais(path, n_chains=20, betas=torch.tensor(grid), seed=0).log_z
+    )
+    with pytest.raises(BoltzkitError, match="betas must be numbers"):
+        ais(path, n_chains=5, betas=[0.0, "a", 1.0], seed=0)
+    by_seed = sample(rbm, "gibbs", n_chains=3, n_steps=2, generator=5).visible
+    by_generator = sample(
+        rbm, "gibbs", n_chains=3, n_steps=2, generator=torch.Generator().manual_seed(5)
+    ).visible
+    assert torch.equal(by_seed, by_generator)
+    with pytest.raises(BoltzkitError, match="sweeps"):
+        sample(rbm, "gibbs", n_chains=2, n_steps=-5, generator=0)
+
+
+def test_a_dbn_is_pointed_to_its_own_estimators() -> None:
+    dbn = DBN([random_rbm(6, 4, 2), random_rbm(4, 3, 3)])
+    with pytest.raises(BoltzkitError, match="dbn_bound"):
+        dataset_log_prob(dbn, torch.zeros(2, 6), 0.0)
+    with pytest.raises(BoltzkitError, match="top RBM"):
+        base_rate_path(dbn)
+    assert base_rate_path(dbn.top) is not None and exact_log_z(dbn.top).log_z is not None
