@@ -78,3 +78,11 @@ def test_a_dbn_is_pointed_to_its_own_estimators() -> None:
     with pytest.raises(BoltzkitError, match="top RBM"):
         base_rate_path(dbn)
     assert base_rate_path(dbn.top) is not None and exact_log_z(dbn.top).log_z is not None
+
+
+def test_constant_real_valued_data_is_refused_for_what_it_is() -> None:
+    """Not "the learning rate is too large": Gaussian units cannot fit a spread that is not there."""
+    from boltzkit.errors import DataError
+
+    with pytest.raises(DataError, match="every column of the data is constant"):
+        train_model(torch.ones(20, 3, dtype=F64), hidden=2, visible="gaussian", epochs=1, progress=False)

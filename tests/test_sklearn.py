@@ -171,6 +171,9 @@ def test_transform_gives_hidden_probabilities():
     dbm = BoltzmannMachineEstimator(kind="dbm", n_components=(4, 3), n_iter=2, random_state=0).fit(x)
     mf = dbm.transform(x)
     assert mf.shape == (len(x), 7) and ((mf > 0) & (mf < 1)).all()
+    fvbm = BoltzmannMachineEstimator(kind="fvbm", n_iter=1, random_state=0).fit(x)
+    with pytest.raises(ValueError, match="no hidden units"):
+        fvbm.transform(x)
 
 
 def test_sample_draws_binary_states_reproducibly():

@@ -356,6 +356,11 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         """Hidden probabilities ``p(h = 1 | v)`` (mean-field marginals for a BM or DBM), float64,
         shape ``(n_samples, n_hidden)``."""
         check_is_fitted(self)
+        if self._n_features_out == 0:
+            raise ValueError(
+                f"a {self.model_.kind} has no hidden units to transform to: transform needs kind='rbm', "
+                "'srbm', 'bm' or 'dbm' (score_samples works on any kind)"
+            )
         X = self._validate(X, reset=False)
         v = self._input(X)
         model = self._model64()

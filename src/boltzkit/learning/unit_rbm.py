@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from boltzkit._numerics import bernoulli, make_generator, resolve_device
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, DataError
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers.operators import TransitionOperator, UnitOperator, make_operator
 from boltzkit.state import ChainState
@@ -84,7 +84,14 @@ def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
     x = units.check_data(x, int(x.shape[-1]))
     base = units.fit_base(x)
     if "sigma" in base:
-        base["sigma"] = base["sigma"].clamp_min(SIGMA_FLOOR * float(base["sigma"].max()))
+        largest = float(base["sigma"].max())
+        if x.shape[0] < 2 or not float(x.to(torch.float64).std(0, unbiased=False).max()) > 0:
+            raise DataError(
+                "every column of the data is constant: Gaussian units have no spread to fit",
+                got=f"{x.shape[0]} rows of {x.shape[-1]} columns, standard deviation 0 in each",
+                hint="Gaussian units model real values that vary; check the data (a wrong file, or one row).",
+            )
+        base["sigma"] = base["sigma"].clamp_min(SIGMA_FLOOR * largest)
     return x, base
 
 
