@@ -86,3 +86,11 @@ def test_constant_real_valued_data_is_refused_for_what_it_is() -> None:
 
     with pytest.raises(DataError, match="every column of the data is constant"):
         train_model(torch.ones(20, 3, dtype=F64), hidden=2, visible="gaussian", epochs=1, progress=False)
+
+
+def test_train_model_passes_probabilities_as_data_to_train() -> None:
+    x = 0.5 * torch.rand(20, 6, generator=torch.Generator().manual_seed(0), dtype=F64)
+    model, _ = train_model(x, hidden=3, epochs=1, probabilities=True, progress=False)
+    assert model.layer_sizes == (6, 3)
+    with pytest.raises(BoltzkitError, match="binary"):
+        train_model(x, hidden=3, epochs=1, progress=False)

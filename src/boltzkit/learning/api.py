@@ -657,7 +657,10 @@ def train_model(
             got=f"{init.visible_units.name} visible units", expected="binary (or pass visible=...)",
         )  # fmt: skip
     dev = resolve_device(device)
-    x = check_binary(train_x, source="training data")
+    if kwargs.get("probabilities"):  # probabilities in [0, 1] as data (train's own option)
+        x = check_probabilities(train_x, source="training data", n_visible=torch.as_tensor(train_x).shape[-1])
+    else:
+        x = check_binary(train_x, source="training data")
     gen = make_generator(int(seed), dev)
     x_dev = x.to(device=dev, dtype=dtype)
     if init is not None:
