@@ -81,6 +81,8 @@ def test_ratios_and_sandwiches_are_reported_in_the_ising_convention_too(tmp_path
         run("logz", tmp_path / "a.npz", "--method", "sandwich", "--chains", 50, "--betas", 200, "--json")
     )
     binary = record["log_z_binary"]
+    assert abs(record["forward"]["log_z"] - log_z_a) < abs(binary - log_z_a) / 2  # the sandwich's ends
+    assert abs(record["reverse"]["log_z"] - log_z_a) < abs(binary - log_z_a) / 2
     for key in ("log_z_lower", "log_z_upper", "log_z_lower_per_chain", "log_z_upper_per_chain"):
         assert abs(record[key] - log_z_a) < abs(binary - log_z_a) / 2, key  # near the +-1 value
 

@@ -84,6 +84,7 @@ def test_an_ising_models_evaluation_reports_log_z_as_logz_does(tmp_path) -> None
     log_z = last_json(run("logz", tmp_path / "ising.npz", "--json"))["log_z"]
     record = last_json(run("evaluate", tmp_path / "ising.npz", "--data", tmp_path / "s.npy", "--json"))
     assert record["log_z"] == pytest.approx(log_z, abs=1e-9) and "ising" in record["convention"]
+    assert record["logz"]["log_z"] == pytest.approx(log_z, abs=1e-9)  # the nested record, too
     assert record["mean_neg_free_energy"] - record["log_z"] == pytest.approx(
         record["mean_log_prob"], abs=1e-9
     )

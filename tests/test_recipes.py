@@ -187,6 +187,10 @@ def test_an_explicit_k_replaces_the_recipes_k_schedule(tmp_path) -> None:
     assert cd25.replace(k=5).k_schedule is None and cd25.replace(k=5, k_schedule="linear:1:5").k == 5
     _, history = train_model(_bars(), hidden=3, recipe=cd25, k=5, progress=False)
     assert [r["k"] for r in history.records] == [5, 5, 5]
+    _, histories = train_dbn(
+        _bars(), [4, 3], recipe="sm2008-cd25", k=5, epochs=3, batch_size=16, progress=False
+    )
+    assert [[r["k"] for r in h.records] for h in histories] == [[5, 5, 5], [5, 5, 5]]
     out = tmp_path / "k5.safetensors"
     last_json(
         run("train", "--data", "bars-and-stripes", "--hidden", 3, "--recipe", "sm2008-cd25", "--epochs", 3,

@@ -207,6 +207,7 @@ def test_a_malformed_card_is_named_and_the_rest_of_the_zoo_still_lists(tiny_zoo,
         rows = {row["name"]: row for row in json.loads(result.stdout.strip().splitlines()[-1])["models"]}
         assert problem in rows["bad"]["problem"] and rows["bas-rbm"]["kind"] == "rbm"
     assert problem in assert_clean_failure(run("zoo", "show", "bad"))
+    assert "Missing argument" in assert_clean_failure(run("zoo", "show"), code=2)  # click's usage error
     result = run("zoo", "verify", "--quick", "--json")
     record = json.loads(result.stdout.strip().splitlines()[-1])
     assert result.exit_code == 1 and [m["ok"] for m in record["models"]] == [False, True]

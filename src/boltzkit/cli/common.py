@@ -140,8 +140,8 @@ class _OneLineErrors:
                 if not debug_enabled(ctx):
                     warnings.showwarning = _one_line_warning
                 return super().invoke(ctx)
-        except (typer.Exit, typer.Abort):
-            raise
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # click's own usage errors (a group parses its subcommand's arguments in here)
         except KeyboardInterrupt:
             if debug_enabled(ctx):
                 raise
@@ -198,6 +198,35 @@ LOG_RATIO_FIELDS = tuple(
 )  # fmt: skip
 
 
+#: Sub-records that hold estimates of the same quantities: an evaluation's log Z record, a
+#: sandwich's two ends.
+_NESTED_RECORDS = ("logz", "lower", "upper", "forward", "reverse")
+
+
+def _shifted(record: dict[str, Any], constant: float, reference_constant: float) -> dict[str, Any]:
+    out = dict(record)
+    shifts = dict.fromkeys((*LOG_Z_FIELDS, "mean_neg_free_energy"), constant)  # log p*(v), too
+    shifts["log_z_a"] = reference_constant
+    shifts.update((key, constant - reference_constant) for key in LOG_RATIO_FIELDS)
+    for key, shift in shifts.items():
+        if out.get(key) is not None:
+            out[key] = float(out[key]) + shift
+    ratio = record.get("log_ratio") is not None  # then a control run's estimate is of the ratio too
+    if record.get("checks"):
+        out["checks"] = [dict(check) for check in record["checks"]]
+        for check in out["checks"]:
+            if check.get("log_z") is not None:
+                check["log_z"] = float(check["log_z"]) + constant - (reference_constant if ratio else 0.0)
+    for key in _NESTED_RECORDS:
+        if isinstance(out.get(key), dict):
+            out[key] = _shifted(out[key], constant, reference_constant)
+    choice = out.get("base_choice")
+    if isinstance(choice, dict) and isinstance(choice.get("pilot"), dict):  # the pilot runs' log Z
+        pilot = {name: v if v is None else float(v) + constant for name, v in choice["pilot"].items()}
+        out["base_choice"] = {**choice, "pilot": pilot}
+    return out
+
+
 def in_ising_convention(
     record: dict[str, Any], constant: float, reference_constant: float = 0.0
 ) -> dict[str, Any]:
@@ -208,19 +237,10 @@ def in_ising_convention(
     ``log p*(v)`` (``mean_neg_free_energy``) gain ``constant`` (the model's
     ``log Z_ising - log Z_binary``; 0 for a model of {0, 1} units), ``log_z_a`` (the reference's)
     gains ``reference_constant``, and every estimate of the ratio (:data:`LOG_RATIO_FIELDS`) gains
-    their difference. The {0, 1} values are kept as ``log_z_binary`` and ``log_ratio_binary``."""
-    out = dict(record)
-    shifts = dict.fromkeys((*LOG_Z_FIELDS, "mean_neg_free_energy"), constant)  # log p*(v), too
-    shifts["log_z_a"] = reference_constant
-    shifts.update((key, constant - reference_constant) for key in LOG_RATIO_FIELDS)
-    for key, shift in shifts.items():
-        if out.get(key) is not None:
-            out[key] = float(out[key]) + shift
-    ratio = record.get("log_ratio") is not None  # then a control run's estimate is of the ratio too
-    out["checks"] = [dict(check) for check in record.get("checks") or []] or record.get("checks")
-    for check in out["checks"] or []:
-        if check.get("log_z") is not None:
-            check["log_z"] = float(check["log_z"]) + constant - (reference_constant if ratio else 0.0)
+    their difference, in the sub-records too (an evaluation's ``logz``, a sandwich's ends). The
+    {0, 1} values are kept as ``log_z_binary`` and ``log_ratio_binary``."""
+    out = _shifted(record, constant, reference_constant)
+    ratio = record.get("log_ratio") is not None
     out["log_z_binary"] = record.get("log_z")
     out["log_z_constant"] = constant
     if ratio:

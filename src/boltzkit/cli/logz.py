@@ -40,6 +40,7 @@ from boltzkit.cli.common import (
     non_negative_float_option,
     positive_float_option,
     show_progress,
+    warn,
     warn_if_unreliable,
 )
 from boltzkit.cli.stack import is_stack_model, stack_log_z
@@ -188,6 +189,8 @@ def command(
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None
+    if fw_steps is not None and (method.value != "trw" or rho.value != "optimized"):
+        warn("--fw-steps applies to --method trw with --rho optimized (Frank-Wolfe over rho): ignored")
     opts = LogZOptions(
         method, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits,
         damping=damping, max_iter=max_iter, tol=tol, rho=rho.value, fw_steps=fw_steps,

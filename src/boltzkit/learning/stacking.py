@@ -279,6 +279,8 @@ def train_dbn(
     }
     fallback = {"method": "cd", "k": 1, "epochs": 1, "lr": 0.05, "batch_size": 100, "sampler": "gibbs",
                 "n_chains": 100, "momentum": 0.0, "weight_decay": 0.0}  # fmt: skip
+    if k is not None and k_schedule is None:  # a given k is a fixed k (as Recipe.replace has it)
+        defaults.pop("k_schedule", None)
     per = {
         name: _per_layer(value if value is not None else defaults.get(name, fallback.get(name)), name, n)
         for name, value in given.items()
