@@ -85,7 +85,13 @@ def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
     base = units.fit_base(x)
     if "sigma" in base:
         largest = float(base["sigma"].max())
-        if x.shape[0] < 2 or not float(x.to(torch.float64).std(0, unbiased=False).max()) > 0:
+        if x.shape[0] < 2:
+            raise DataError(
+                "Gaussian units need at least 2 samples to fit a spread: the data hold one sample",
+                got=f"{x.shape[0]} rows",
+                hint="pass more data (sklearn's partial_fit: a first batch of several rows).",
+            )
+        if not float(x.to(torch.float64).std(0, unbiased=False).max()) > 0:
             raise DataError(
                 "every column of the data is constant: Gaussian units have no spread to fit",
                 got=f"{x.shape[0]} rows of {x.shape[-1]} columns, standard deviation 0 in each",
