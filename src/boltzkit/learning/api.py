@@ -184,10 +184,6 @@ def make_positive(spec: str | PositivePhase, *, damping: float = 0.5) -> Positiv
     raise BoltzkitError("unknown positive phase", got=repr(spec), expected=", ".join(POSITIVE_PHASES))
 
 
-def _positive_int(value: object, name: str, hint: str | None = None) -> int:
-    return positive_int(value, name, hint=hint)
-
-
 def _non_negative_float(
     value: object, name: str, *, strictly: bool = False, upper: float | None = None
 ) -> float:
@@ -379,11 +375,11 @@ def train(
         raise BoltzkitError(
             "unknown learning method", got=repr(method), expected="'cd', 'pcd', 'sap' or 'pt'"
         )
-    k = _positive_int(k, "k", hint="k is the number of sampling sweeps per update, e.g. 1 for CD-1.")
+    k = positive_int(k, "k", hint="k is the number of sampling sweeps per update, e.g. 1 for CD-1.")
     schedule = parse_k_schedule(k_schedule if k_schedule is not None else k)
-    epochs = _positive_int(epochs, "epochs")
-    batch_size = _positive_int(batch_size, "batch_size")
-    n_chains = _positive_int(n_chains, "n_chains")
+    epochs = positive_int(epochs, "epochs")
+    batch_size = positive_int(batch_size, "batch_size")
+    n_chains = positive_int(n_chains, "n_chains")
     lr = _non_negative_float(lr, "the learning rate lr", strictly=True)
     momentum_schedule = parse_momentum(momentum)
     centering = parse_centering(centering)
@@ -830,7 +826,7 @@ def train_rbm(
     >>> len(hist), rbm.W.shape
     (2, torch.Size([16, 5]))
     """
-    n_hidden = _positive_int(n_hidden, "n_hidden")
+    n_hidden = positive_int(n_hidden, "n_hidden")
     if str(method).strip().lower() not in ("cd", "pcd"):
         raise BoltzkitError("unknown learning method", got=repr(method), expected="'cd' or 'pcd'")
     model, history = train_model(

@@ -44,10 +44,6 @@ from boltzkit.samplers.tempering import ParallelTempering, SwapMonitor, check_be
 from boltzkit.state import ChainState
 
 
-def _positive_int(value: object, name: str) -> int:
-    return positive_int(value, name)
-
-
 def sample_means(state: ChainState, generator: torch.Generator, layers: tuple[int, ...]) -> ChainState:
     """Replace ``layers`` of a state of means by Bernoulli draws from them."""
     for l in layers:
@@ -125,7 +121,7 @@ class ClampedChains(PositivePhase):
     name = "clamped-chains"
 
     def __init__(self, n_steps: int = 10, sampler: TransitionOperator | str = "gibbs") -> None:
-        self.n_steps = _positive_int(n_steps, "n_steps")
+        self.n_steps = positive_int(n_steps, "n_steps")
         self.operator = make_operator(sampler)
 
     def __call__(self, model, v, generator):
@@ -156,7 +152,7 @@ class NegativePhase(ABC):
     method: str = "negative"
 
     def __init__(self, k: int = 1, sampler: TransitionOperator | str = "gibbs") -> None:
-        self.k = _positive_int(k, "k")
+        self.k = positive_int(k, "k")
         self.operator = make_operator(sampler)
 
     @abstractmethod
@@ -285,7 +281,7 @@ class Persistent(NegativePhase):
 
     def __init__(self, n_chains: int = 100, k: int = 1, sampler: TransitionOperator | str = "gibbs") -> None:
         super().__init__(k, sampler)
-        self.n_chains = _positive_int(n_chains, "n_chains")
+        self.n_chains = positive_int(n_chains, "n_chains")
         self.chains: ChainState | None = None
         self.positive_phase: PositivePhase | None = None
 
@@ -384,12 +380,12 @@ class TemperedChains(Persistent):
         adapt_every: int = 100,
     ) -> None:
         if isinstance(ladder, str):
-            pt = ParallelTempering(n_temperatures, sampler, k=_positive_int(k, "k"), kind=ladder)
+            pt = ParallelTempering(n_temperatures, sampler, k=positive_int(k, "k"), kind=ladder)
         else:
-            pt = ParallelTempering(betas=ladder, operator=sampler, k=_positive_int(k, "k"))
+            pt = ParallelTempering(betas=ladder, operator=sampler, k=positive_int(k, "k"))
         self.operator = pt
-        self.n_chains = _positive_int(n_chains, "n_chains")
-        self.adapt_every = _positive_int(adapt_every, "adapt_every")
+        self.n_chains = positive_int(n_chains, "n_chains")
+        self.adapt_every = positive_int(adapt_every, "adapt_every")
         self.chains = None
         self.positive_phase = None
         self.monitor = SwapMonitor(pt.n_temperatures, self.n_chains)
@@ -402,7 +398,7 @@ class TemperedChains(Persistent):
 
     @k.setter
     def k(self, value: int) -> None:
-        self.operator.k = _positive_int(value, "k")
+        self.operator.k = positive_int(value, "k")
 
     @property
     def betas(self) -> Tensor:

@@ -64,10 +64,6 @@ def data_fingerprint(x: Tensor) -> str:
     return f"{n}x{d}:{int(xf.sum().item())}:{weighted:.0f}"
 
 
-def _check_positive_int(value: object, name: str) -> int:
-    return positive_int(value, name)
-
-
 # ------------------------------------------------------------------------------------- trainer
 class Trainer:
     """Minibatch training of a Boltzmann machine with a learner and any ``torch.optim`` optimizer.
@@ -145,8 +141,8 @@ class Trainer:
         self.model = model
         self.learner = learner
         self.optimizer = optimizer
-        self.epochs = _check_positive_int(epochs, "epochs")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.epochs = positive_int(epochs, "epochs")
+        self.batch_size = positive_int(batch_size, "batch_size")
         if scheduler_interval not in ("batch", "epoch"):
             raise BoltzkitError("scheduler_interval must be 'batch' or 'epoch'", got=repr(scheduler_interval))
         self.scheduler = scheduler
