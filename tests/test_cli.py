@@ -235,6 +235,17 @@ def test_train_list_recipes_needs_no_data_or_output():
     assert "sm2008-cd25" in result.stdout and "dbn-top-pcd" in result.stdout and "[S1]" in result.stdout
 
 
+@pytest.mark.parametrize("order", [("--list-recipes", "--json"), ("--json", "--list-recipes")])
+def test_train_list_recipes_json_in_either_order(order):
+    from boltzkit.learning.recipes import RECIPES, Recipe
+
+    result = run("train", *order)
+    assert result.exit_code == 0, result.output
+    recipes = last_json(result)["recipes"]
+    assert [r["name"] for r in recipes] == list(RECIPES)
+    assert Recipe.from_dict(recipes[0]) == next(iter(RECIPES.values()))
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

@@ -94,3 +94,14 @@ def test_train_model_passes_probabilities_as_data_to_train() -> None:
     assert model.layer_sizes == (6, 3)
     with pytest.raises(BoltzkitError, match="binary"):
         train_model(x, hidden=3, epochs=1, progress=False)
+
+
+@pytest.mark.parametrize("name", ["ais", "reverse_ais", "sandwich", "bridge", "sis", "ais_trace"])
+def test_path_estimators_given_a_model_say_how_to_make_its_path(name) -> None:
+    import boltzkit.estimators as est
+    from boltzkit.estimators.trace import ais_trace
+
+    estimator = ais_trace if name == "ais_trace" else getattr(est, name)
+    with pytest.raises(BoltzkitError, match=rf"{name}\(base_rate_path\(model\)\)") as caught:
+        estimator(RBM(4, 3), n_chains=2)
+    assert "Got: RBM" in str(caught.value) and "estimate_log_z" in str(caught.value)

@@ -144,6 +144,18 @@ def test_sandwich_reports_its_gap_with_a_standard_error():
         assert "within" in d["sandwich_note"] or "beyond" in d["sandwich_note"]
 
 
+def test_a_one_chain_sandwich_says_its_gap_cannot_be_judged():
+    """One chain per direction: the gap has no standard error, so neither end is blamed and no
+    'inf standard errors' is printed."""
+    rbm = random_rbm(7, 5, 4)
+    d = sandwich(base_rate_path(rbm), n_chains=1, betas=50, seed=0).to_dict()
+    assert d["gap_stderr"] == 0.0 and d["gap"] != 0.0 and d["reliable"] is False
+    assert "no standard error" in d["sandwich_note"]
+    (check,) = d["checks"]
+    assert check["passed"] is False and "no spread" in check["reason"] and "more chains" in check["advice"]
+    assert "inf" not in check["reason"] and "not converged" not in check["reason"]
+
+
 def test_a_diverging_run_stops_with_a_clear_error():
     with pytest.raises(BoltzkitError, match="diverged in epoch 1") as info:
         train_rbm(bars_and_stripes(), n_hidden=5, lr=1e6, epochs=3, progress=False)

@@ -522,10 +522,11 @@ class BoltzmannMachineEstimator(_BoltzmannEstimator):
     Parameters
     ----------
     kind
-        ``"rbm"``, ``"srbm"`` (visible laterals), ``"bm"`` (visible and hidden laterals) or
-        ``"dbm"`` (layers of hidden units).
+        ``"rbm"``, ``"srbm"`` (visible laterals), ``"bm"`` (visible and hidden laterals),
+        ``"dbm"`` (layers of hidden units) or ``"fvbm"`` (fully visible: no hidden units).
     n_components
-        Hidden units: an integer, or for a DBM a tuple with one size per hidden layer.
+        Hidden units: an integer, or for a DBM a tuple with one size per hidden layer; ignored for
+        ``"fvbm"`` (as scikit-learn ignores a parameter its configuration does not use).
     method
         ``"auto"`` (CD for an RBM, SAP, the persistent chains of Salakhutdinov 2008, otherwise),
         ``"cd"``, ``"pcd"`` or ``"sap"``.

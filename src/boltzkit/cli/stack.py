@@ -33,6 +33,7 @@ from boltzkit.cli.common import (
     log_prob_what,
     unit_values,
     variational_estimate,
+    warn,
 )
 from boltzkit.data import Dataset, load_dataset
 from boltzkit.errors import BoltzkitError
@@ -323,6 +324,9 @@ def stack_log_z(
             hint="estimate each model's log Z on its own.",
         )
     if isinstance(model, MixtureOfBernoullis):
+        if opts.method.value != "exact":
+            method = opts.method.value
+            warn(f"a mixture of Bernoullis is normalised: log Z = 0 exactly; --method {method} not run")
         return LogZResult.exact(0.0, note="a mixture of Bernoullis is normalised")
     return top_log_z(
         model, opts, device=device, progress=progress, data_dir=data_dir, recorded_data=recorded_data

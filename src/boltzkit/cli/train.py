@@ -30,7 +30,6 @@ from boltzkit.cli.common import (
     DataDirOpt,
     DataOpt,
     DeviceOpt,
-    JsonFlag,
     ProgressFlag,
     SamplerOpt,
     SeedOpt,
@@ -38,6 +37,7 @@ from boltzkit.cli.common import (
     device_from,
     emit,
     fmt,
+    json_line,
     non_negative_float_option,
     option_given,
     positive_float_option,
@@ -216,12 +216,30 @@ _check_average = _spec_check(parse_average)
 _check_centering = _spec_check(parse_centering)
 
 
-def _print_recipes(value: bool) -> None:
-    """--list-recipes: print every recipe with its sources and exit, before --data and --out are
-    asked for (an eager option)."""
-    if value:
-        typer.echo("\n\n".join(r.describe() for r in RECIPES.values()))
+def _list_recipes_once_both_known(ctx: typer.Context, key: str, value: bool) -> bool:
+    """--list-recipes [--json]: print every recipe with its sources (as one JSON object with
+    ``--json``) and exit, before --data and --out are asked for.
+
+    Both options are eager, so click processes them before every other option, in the order they
+    were given (an absent one last); whichever comes second sees both values and prints.
+    """
+    seen = ctx.meta.setdefault("boltzkit.train.list", {})
+    seen[key] = value
+    if len(seen) == 2 and seen["list"]:
+        if seen["json"]:
+            typer.echo(json_line({"recipes": [r.to_dict() for r in RECIPES.values()]}))
+        else:
+            typer.echo("\n\n".join(r.describe() for r in RECIPES.values()))
         raise typer.Exit()
+    return value
+
+
+def _print_recipes(ctx: typer.Context, value: bool) -> bool:
+    return _list_recipes_once_both_known(ctx, "list", value)
+
+
+def _json_for_recipes(ctx: typer.Context, value: bool) -> bool:
+    return _list_recipes_once_both_known(ctx, "json", value)
 
 
 def command(
@@ -468,7 +486,15 @@ def command(
         Path | None,
         typer.Option("--bottom", help="DBN: an RBM or DBN file, kept frozen as the lowest layers."),
     ] = None,
-    as_json: JsonFlag = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON object as the last stdout line.",
+            is_eager=True,
+            callback=_json_for_recipes,
+        ),
+    ] = False,
     progress: ProgressFlag = None,
     ctx: typer.Context = None,  # type: ignore[assignment]
 ) -> None:

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
-from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.paths import AnnealingPath, check_path
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import equal_length_betas, paper_betas, parse_schedule, validate_betas
@@ -313,6 +313,7 @@ def ais(
         ``method="ais"``; ``settings`` record base, schedule, operator, sweeps, seed and device
         (and ``checks``).
     """
+    check_path(path, "ais")
     check_runs(n_chains, sweeps)
     t0 = time.perf_counter()
     op = make_operator(sampler)
@@ -364,24 +365,31 @@ def gap_check(gap: float, gap_se: float) -> dict[str, Any]:
     The truth lies between the two ends; a gap of more than :data:`GAP_SIGMAS` standard errors
     means neither end has converged (the schedule is too short, or the forward chains miss part of
     the distribution: a mode the base does not lead to), and ends that cross beyond noise mean the
-    reverse start samples were not samples of the model.
+    reverse start samples were not samples of the model. A gap with a zero standard error (one
+    weight per direction) cannot be judged: the check fails and says so, blaming neither end.
     """
     bound = GAP_SIGMAS * gap_se
     passed = -bound <= gap <= bound
     reason = advice = None
-    if gap > bound:
+    where = "above the forward (lower) one" if gap > 0 else "below the forward one"
+    if not passed and gap_se == 0.0:  # one weight per direction: a gap, and no noise to judge it by
         reason = (
-            f"the reverse (upper) estimate is {gap:.3g} nats above the forward (lower) one, "
-            f"{gap / gap_se if gap_se > 0 else math.inf:.1f} standard errors: the truth lies between the "
-            "ends, but the forward estimate has not converged (a too short schedule, or chains that miss "
-            "part of the distribution)"
+            f"the reverse (upper) estimate is {abs(gap):.3g} nats {where}, and their weights have no "
+            "spread to judge that gap by (one weight per direction, or equal weights)"
+        )
+        advice = "run more chains (a band needs their spread: 100 or more)"
+    elif gap > bound:
+        reason = (
+            f"the reverse (upper) estimate is {gap:.3g} nats {where}, {gap / gap_se:.1f} standard "
+            "errors: the truth lies between the ends, but the forward estimate has not converged (a too "
+            "short schedule, or chains that miss part of the distribution)"
         )
         advice = (
             "lengthen the schedule (--betas N or adaptive:N), or start from a base fitted to data "
             "(--base-rate-data), until the ends agree"
         )
     elif gap < -bound:
-        reason = f"the reverse (upper) estimate is {-gap:.3g} nats below the forward one, beyond noise"
+        reason = f"the reverse (upper) estimate is {-gap:.3g} nats {where}, beyond noise"
         advice = "check the reverse start samples (they must be samples of the model); use more chains"
     return {"name": "forward and reverse agree", "passed": passed, "reason": reason, "advice": advice}
 

@@ -45,7 +45,7 @@ from torch import Tensor
 from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, seed_label, sync
-from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.paths import AnnealingPath, check_path
 from boltzkit.estimators.reliability import assess, combine, warn_unreliable
 from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
 from boltzkit.estimators.reverse import relax
@@ -192,6 +192,7 @@ def bridge(
         sigma_hat)`` shifted alike; ``settings`` name the bridge, the samples of each side, their
         ESS and the number of iterations.
     """
+    check_path(path, "bridge")
     _check(n_chains, chain_steps, bridge)
     t0 = time.perf_counter()
     gen = make_generator(seed, path.device)

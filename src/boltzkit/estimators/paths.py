@@ -706,6 +706,23 @@ def field_biases(model: BoltzmannMachine) -> Tensor:
     return (2.0 * fields).to(dtype=model.dtype, device=model.device)
 
 
+def check_path(path: object, caller: str) -> AnnealingPath:
+    """``path`` if it is an :class:`AnnealingPath`, else a :class:`BoltzkitError` that says how to
+    make one (a model passed where its path belongs is the usual slip)."""
+    if isinstance(path, AnnealingPath):
+        return path
+    hint = (
+        f"{caller}(base_rate_path(model)) for log Z, {caller}(ratio_path(model_a, model_b)) for "
+        "log Z_B - log Z_A, or estimate_log_z(model, method=...) to pick the path for you."
+    )
+    raise BoltzkitError(
+        f"{caller}() works on a path between two distributions, not on a model",
+        got=type(path).__name__,
+        expected="an AnnealingPath (boltzkit.estimators.base_rate_path or ratio_path)",
+        hint=hint,
+    )
+
+
 def base_rate_path(
     model: BoltzmannMachine,
     *,
@@ -792,5 +809,6 @@ __all__ = [
     "AnnealingPath",
     "GeometricPath",
     "base_rate_path",
+    "check_path",
     "ratio_path",
 ]

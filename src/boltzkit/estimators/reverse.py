@@ -45,7 +45,7 @@ from boltzkit.estimators.ais import (
     seed_label,
     sync,
 )
-from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.paths import AnnealingPath, check_path
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult, SandwichResult
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -247,6 +247,7 @@ def reverse_ais(
         ``settings["bound"]`` is ``"stochastic upper bound"`` or
         ``"heuristic (approximate start samples)"``, ``settings["start"]`` describes the starts.
     """
+    check_path(path, "reverse_ais")
     check_runs(n_chains, sweeps)
     mode = _check_start(start, start_data, start_chain_steps)
     t0 = time.perf_counter()
@@ -300,6 +301,12 @@ def _mean_log_w(log_w: Tensor) -> tuple[float, float]:
 
 def _sandwich_note(gap: float, gap_se: float) -> str:
     """Plain words on the gap between the reverse (upper) and forward (lower) estimates."""
+    if gap_se == 0.0 and gap != 0.0:  # one chain per direction
+        side = "above" if gap > 0 else "below"
+        return (
+            f"the reverse (upper) estimate is {abs(gap):.3g} nats {side} the forward (lower) one; with "
+            "one chain per direction there is no standard error to judge the gap by"
+        )
     if gap >= 0:
         return (
             f"the reverse (upper) estimate is {gap:.3g} nats above the forward (lower) one "
@@ -391,6 +398,7 @@ def sandwich(
         ``gap_per_chain_stderr``, the full ``forward`` and ``reverse`` bands, and ``bound`` and
         ``start`` of the reverse half. The two halves are attached as ``forward`` and ``reverse``.
     """
+    check_path(path, "sandwich")
     check_runs(n_chains, sweeps)
     mode = _check_start(start, start_data, start_chain_steps)
     t0 = time.perf_counter()

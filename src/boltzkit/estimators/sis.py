@@ -24,7 +24,7 @@ import torch
 from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, record, reverse_check, seed_label, sync
-from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.paths import AnnealingPath, check_path
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import linear_betas
@@ -59,6 +59,7 @@ def sis(
         ``method="sis"``, ``n_betas=1``; ``log_weights[i] = log p*_1(x_i) - log p*_0(x_i)``,
         float64, shape ``(n_chains,)``.
     """
+    check_path(path, "sis")
     if isinstance(n_chains, bool) or int(n_chains) < 1:
         raise BoltzkitError("the number of importance samples must be at least 1", got=n_chains)
     t0 = time.perf_counter()

@@ -46,7 +46,7 @@ from boltzkit.estimators.ais import (
     seed_label,
     sync,
 )
-from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.paths import AnnealingPath, check_path
 from boltzkit.estimators.result import LogZResult
 from boltzkit.jsonio import to_jsonable
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -241,6 +241,7 @@ def ais_trace(
     -------
     AISTrace
     """
+    check_path(path, "ais_trace")
     check_runs(n_chains, sweeps)
     if isinstance(n_show, bool) or int(n_show) < 1:
         raise BoltzkitError("the number of chains to show must be at least 1", got=n_show)
