@@ -230,6 +230,10 @@ def tree_indicator(graph: BlockGraph, tree: np.ndarray) -> tuple[Tensor, ...]:
 
 
 # --------------------------------------------------------------------------------- mixtures
+#: A tree of a mixture with at most this weight (rounding left by a pairwise step) is dropped.
+DROP_WEIGHT = 1e-12
+
+
 @dataclass
 class TreeMixture:
     """``rho = base_weight * base + sum_t weights[t] * 1_{trees[t]}``: a point of the spanning-tree
@@ -260,8 +264,32 @@ class TreeMixture:
         """``rho <- (1 - gamma) rho + gamma 1_tree`` (a Frank-Wolfe step)."""
         self.base_weight *= 1.0 - gamma
         self.weights = [w * (1.0 - gamma) for w in self.weights]
+        self._add(tree, float(gamma))
+
+    def shift(self, away: int, tree: np.ndarray, gamma: float) -> None:
+        """``rho <- rho + gamma (1_tree - atom)``: move weight ``gamma`` from atom ``away`` (``-1``: the
+        base; else ``trees[away]``) to ``tree`` (a pairwise Frank-Wolfe step). A tree left without
+        weight (up to rounding, ``DROP_WEIGHT``) is dropped."""
+        if away < 0:
+            self.base_weight = max(0.0, self.base_weight - gamma)
+        else:
+            self.weights[away] = max(0.0, self.weights[away] - gamma)
+        self._add(tree, float(gamma))
+        keep = [k for k, w in enumerate(self.weights) if w > DROP_WEIGHT]
+        self.trees = [self.trees[k] for k in keep]
+        self.weights = [self.weights[k] for k in keep]
+
+    def _add(self, tree: np.ndarray, weight: float) -> None:
+        """Add ``weight`` to ``tree`` (merged with an equal tree already present)."""
+        for k, t in enumerate(self.trees):
+            if t.shape == tree.shape and np.array_equal(t, tree):
+                self.weights[k] += weight
+                return
         self.trees.append(tree)
-        self.weights.append(float(gamma))
+        self.weights.append(weight)
+
+    def copy(self) -> TreeMixture:
+        return TreeMixture(self.base, self.base_weight, list(self.trees), list(self.weights))
 
     def rho(self, graph: BlockGraph) -> tuple[float | Tensor, ...]:
         """Per block ``rho``: numbers while no tree was added, else matrices (lateral diagonal 1)."""

@@ -24,19 +24,25 @@ warns that the message-passing value is a bound only at the converged optimum; t
 removes that caveat, and the gap and the message-passing residual are both reported.
 
 The bound is convex in ``rho`` with gradient ``-I_ij`` (mutual informations of the optimal edge
-tables), so ``rho`` is optimised by conditional gradient (Frank-Wolfe) over the polytope, as S2
-Sec. 5.1 did: the linear minimisation is a maximum-weight spanning tree on the weights ``I_ij``
-(:func:`~boltzkit.variational.spanning.max_weight_spanning_tree`), the step ``rho <- (1 - gamma) rho
-+ gamma 1_T`` keeps ``rho`` a convex combination of spanning trees, and ``gamma`` comes from a line
-search (regula falsi on the derivative ``-sum I(gamma) (1_T - rho)``); a step is taken only if the
+tables), so ``rho`` is optimised by conditional gradient (Frank-Wolfe) over the polytope, as S2 Sec.
+5.1 did: the linear minimisation is a maximum-weight spanning tree on the weights ``I_ij``
+(:func:`~boltzkit.variational.spanning.max_weight_spanning_tree`). ``rho`` is kept as a convex
+combination of spanning trees (and the start), and each step moves weight to the new tree ``T``: by
+default a pairwise step ``rho <- rho + gamma (1_T - A)`` from the atom ``A`` of the combination with
+the smallest ``sum I A`` (Lacoste-Julien & Jaggi 2015: on a polytope, pairwise steps converge
+linearly for strongly convex objectives, where classic ones are sublinear; on the 3 x 2 reference
+model they reach the optimum in 7 steps, where 15 classic steps leave the bound 2.3e-3 nats above
+it), or S2's classic step ``rho <- (1 - gamma) rho + gamma 1_T`` where that is steeper. ``gamma``
+comes from a line search (regula falsi on the derivative ``-sum I(gamma) d``) up to the atom's
+weight (0.999 of the start's, so that every ``rho_ij`` stays positive); a step is taken only if the
 objective went down, and the reported bound is the smallest certified ``U`` met, so it decreases
 monotonically. The start is the uniform distribution over spanning trees
 (:func:`~boltzkit.variational.spanning.uniform_rho`): ``(N - 1) / |E|`` on edge-transitive graphs,
 the block effective resistances otherwise. The Frank-Wolfe duality gap ``sum I (1_T - rho)`` bounds
 how far the bound is above its optimum over ``rho``; steps stop when it is below ``fw_tol``. The
-solves inside a step need the bound and ``I_ij`` only to a fraction of that duality gap, so they
-are certified to ``max(gap_tol, FW_INNER * duality gap)`` (a solve that misses it is not used),
-and the best ``rho`` is solved once more to ``gap_tol`` at the end.
+solves inside a step need the bound and ``I_ij`` only to a fraction of that duality gap, so they are
+certified to ``max(gap_tol, FW_INNER * duality gap)`` (a solve that misses it is not used), and the
+best ``rho`` is solved once more to ``gap_tol`` at the end.
 """
 
 from __future__ import annotations
@@ -318,6 +324,7 @@ def frank_wolfe(
     gap_tol: float | None = None,
     line_search_evals: int = LINE_SEARCH_EVALS,
     start: TreeMixture | None = None,
+    pairwise: bool = True,
 ) -> FrankWolfeFit:
     """Minimise the TRW bound over ``rho`` by conditional gradient (S2 Sec. 5.1).
 
@@ -337,6 +344,9 @@ def frank_wolfe(
         TRW solves per line search.
     start
         The starting mixture (default: the uniform spanning-tree measure).
+    pairwise
+        Pairwise steps (default): move weight from the mixture's worst atom to the new tree.
+        ``False``: S2's classic steps towards the new tree (for reproducing its trajectory).
 
     Returns
     -------
@@ -355,20 +365,31 @@ def frank_wolfe(
         fit.stop = "start failed"
         return fit
     fit.stop = "steps"
-    best, best_rho = sol, rho
-    best_weights = (mixture.base_weight, list(mixture.weights), len(mixture.trees))
+    best, best_rho, best_mixture = sol, rho, mixture.copy()
+    base_spent = False  # a pairwise step took all but GAMMA_MAX of the base: no longer an away atom
     for _ in range(steps):
-        tree = max_weight_spanning_tree(graph, sol.mutual_information)
+        info = sol.mutual_information
+        tree = max_weight_spanning_tree(graph, info)
         s = tree_indicator(graph, tree)
         r = _as_tensors(graph, rho)
         d = tuple(a - b for a, b in zip(s, r, strict=True))
-        gap = _edge_dot(graph, sol.mutual_information, d)
+        gap = _edge_dot(graph, info, d)
         fit.gaps.append(gap)
         if gap <= fw_tol:
             fit.stop = "gap"
             break
+        away, gamma_max, slope = None, GAMMA_MAX, gap
+        if pairwise and (mixture.trees or not base_spent):
+            k, atom, weight = _away_atom(graph, mixture, info, with_base=not base_spent)
+            d_pair = tuple(a - b for a, b in zip(s, atom, strict=True))
+            pair_slope = _edge_dot(graph, info, d_pair)
+            if pair_slope > gap:  # steeper than the classic step (always, while the base may be used)
+                away, d, slope = k, d_pair, pair_slope
+                gamma_max = weight * (GAMMA_MAX if k < 0 else 1.0)  # the base keeps every rho_ij > 0
         inner = {**kw, "gap_tol": max(tolerance(gap_tol, sol.value), FW_INNER * gap)}
-        gamma, new, runs, sweeps, newton = _line_search(graph, r, d, sol, gap, line_search_evals, inner)
+        gamma, new, runs, sweeps, newton = _line_search(
+            graph, r, d, sol, slope, line_search_evals, inner, gamma_max
+        )
         fit.runs += runs
         fit.total_sweeps += sweeps
         fit.newton_steps += newton
@@ -376,11 +397,14 @@ def frank_wolfe(
             fit.stop = "no decrease"
             break
         rho = _move(graph, r, d, gamma)
-        mixture.step(tree, gamma)
+        if away is None:
+            mixture.step(tree, gamma)
+        else:
+            mixture.shift(away, tree, gamma)
+            base_spent = base_spent or (away < 0 and gamma >= gamma_max)
         sol = new
         if sol.bound < best.bound:
-            best, best_rho = sol, rho
-            best_weights = (mixture.base_weight, list(mixture.weights), len(mixture.trees))
+            best, best_rho, best_mixture = sol, rho, mixture.copy()
         fit.history.append(best.bound)
     if (
         best.gap > tolerance(gap_tol, best.value) and best is not fit.solution
@@ -393,11 +417,8 @@ def frank_wolfe(
             fit.history[-1] = min(fit.history[-1], best.bound)
         target = tolerance(gap_tol, best.value)
         best = replace(best, tolerance=target, converged=math.isfinite(best.bound) and best.gap <= target)
-    if best_weights[2] < len(mixture.trees):  # the best rho came before the last step
-        base_weight, weights, n_trees = best_weights
-        mixture = TreeMixture(mixture.base, base_weight, mixture.trees[:n_trees], weights)
-    fit.solution, fit.rho, fit.mixture = best, best_rho, mixture
-    check_rho(graph, mixture, best_rho)
+    fit.solution, fit.rho, fit.mixture = best, best_rho, best_mixture
+    check_rho(graph, best_mixture, best_rho)
     return fit
 
 
@@ -406,8 +427,27 @@ def usable(sol: TRWSolution, gap_tol: float) -> bool:
     return math.isfinite(sol.value) and math.isfinite(sol.bound) and sol.gap <= gap_tol
 
 
-def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
-    """Minimise ``F`` along ``rho + gamma d``, ``0 < gamma <= GAMMA_MAX``: regula falsi (Illinois) on
+def _away_atom(
+    graph: BlockGraph, mixture: TreeMixture, info: tuple[Tensor, ...], *, with_base: bool
+) -> tuple[int, tuple[Tensor, ...], float]:
+    """The atom of ``mixture`` (the base only ``with_base``) whose ``sum I_ij atom_ij`` is smallest:
+    the one a pairwise step moves weight from. Its index (``-1``: the base), ``rho`` per block and
+    weight."""
+    best = None
+    if with_base and mixture.base_weight > 0.0:
+        base = _as_tensors(graph, mixture.base)
+        best = (_edge_dot(graph, info, base), -1, base, mixture.base_weight)
+    for k, (tree, weight) in enumerate(zip(mixture.trees, mixture.weights, strict=True)):
+        ind = tree_indicator(graph, tree)
+        score = _edge_dot(graph, info, ind)
+        if best is None or score < best[0]:
+            best = (score, k, ind, weight)
+    assert best is not None, "a mixture has weight on some atom"
+    return best[1], best[2], best[3]
+
+
+def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw, gamma_max: float):
+    """Minimise ``F`` along ``rho + gamma d``, ``0 < gamma <= gamma_max``: regula falsi (Illinois) on
     the derivative ``-sum I(gamma) d``, which is ``-gap < 0`` at 0. Returns the best point certified
     to ``kw["gap_tol"]`` that lowers ``F`` (``gamma = 0`` if none), with the solves, sweeps and
     Newton steps used."""
@@ -434,7 +474,7 @@ def _line_search(graph, rho, d, sol0: TRWSolution, gap: float, evals: int, kw):
         return -_edge_dot(graph, st.mutual_information, d), ok
 
     lo, dlo = 0.0, -gap
-    hi = GAMMA_MAX
+    hi = gamma_max
     dhi, ok = evaluate_at(hi)
     if ok and dhi <= 0.0:
         return best_gamma, best, *used
