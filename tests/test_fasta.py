@@ -90,3 +90,46 @@ def test_command_line_trains_on_an_alignment_and_writes_sequences(tmp_path) -> N
         run("train", "--data", family, "--alphabet", "protein", "--visible", "categorical:5",
             "--out", tmp_path / "y.safetensors")
     )  # fmt: skip
+
+
+def test_a_gap_is_refused_by_an_alphabet_without_one(tmp_path) -> None:
+    """'ACGT' has no gap symbol: a '-' is a letter outside it, not its last letter T."""
+    path = _write(tmp_path / "g.fa", [">s", "ACG-T"])
+    with pytest.raises(DataError, match="which has no gap"):
+        read_fasta(path, "ACGT")
+    assert read_fasta(path, "ACGT-")[0].tolist() == [[0, 1, 2, 4, 3]]
+
+
+def test_a_model_reads_and_trains_on_its_own_letters_only(tmp_path) -> None:
+    rng = np.random.default_rng(4)
+    family = tmp_path / "dna.fasta"
+    write_fasta(family, rng.integers(0, 5, size=(60, 6)), "dna")
+    model = tmp_path / "m.safetensors"
+    run("train", "--data", family, "--alphabet", "dna", "--hidden", 2, "--epochs", 2, "--out", model)
+    # the same letters in another order would map every residue to another state
+    for command in (
+        ("evaluate", model, "--data", family, "--alphabet", "TGCA-"),
+        (
+            "train",
+            "--data",
+            family,
+            "--alphabet",
+            "TGCA-",
+            "--init",
+            model,
+            "--out",
+            tmp_path / "b.safetensors",
+        ),
+    ):
+        assert "another alphabet" in assert_clean_failure(run(*command))
+    assert math.isfinite(
+        last_json(run("evaluate", model, "--data", family, "--alphabet", "ACGT-", "--json"))["mean_log_prob"]
+    )
+    # --init alone takes the model's units, letters and sizes
+    further = tmp_path / "c.safetensors"
+    record = last_json(
+        run("train", "--data", family, "--init", model, "--epochs", 1, "--out", further, "--json")
+    )
+    assert record["visible_units"] == "categorical:5"
+    again, _ = load_model(further)
+    assert again.alphabet == ALPHABETS["dna"] and again.layer_sizes == (6, 2)

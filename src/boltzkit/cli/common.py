@@ -33,7 +33,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from boltzkit._numerics import resolve_device
-from boltzkit.data import Dataset, load_dataset, load_values
+from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values
 from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
@@ -42,6 +42,7 @@ from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.plots.images import image_shape_of  # noqa: F401 (the CLI's name for it)
 from boltzkit.resources import describe_allocation_failure
+from boltzkit.units import Categorical
 from boltzkit.variational import METHODS as VARIATIONAL_METHODS
 from boltzkit.variational import RHO_CHOICES, variational_log_z
 
@@ -467,6 +468,30 @@ def unit_visible(model: object) -> UnitRBM | UnitDBM | None:
     return getattr(model, "unit_bottom", None)
 
 
+def check_alphabet(model: object, letters: str | None, *, what: str = "the model") -> None:
+    """Refuse ``--alphabet`` letters other than those recorded in ``model`` (which it was trained
+    on: other letters would map the sequences to other states) or on a model without sequences."""
+    if letters is None:
+        return
+    recorded = getattr(model, "alphabet", None)
+    if recorded is not None and alphabet_letters(letters) != recorded:
+        raise BoltzkitError(
+            f"{what} reads sequences with another alphabet",
+            got=f"--alphabet {letters}",
+            expected=f"its own letters, {recorded!r} (recorded when it was trained)",
+            hint="drop --alphabet: the model's own letters are used.",
+        )
+    units = getattr(model, "visible_units", None)
+    if recorded is None and (units is None or units != Categorical(len(alphabet_letters(letters)))):
+        raise BoltzkitError(
+            f"--alphabet reads sequences as categories, and {what} has no categorical visible units "
+            "of that many states",
+            got=f"--alphabet {letters} ({len(alphabet_letters(letters))} letters) with "
+            f"{units.name if units is not None else 'binary'} visible units",
+            hint="drop --alphabet.",
+        )
+
+
 def unit_values(
     rbm: UnitRBM,
     spec: str,
@@ -478,7 +503,9 @@ def unit_values(
 ) -> tuple[str, torch.Tensor]:
     """A data set for a model with real-valued or categorical visible units: its name and its values
     checked by the unit type, on the model's device. Aligned sequences (FASTA) are read with
-    ``alphabet``, else the model's own (recorded when it was trained on sequences)."""
+    ``alphabet``, else the model's own (recorded when it was trained on sequences); an
+    ``alphabet`` other than the recorded one is refused (:func:`check_alphabet`)."""
+    check_alphabet(rbm, alphabet)
     name, values = load_values(
         spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet or rbm.alphabet
     )

@@ -33,6 +33,7 @@ from boltzkit.cli.common import (
     ProgressFlag,
     SamplerOpt,
     SeedOpt,
+    check_alphabet,
     command_line,
     device_from,
     emit,
@@ -544,6 +545,14 @@ def command(
         chosen = get_recipe(recipe).replace(**overrides)
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
+    if init is not None:  # train further: the sizes and units of the model it starts from
+        started = load_model(init)[0]
+        if not _given(ctx, "hidden") and hasattr(started, "layer_sizes"):
+            hidden_sizes = [int(n) for n in started.layer_sizes[1:]]
+        started_units = unit_visible(started)
+        if started_units is not None and not _given(ctx, "visible"):
+            visible = started_units.visible_units.name
+            alphabet = alphabet if alphabet is not None else started_units.alphabet
     if alphabet is not None:  # aligned sequences: categorical units with one state per letter
         letters = alphabet_letters(alphabet)
         if unit_type(visible).name == "binary" and not _given(ctx, "visible"):
@@ -673,6 +682,7 @@ def command(
         start, _ = load_model(init, device=dev)
         if not isinstance(start, (BoltzmannMachine, UnitRBM, UnitDBM)):
             raise BoltzkitError("--init takes an RBM, SRBM, BM or DBM file", got=f"a {type(start).__name__}")
+        check_alphabet(start, letters, what="the --init model")
     if units.name != "binary":  # a unit DBM's mean field is undamped: --damping only when given
         if not _given(ctx, "damping"):
             del training["damping"]

@@ -73,7 +73,8 @@ def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray,
     path
         The FASTA file.
     alphabet
-        ``protein``, ``dna``, ``rna`` or a string of letters (the last the gap).
+        ``protein``, ``dna``, ``rna`` or a string of letters; where the last is ``-`` or ``.`` it
+        is the gap, and ``-`` and ``.`` (and, in a named alphabet, its ambiguity codes) read as it.
 
     Returns
     -------
@@ -86,7 +87,10 @@ def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray,
     table = np.full(256, -1, dtype=np.int16)
     for i, letter in enumerate(letters):
         table[ord(letter)] = table[ord(letter.lower())] = i
-    for letter in "-." + gap_codes(letters):
+    # '-' and '.' are gaps only in an alphabet with a gap symbol ('ACGT' has none: a gap there is
+    # a letter outside the alphabet, not its last letter)
+    as_gap = "-." + gap_codes(letters) if letters[-1] in "-." else ""
+    for letter in as_gap:
         if table[ord(letter)] < 0:
             table[ord(letter)] = table[ord(letter.lower())] = gap
     p = Path(path)
@@ -129,7 +133,8 @@ def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray,
         raise DataError(
             f"{p}: a letter outside the alphabet",
             got=f"{chr(codes[row, col])!r} in {names[row]!r}, column {col + 1}",
-            expected=f"letters of {letters!r} (Q = {len(letters)}), '.' or '-' for gaps",
+            expected=f"letters of {letters!r} (Q = {len(letters)})"
+            + (", '.' or '-' for gaps" if as_gap else ", which has no gap (end it with '-' for one)"),
             hint="choose the alphabet with --alphabet (protein, dna, rna, or the letters themselves).",
         )
     return x, names
