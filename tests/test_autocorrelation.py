@@ -237,6 +237,14 @@ def test_sokal_time_of_an_acf_at_hand_is_integrated_time_sokal():
         sokal_time_of_acf([1.0, 0.5], 10, c=0)
 
 
+def test_a_sokal_window_with_a_sum_that_is_not_positive_is_no_estimate():
+    """An alternating function (an antithetic sampler) meets M >= c tau(M) at M = 1 with tau < 0."""
+    acf = [1.0, -0.74, 0.71, -0.53, 0.5, -0.4]
+    res = sokal_time_of_acf(acf, 100_000)
+    assert res.window == 1 and res.tau == pytest.approx(1.0 - 2 * 0.74) and res.reliable is False
+    assert sokal_time_of_acf([1.0, 0.5, 0.1, 0.0], 100_000).reliable is True
+
+
 def test_windowed_sd_does_not_understate_the_spread_of_sokals_estimate():
     """400 independent AR(1) chains (phi 0.9, tau 19) of 20,000 steps: the spread of their Sokal
     times stays within Madras & Sokal's sd (which for an exponential decay is an overestimate by about

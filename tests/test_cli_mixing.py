@@ -159,3 +159,21 @@ def test_plot_acf_draws_the_traces(rbm_file, tmp_path):
     np.savez(bad, x=np.zeros(3))
     result = runner.invoke(app, ["plot", "acf", str(bad), "--out", str(tmp_path / "x.png")])
     assert result.exit_code == 1 and "not a file of energy traces" in result.output
+
+
+def test_an_oscillating_autocorrelation_gives_no_sokal_estimate_and_no_comparison(tmp_path):
+    """Flip-the-state on a small trained RBM: the energy's autocorrelation alternates in sign and
+    Sokal's window stops at lag 1 with tau < 0; it is flagged, and no '% shorter' is printed."""
+    model = tmp_path / "a.safetensors"
+    trained = runner.invoke(app, ["train", "--data", "bars-and-stripes", "--hidden", "4", "--epochs", "5",
+                                  "--batch-size", "4", "--out", str(model)])  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    args = ["mixing", str(model), "--chains", "4", "--steps", "500", "--burn-in", "50", "--method", "sokal"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    record = run_json(*args, "--json")
+    flip = record["estimates"]["flip"]["sokal"]
+    assert flip["tau"] < 0 and flip["window"] == 1  # seeded: the same chains every run
+    assert flip["reliable"] is False and "not positive" in result.stderr
+    assert "not compared" in result.stdout and "% shorter" not in result.stdout
+    assert record["estimates"]["flip"]["geyer"]["tau"] > 0

@@ -160,11 +160,22 @@ def command(
     if out is not None:
         with atomic_open(out, "wb") as f:
             np.savez(f, **{f"energy_{i}": t for i, t in enumerate(traces.values())}, samplers=np.array(names))
-    unreliable = [f"{n} ({est})" for n in names for est, r in taus[n].items() if not r["reliable"]]
+    unreliable = [
+        f"{n} ({est})" for n in names for est, r in taus[n].items() if not r["reliable"] and r["tau"] > 0
+    ]
     if unreliable:
         warn(
             f"chains shorter than 50 tau for {', '.join(unreliable)}: those tau estimates are biased low; "
             "run more --steps"
+        )
+    negative = [
+        f"{n} ({est}: {fmt(r['tau'], 2)})" for n in names for est, r in taus[n].items() if r["tau"] <= 0
+    ]
+    if negative:
+        warn(
+            f"tau is not positive for {', '.join(negative)}: the autocorrelation alternates in sign and "
+            "the window stopped inside it, so that estimate says nothing; use --method geyer (it pairs "
+            "the lags)"
         )
     missed = [n for n in names if taus[n]["ar"]["misses_slow_tail"]]
     if missed:
@@ -210,6 +221,9 @@ def command(
         if len(names) > 1:
             ref = taus[names[0]][method]["tau"]
             for n in names[1:]:
+                if ref <= 0 or taus[n][method]["tau"] <= 0:
+                    rows.append(f"  {n} vs {names[0]}: not compared (a tau that is not positive)")
+                    continue
                 gain = 100.0 * (ref - taus[n][method]["tau"]) / ref
                 rows.append(f"  {n} vs {names[0]}: {fmt(gain, 2)} % shorter")
         rows.append(f"in {fmt(seconds, 2)} s" + ("" if out is None else f" -> {out}"))

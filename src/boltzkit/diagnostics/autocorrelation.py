@@ -226,6 +226,11 @@ def sokal_time_of_acf(
     ``M >= c tau(M)`` while its slow part is still well above zero, and Sokal's window then cuts
     that part off (S3's problems with separated modes, docs/results.md); the extended window sums
     it. Where Sokal's window has decayed the two are the same.
+
+    A function that alternates in sign (an antithetic sampler, e.g. flip-the-state on a small
+    model) can meet ``M >= c tau(M)`` at a lag where the sum is zero or negative; such an estimate
+    is returned with ``reliable=False`` (Geyer's initial sequences, :func:`integrated_time_geyer`,
+    pair the lags and stay positive).
     """
     if not float(c) > 0:
         raise BoltzkitError("Sokal's window constant c must be positive", got=c)
@@ -242,7 +247,8 @@ def sokal_time_of_acf(
         n_steps=int(n_steps),
         n_chains=int(n_chains),
         window=window,
-        reliable=bool(n_steps >= RELIABLE_LENGTHS * tau),
+        # a sum that is not positive stopped inside an oscillating function: no estimate of tau
+        reliable=bool(tau > 0.0 and n_steps >= RELIABLE_LENGTHS * tau),
     )
 
 
