@@ -246,6 +246,21 @@ def test_train_list_recipes_json_in_either_order(order):
     assert Recipe.from_dict(recipes[0]) == next(iter(RECIPES.values()))
 
 
+def test_train_records_the_schedule_phase_and_k_that_ran(tmp_path):
+    """Defaults resolved by train() (PCD's linear decay, the positive phase) are recorded as they
+    ran, and a k schedule replaces the recipe's k in the record."""
+    out = tmp_path / "p.safetensors"
+    args = ("--data", "bars-and-stripes", "--hidden", 4, "--epochs", 3, "--batch-size", 8, "--json")
+    history = last_json(run("train", *args, "--method", "pcd", "--out", out))["history"]
+    training = load_model(out)[1]["training"]
+    assert training["lr_schedule"] == "linear" and training["positive"] == "exact"
+    assert history[0]["lr"] > history[1]["lr"] > history[2]["lr"]  # it did decay
+    out2 = tmp_path / "k.safetensors"
+    run("train", *args, "--recipe", "sm2008-cd25", "--k-schedule", "1:5", "--out", out2)
+    training = load_model(out2)[1]["training"]
+    assert training["k"] is None and training["k_schedule"] == "1:5"
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

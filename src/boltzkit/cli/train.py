@@ -731,6 +731,9 @@ def command(
         "recipe": recipe,
         "command": command,
         **training,
+        # what ran where the options left it to train(): the rate's schedule and the positive phase
+        **{key: hist.settings[key] for key in ("lr_schedule", "positive") if key in hist.settings},
+        **({"k": None} if chosen.k_schedule is not None else {}),  # the schedule says what k ran
         "seed": seed,
         "device": str(dev),
         "data": train.name,

@@ -29,9 +29,14 @@ class History:
     (cumulative), ``recon_error`` (mean over examples of ``||v - p(v|h)||^2``, ``h ~ p(h|v)``),
     ``lr``, ``k``, and where the model is tractable ``log_z``, ``train_log_lik``,
     ``valid_log_lik`` (exact mean log-likelihoods in nats).
+
+    ``settings`` holds the settings the run used, as :func:`~boltzkit.learning.api.train` resolved
+    them (the learning-rate schedule, positive phase and k schedule that ran, defaults included);
+    they are not part of the records' CSV and JSON.
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         self.records.append(record)

@@ -173,7 +173,7 @@ class Trainer:
         self.average = average
         self.epoch = 0
         self.elapsed = 0.0
-        self.history = History()
+        self.history = History(settings=self.settings)
         self._stop = False
         self._warned_fall = False
 
@@ -376,7 +376,7 @@ class Trainer:
             self.average.load_state_dict({k: v.to(device) for k, v in saved_average.items()}, self.model)
         self.epoch = int(state["epoch"])
         self.elapsed = float(state.get("elapsed", 0.0))
-        self.history = History.from_list(state["history"])
+        self.history = History([dict(r) for r in state["history"]], settings=self.settings)
 
     def save_checkpoint(self, path: str | os.PathLike) -> None:
         """Write :meth:`state_dict` atomically to ``path`` (safetensors + JSON header)."""
