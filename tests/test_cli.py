@@ -261,6 +261,23 @@ def test_train_records_the_schedule_phase_and_k_that_ran(tmp_path):
     assert training["k"] is None and training["k_schedule"] == "1:5"
 
 
+def test_evaluate_draws_generated_data_from_the_seed_the_model_was_trained_with(tmp_path):
+    """A generated data set (here Artificial Modes) is drawn from a seed: evaluate takes the one
+    recorded at training, whatever --seed the log Z estimate uses, unless --data-seed says else."""
+    out = tmp_path / "am.safetensors"
+    data = "artificial-modes:n=300"
+    trained = last_json(run("train", "--data", data, "--hidden", 3, "--epochs", 1, "--seed", 5,
+                            "--test-data", data, "--out", out, "--json"))  # fmt: skip
+    for seed in (0, 5):
+        scored = last_json(run("evaluate", out, "--data", data, "--seed", seed, "--json"))
+        assert scored["data_seed"] == 5
+        assert scored["mean_log_prob"] == pytest.approx(trained["test_log_lik"], abs=1e-9)
+    other = last_json(run("evaluate", out, "--data", data, "--data-seed", 0, "--json"))
+    assert other["data_seed"] == 0 and other["mean_log_prob"] != pytest.approx(
+        trained["test_log_lik"], abs=1e-6
+    )
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

@@ -110,6 +110,15 @@ def command(
     base_rate_data: BaseRateOpt = None,
     data_dir: DataDirOpt = None,
     seed: SeedOpt = 0,
+    data_seed: Annotated[
+        int | None,
+        typer.Option(
+            "--data-seed",
+            min=0,
+            help="Seed of a generated data set (mnist-patches, artificial-modes) [default: the seed the "
+            "model was trained with, as recorded, so that it sees the data train saw; else --seed].",
+        ),
+    ] = None,
     device: DeviceOpt = "auto",
     max_bits: MaxBitsOpt = None,
     log_p: Annotated[
@@ -146,16 +155,21 @@ def command(
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     units_of = unit_visible(rbm)
+    if data_seed is None:  # generated data sets are drawn from the seed: the one train drew them with
+        recorded = (metadata.get("training") or {}).get("seed")
+        data_seed = int(recorded) if isinstance(recorded, int) and not isinstance(recorded, bool) else seed
+    kw = {"split": split, "data_dir": data_dir, "seed": data_seed}
     if units_of is not None:  # real values or category indices, checked by the unit type
-        dataset = unit_dataset(units_of, data, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
+        dataset = unit_dataset(units_of, data, **kw, alphabet=alphabet)
     else:
-        dataset = load_dataset(data, split=split, data_dir=data_dir, seed=seed, n_visible=rbm.n_visible)
+        dataset = load_dataset(data, **kw, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
     if is_stack_model(rbm):
         record, values = evaluate_stack(
             rbm, metadata, dataset, model_path=model, opts=opts, samples=samples, device=dev,
             progress=show_progress(progress), data_dir=data_dir, per_example=per_example is not None, t0=t0,
         )  # fmt: skip
+        record["data_seed"] = data_seed
         if per_example is not None:
             _write_per_example(per_example, values.numpy())
             record["per_example_file"] = str(per_example)
@@ -180,6 +194,7 @@ def command(
         "model": str(model),
         "data": dataset.name,
         "split": dataset.split,
+        "data_seed": data_seed,
         "seconds": time.perf_counter() - t0,
         "logz": log_z.to_dict(),
     }
