@@ -189,3 +189,14 @@ def test_scikit_learn_fits_a_dbm_over_gaussian_or_categorical_units() -> None:
             again.partial_fit(x)
         for name, value in est.model_.state_dict().items():
             assert torch.equal(again.model_.state_dict()[name], value), name
+
+
+def test_gaussian_data_far_from_zero_trains_without_a_false_divergence() -> None:
+    """The visible biases start at the data's means (here 1e4): the divergence check scales with
+    the parameters' start, so only a real blow-up stops the run."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 6, generator=g, dtype=torch.float64) * 1000 + 1e4
+    model, history = train_model(
+        x, kind="rbm", hidden=4, visible="gaussian", epochs=1, lr=1e-4, progress=False
+    )
+    assert len(history) == 1 and float(model.vbias.abs().max()) > 5e3

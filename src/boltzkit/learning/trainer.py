@@ -47,7 +47,8 @@ from boltzkit.learning.schedules import (
 from boltzkit.models.boltzmann import BoltzmannMachine
 
 # --------------------------------------------------------------------------------- validation
-#: Parameters beyond this magnitude mean training diverged.
+#: Parameters beyond this magnitude (times their largest magnitude at the start, where that is above
+#: 1: Gaussian units start their biases at the data's means) mean training diverged.
 EXPLODED = 1e4
 #: A fall of the training log-likelihood by more than this many nats (or this fraction of its
 #: best value, whichever is larger) from its best value is reported.
@@ -176,6 +177,7 @@ class Trainer:
         self.history = History(settings=self.settings)
         self._stop = False
         self._warned_fall = False
+        self._start_scale: dict[str, float] = {}  # per parameter, max(1, |value|) when fit() began
 
     # --------------------------------------------------------------------------------- loop
     def stop(self) -> None:
@@ -185,6 +187,10 @@ class Trainer:
     def fit(self) -> History:
         """Train from :attr:`epoch` up to :attr:`epochs`; returns the history."""
         self._stop = False
+        self._start_scale = {
+            name: max(1.0, float(param.detach().abs().max()) if param.numel() else 0.0)
+            for name, param in self.model.named_parameters()
+        }
         self.learner.setup(self.model, self.train_x, self.generator)
         if self.average is not None:
             self.average.setup(self.model)
@@ -237,7 +243,8 @@ class Trainer:
     @torch.no_grad()
     def _check_parameters(self, epoch: int, lr: float) -> None:
         """Stop a diverged run before its parameters are recorded: non-finite values, or values
-        beyond :data:`EXPLODED` (no trained Boltzmann machine has such weights)."""
+        beyond :data:`EXPLODED` times their start's scale (no trained Boltzmann machine has such
+        weights)."""
         hint = (
             f"the learning rate {lr:g} is too large for this model and data: lower it (e.g. --lr "
             f"{lr / 10:g}), and check --momentum; the last checkpoint, if any, holds the epoch before."
@@ -251,10 +258,11 @@ class Trainer:
                     hint=hint,
                 )
             top = float(param.abs().max()) if param.numel() else 0.0
-            if top > EXPLODED:
+            limit = EXPLODED * self._start_scale.get(name, 1.0)
+            if top > limit:
                 raise BoltzkitError(
                     f"training diverged in epoch {epoch}: parameter {name} reached |{name}| = {top:.3g}",
-                    expected=f"values below {EXPLODED:g}",
+                    expected=f"values below {limit:g}",
                     hint=hint,
                 )
 
