@@ -549,3 +549,13 @@ def test_dataset_record() -> None:
         Dataset(name="x", x=torch.zeros(2, 6), image_shape=(2, 2), split="train")
     with pytest.raises(DataError, match="2-D"):
         Dataset(name="x", x=torch.zeros(6), image_shape=None, split="train")
+
+
+def test_real_valued_loading_refuses_empty_data_and_binary_loading_reads_big_endian(tmp_path: Path) -> None:
+    from boltzkit.data import load_dataset, load_values
+
+    np.save(tmp_path / "norows.npy", np.zeros((0, 5)))
+    with pytest.raises(DataError, match="empty"):
+        load_values(str(tmp_path / "norows.npy"), split="train")
+    np.save(tmp_path / "big.npy", np.eye(3).astype(">f8"))  # as a big-endian machine writes it
+    np.testing.assert_array_equal(load_dataset(str(tmp_path / "big.npy")).x.numpy(), np.eye(3))

@@ -129,7 +129,9 @@ def check_binary(
             )
         if a.dtype.kind == "f" and a.dtype.itemsize not in (2, 4, 8):
             a = a.astype(np.float64)
-        x = torch.from_numpy(np.ascontiguousarray(a) if not a.dtype.isnative else a)
+        x = torch.from_numpy(
+            np.ascontiguousarray(a if a.dtype.isnative else a.astype(a.dtype.newbyteorder("=")))
+        )
     if x.is_complex():
         raise DataError(f"{source}: values must be real numbers 0 and 1", got=str(x.dtype))
     if x.dim() != 2:

@@ -348,6 +348,12 @@ def load_values(
         array = array[:, None]
     if array.ndim != 2:
         raise DataError(f"{path}: the array is not a matrix", got=f"shape {array.shape}", expected="(n, d)")
+    if 0 in array.shape:
+        raise DataError(
+            f"{path}: data set is empty",
+            got=f"shape {array.shape}",
+            expected="at least one row and one column",
+        )
     name = str(path) if key is None else f"{path}:{key}"
     return name, torch.from_numpy(np.asarray(array, dtype=np.float64))
 

@@ -82,12 +82,16 @@ def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
     barely varies would start at a sigma near 0 and blow up ``W / sigma``)."""
     x = torch.as_tensor(x)
     x = units.check_data(x, int(x.shape[-1]))
+    if x.shape[0] == 0:
+        raise DataError(
+            "the training data are empty", got=f"shape {tuple(x.shape)}", expected="at least one row"
+        )
     base = units.fit_base(x)
     if "sigma" in base:
         largest = float(base["sigma"].max())
         if x.shape[0] < 2:
             raise DataError(
-                "Gaussian units need at least 2 samples to fit a spread: the data hold one sample",
+                f"Gaussian units need at least 2 samples to fit a spread: the data hold {x.shape[0]}",
                 got=f"{x.shape[0]} rows",
                 hint="pass more data (sklearn's partial_fit: a first batch of several rows).",
             )
