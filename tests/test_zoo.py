@@ -264,3 +264,13 @@ def test_an_independent_implementation_reads_the_zoo_files_as_the_cards_say(name
     assert v.shape[0] == card["check"]["n"] and mean == pytest.approx(
         card["check"]["mean_log_prob"], abs=1e-3
     )
+
+
+def test_zoo_add_refuses_a_model_of_other_units_in_one_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("BOLTZKIT_ZOO_DIR", str(tmp_path / "zoo"))
+    model = tmp_path / "potts.safetensors"
+    save_model(unit_rbm("categorical:3", 16, 2, seed=0), model)
+    message = assert_clean_failure(
+        run("zoo", "add", "potts", model, "--data", "bars-and-stripes", "--test-data", "bars-and-stripes")
+    )
+    assert "binary units" in message and "categorical:3" in message

@@ -29,10 +29,11 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     show_progress,
+    unit_visible,
     warn,
 )
 from boltzkit.data import load_dataset
-from boltzkit.errors import ModelFileError
+from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.io import load_model
 from boltzkit.io.zoo import names, read_card, zoo_dir
 from boltzkit.zoo import verify_file
@@ -258,6 +259,13 @@ def add_command(
     from boltzkit.experiments.zoo_cards import measure, publish
 
     trained, metadata = load_model(model, device=device_from(device))
+    units_of = unit_visible(trained)
+    if units_of is not None:
+        raise BoltzkitError(
+            "the zoo holds models of binary units: its cards are measured on 0/1 data",
+            got=f"{units_of.visible_units.name} visible units",
+            hint="share the model file itself; evaluate and logz measure it.",
+        )
     train_x = load_dataset(data, split="train", data_dir=data_dir, n_visible=trained.n_visible).x
     test_x = load_dataset(test_data, split="test", data_dir=data_dir, n_visible=trained.n_visible).x
     measured = measure(
