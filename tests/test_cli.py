@@ -278,6 +278,30 @@ def test_evaluate_draws_generated_data_from_the_seed_the_model_was_trained_with(
     )
 
 
+@pytest.mark.parametrize(
+    ("options", "flag"),
+    [
+        (("--components", 7), "--components"),
+        (("--init-transpose",), "--init-transpose"),
+        (("--layer-data", "probs"), "--layer-data"),
+        (("--chains", 50), "--chains"),  # CD keeps no chains
+        (("--damping", 0.3), "--damping"),  # an RBM's positive phase is exact
+        (("--method", "pcd", "--ladder", "geometric"), "--ladder"),
+        (("--model", "mixture", "--components", 3, "--lr", 0.5), "--lr"),
+        (("--model", "mixture", "--components", 3, "--history", "h"), "--history"),
+        (("--model", "dbn", "--hidden", "4,3", "--history", "h"), "--history"),
+        (("--model", "dbn", "--hidden", "4,3", "--valid-data", "bars-and-stripes"), "--valid-data"),
+    ],
+)
+def test_train_refuses_an_option_the_run_would_not_use(tmp_path, options, flag):
+    result = run(
+        "train", "--data", "bars-and-stripes", "--epochs", 1, *options, "--out", tmp_path / "m.safetensors"
+    )
+    message = assert_clean_failure(result)
+    assert f"{flag} applies to" in message and f"drop {flag}" in message
+    assert not (tmp_path / "m.safetensors").exists()
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

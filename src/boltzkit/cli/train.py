@@ -197,6 +197,49 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return option_given(ctx, {"n_chains": "chains"}.get(name, name))
 
 
+#: What a mixture of Bernoullis (fit by EM: ``--components``, ``--epochs``, ``--seed``) does not use.
+_NOT_EM = (
+    "method", "positive", "damping", "k", "k_schedule", "lr", "batch_size", "sampler", "chains",
+    "temperatures", "ladder", "momentum", "lr_schedule", "reconstruction", "centering", "average",
+    "init_scale", "init_vbias", "weight_decay", "valid_data", "monitor_every", "checkpoint",
+    "checkpoint_every", "resume", "init", "history",
+)  # fmt: skip
+#: What a DBN's greedy stacking (cli/stack.py) does not take.
+_NOT_STACKING = ("valid_data", "history", "monitor_every", "checkpoint_every", "exact_max_bits", "components")
+
+
+def _refuse_unused_options(ctx: typer.Context, kind: str, method: str, positive: str) -> None:
+    """Refuse an option given on the command line that this run would not use (a silent no-op
+    would let a researcher believe it took effect)."""
+    scoped = {  # option: (whether it applies, where it does)
+        "bottom": (kind == "dbn", "DBNs (--model dbn)"),
+        "init_transpose": (kind == "dbn", "DBNs (--model dbn)"),
+        "layer_data": (kind == "dbn", "DBNs (--model dbn)"),
+        "components": (kind == "mixture", "--model mixture"),
+        "chains": (method != "cd", "persistent chains: --method pcd, sap or pt"),
+        "temperatures": (method == "pt", "--method pt"),
+        "ladder": (method == "pt", "--method pt"),
+        "damping": (
+            positive == "mean-field" or (positive == "auto" and kind in ("bm", "dbm")),
+            "a mean-field positive phase: --model bm or dbm, or --positive mean-field",
+        ),
+    }
+    if kind == "mixture":
+        scoped.update(
+            {name: (False, "Boltzmann machines and DBNs, not a mixture fit by EM") for name in _NOT_EM}
+        )
+    elif kind == "dbn":
+        scoped.update({name: (False, "single models, not a DBN's greedy stacking") for name in _NOT_STACKING})
+    for name, (applies, where) in scoped.items():
+        if not applies and _given(ctx, name):
+            flag = "--" + name.replace("_", "-")
+            raise BoltzkitError(
+                f"{flag} applies to {where}; this run would not use it",
+                got=f"--model {kind}" + ("" if kind == "mixture" else f" --method {method}"),
+                hint=f"drop {flag}.",
+            )
+
+
 def _spec_check(parse: Callable[[Any], object]) -> Callable[[str | None], str | None]:
     """A typer callback that validates a spec option with ``parse`` (a usage error if it fails)
     and passes the text on unchanged."""
@@ -545,6 +588,7 @@ def command(
         chosen = get_recipe(recipe).replace(**overrides)
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
+    _refuse_unused_options(ctx, model.value, chosen.method, positive.value)
     if init is not None:  # train further: the sizes and units of the model it starts from
         started = load_model(init)[0]
         if not _given(ctx, "hidden") and hasattr(started, "layer_sizes"):
