@@ -336,6 +336,25 @@ def test_resume_layer_by_layer_reaches_the_uninterrupted_parameters(tmp_path):
     assert [len(h) for h in hists] == [3, 4]
 
 
+def test_the_command_line_checkpoints_a_dbn_by_default_and_cleans_up(tmp_path):
+    """Like a single model's run, a DBN's writes its layers' checkpoints to OUT.layers (at most every
+    30 s, and each layer's last epoch) and removes them once the model is saved; resuming from them
+    is checked layer by layer above."""
+    runner = CliRunner()
+    out = tmp_path / "d.safetensors"
+    layers = tmp_path / "d.safetensors.layers"
+    args = ["train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "4,3", "--epochs", "3",
+            "--seed", "2", "--out", str(out)]  # fmt: skip
+    first = runner.invoke(app, [*args, "--resume"])
+    assert first.exit_code == 0 and "nothing to resume" in first.stderr
+    assert out.is_file() and not layers.exists()
+    (tmp_path / "f.ckpt").write_text("")
+    bad = runner.invoke(
+        app, [*args[:-1], str(tmp_path / "e.safetensors"), "--checkpoint", str(tmp_path / "f.ckpt")]
+    )
+    assert bad.exit_code == 1 and "is a file" in bad.output and "Traceback" not in bad.output
+
+
 # -------------------------------------------------------------------------------------- sampling
 def test_samples_follow_the_exact_distribution():
     dbn = tiny_dbn((5, 4, 3), seed=6)

@@ -102,6 +102,14 @@ def _exact_dbn_metrics(dbn: DBN, splits: dict[str, Tensor]) -> dict[str, Any]:
     return out
 
 
+def _remove_layer_checkpoints(folder: Path) -> None:
+    """Remove a finished DBN's ``layer_L.ckpt`` files, and their folder if nothing else is in it."""
+    for path in folder.glob("layer_*.ckpt"):
+        path.unlink()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
 def train_stack(
     *,
     kind: str,
@@ -123,6 +131,7 @@ def train_stack(
     resume: bool,
     progress: bool,
     as_json: bool,
+    checkpoint_seconds: float = 0.0,
 ) -> None:
     """``boltzkit train --model dbn|mixture``: train, save with settings and metrics, report."""
     t0 = time.perf_counter()
@@ -174,11 +183,14 @@ def train_stack(
                     "--bottom must be an RBM (binary, Gaussian or categorical) or a DBN model file",
                     got=f"a {getattr(base, 'kind', type(base))}",
                 )
-        ckpt_dir = None
-        if checkpoint is not None:
-            ckpt_dir = checkpoint
-        elif resume:
-            ckpt_dir = out.with_name(out.name + ".layers")
+        # every run checkpoints its layers, so that an interrupted one can resume: into
+        # --checkpoint every epoch, else into OUT.layers at most every checkpoint_seconds
+        ckpt_dir = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
+        if resume and not any(ckpt_dir.glob("layer_*.ckpt")):
+            warn(
+                f"nothing to resume: {ckpt_dir} holds no layer checkpoints, so the DBN is trained from "
+                "the start"
+            )
         model, hists = train_dbn(
             train.x,
             hidden,
@@ -190,6 +202,7 @@ def train_stack(
             bottom=below,
             checkpoint_dir=ckpt_dir,
             resume=resume,
+            checkpoint_seconds=0.0 if checkpoint is not None else checkpoint_seconds,
             progress=progress,
         )
         history = [None if h is None else h.to_list() for h in hists]
@@ -222,6 +235,8 @@ def train_stack(
             "training_seconds": seconds,
         },
     )
+    if kind == "dbn":  # the model is saved: its layers' checkpoints are done with
+        _remove_layer_checkpoints(ckpt_dir)
     record = {
         "out": str(out),
         "data": train.name,

@@ -670,11 +670,18 @@ def command(
             )
             if len(values) > 1
         }
+        if model.value == "dbn":
+            layers = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
+            ctx.meta["on_interrupt"] = (
+                f"the layers' last checkpoints are in {layers}: run the same command with --resume to "
+                "continue"
+            )
         train_stack(
             kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,
             recipe=chosen, recipe_name=recipe, per_layer=per_layer, init_transpose=init_transpose,
             command=command, bottom=bottom, bottom_model=below, seed=seed, device=dev, checkpoint=checkpoint,
             resume=resume, progress=show_progress(progress), as_json=as_json,
+            checkpoint_seconds=DEFAULT_CHECKPOINT_SECONDS,
         )  # fmt: skip
         return
     for name, values in (("--k", k_list), ("--epochs", epoch_list), ("--lr", lr_list)):

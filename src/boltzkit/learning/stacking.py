@@ -187,6 +187,7 @@ def train_dbn(
     bottom: Sequence[RBM] | DBN | None = None,
     checkpoint_dir: str | os.PathLike | None = None,
     resume: bool = False,
+    checkpoint_seconds: float = 0.0,
     progress: bool = True,
     init_vbias_from_data: bool | None = None,
     monitor: Callable[[Any, dict[str, Tensor]], dict[str, Any]] | None = None,
@@ -229,8 +230,9 @@ def train_dbn(
         :class:`~boltzkit.models.unit_rbm.UnitRBM` (Gaussian or categorical visible units, trained
         by :func:`~boltzkit.learning.api.train_unit_rbm`): ``train_x`` then holds real values
         or category indices, and the binary layers above train on its ``q(h | v)``.
-    checkpoint_dir, resume
-        Per-layer checkpoints ``layer_L.ckpt`` in this folder after every epoch; ``resume``
+    checkpoint_dir, resume, checkpoint_seconds
+        Per-layer checkpoints ``layer_L.ckpt`` in this folder after every epoch (and a layer's
+        last), or only when ``checkpoint_seconds`` have passed since the last write; ``resume``
         continues from them (finished layers are reloaded, not retrained).
     progress
         Progress bars.
@@ -325,6 +327,12 @@ def train_dbn(
         below = [r.to(device=dev, dtype=dtype) for r in below]
     ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
     if ckpt_dir is not None:
+        if ckpt_dir.exists() and not ckpt_dir.is_dir():
+            raise BoltzkitError(
+                "a DBN's checkpoint is a folder (one file per layer), and this path is a file",
+                got=str(ckpt_dir),
+                hint="give a folder name to --checkpoint.",
+            )
         ckpt_dir.mkdir(parents=True, exist_ok=True)
     histories: list[History | None] = [None] * len(below)
     for l in range(len(below), n):
@@ -389,6 +397,7 @@ def train_dbn(
             weight_decay=float(per["weight_decay"][l]),
             checkpoint_path=checkpoint,
             checkpoint_every=1 if checkpoint is not None else 0,
+            checkpoint_seconds=checkpoint_seconds,
             resume=bool(resume and checkpoint is not None and checkpoint.is_file()),
             progress=progress,
             monitor=monitor,
