@@ -164,3 +164,14 @@ def test_several_hidden_sizes_need_a_dbm(tmp_path):
         ],
     )
     assert result.exit_code == 1 and "one hidden layer" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("kind", "hidden", "method"), [("rbm", "3", "cd"), ("bm", "3", "sap"), ("dbm", "3,2", "sap")]
+)
+def test_train_without_a_method_learns_as_the_papers_do(tmp_path, kind, hidden, method):
+    """CD for an RBM (S1); persistent chains for an SRBM, BM or DBM (S2 Sec. 5), as sklearn's auto."""
+    path = tmp_path / "m.safetensors"
+    run_json("train", "--model", kind, "--data", "bars-and-stripes", "--hidden", hidden, "--epochs", "1",
+             "--out", path, "--json")  # fmt: skip
+    assert load_model(path)[1]["training"]["method"] == method

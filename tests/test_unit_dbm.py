@@ -219,7 +219,8 @@ def test_the_command_line_trains_measures_and_samples_a_gaussian_dbm(tmp_path) -
         "train", "--data", tmp_path / "x.npy", "--visible", "gaussian", "--model", "dbm",
         "--hidden", "4,3", "--epochs", 5, "--lr", 0.01, "--batch-size", 50, "--out", out, "--json",
     )  # fmt: skip
-    assert "warning: a DBM learns by persistent chains" in trained.stderr  # the default --method cd
+    assert "warning" not in trained.stderr  # a DBM learns by persistent chains by default (S2)
+    assert load_model(out)[1]["training"]["method"] == "sap"
     record = last_json(trained)
     assert record["kind"] == "gaussian-dbm" and record["layer_sizes"] == [6, 4, 3]
     model = load_model(out)[0].double()

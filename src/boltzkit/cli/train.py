@@ -319,8 +319,11 @@ def command(
         TrainMethod,
         typer.Option(
             "--method",
-            help="cd (CD-k), pcd (persistent CD-k), sap (persistent chains, S2) or pt (parallel "
-            "tempering: --temperatures replicas, --k sweeps between swaps).",
+            help="cd (CD-k), pcd or sap (persistent chains: Tieleman's PCD and S2's SAP are one "
+            "algorithm) or pt (parallel tempering: --temperatures replicas, --k sweeps between swaps) "
+            "[default: cd for an RBM, DBN or fully visible model; sap for an SRBM, BM or DBM, as S2 "
+            "trains them].",
+            show_default=False,
         ),
     ] = TrainMethod["cd"],
     positive: Annotated[
@@ -572,11 +575,14 @@ def command(
                     hint=f"give {hint}.",
                 )
     hidden_sizes = parse_hidden(hidden, model.value)
+    method_value = method.value
+    if recipe is None and not _given(ctx, "method") and model.value in ("srbm", "bm", "dbm"):
+        method_value = "sap"  # S2 Sec. 4-5 (and the sklearn estimator's "auto")
     k_list, epoch_list = parse_list(k, int, "--k"), parse_list(epochs, int, "--epochs")
     lr_list = parse_list(lr, float, "--lr")
     schedule_list = parse_list(k_schedule, str, "--k-schedule") if k_schedule is not None else [None]
     given = {
-        "method": method.value, "k": k_list[0], "k_schedule": schedule_list[0], "epochs": epoch_list[0],
+        "method": method_value, "k": k_list[0], "k_schedule": schedule_list[0], "epochs": epoch_list[0],
         "lr": lr_list[0], "layer_data": layer_data.value,
         "lr_schedule": lr_schedule, "batch_size": batch_size, "sampler": sampler, "n_chains": chains,
         "momentum": momentum, "weight_decay": weight_decay, "reconstruction": reconstruction.value,
