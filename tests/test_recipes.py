@@ -71,6 +71,20 @@ def test_lr_schedule_errors_and_flags() -> None:
             parse_lr_schedule(bad)
 
 
+def test_a_decay_that_would_start_after_the_last_epoch_is_refused() -> None:
+    """linear-after:E with E >= epochs would run at a constant rate: refused, as a late average is."""
+    from conftest import bars_and_stripes
+
+    from boltzkit.learning import train_rbm
+
+    with pytest.raises(BoltzkitError, match="starts after the last epoch"):
+        train_rbm(bars_and_stripes(), n_hidden=3, epochs=3, lr_schedule="linear-after:3", progress=False)
+    _, history = train_rbm(
+        bars_and_stripes(), n_hidden=3, epochs=4, lr_schedule="linear-after:2", progress=False
+    )
+    assert history[1]["lr"] == history[2]["lr"] > history[3]["lr"]  # each record: the epoch's first rate
+
+
 # ------------------------------------------------------------------------------------- recipes
 def test_registry_names_and_unknown_recipe() -> None:
     for name in ("default", "sm2008-cd1", "sm2008-cd3", "sm2008-cd25", "s2008-sap"):

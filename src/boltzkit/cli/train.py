@@ -185,8 +185,10 @@ def _summary(record: dict[str, Any]) -> str:
             if record.get(f"{split}_log_lik") is not None:
                 lines.append(f"mean log p(v), {split}: {fmt(record[f'{split}_log_lik'])} nats")
     else:
+        off = (record.get("settings") or {}).get("exact_max_bits") == 0
+        why = "exact computation off: --exact-max-bits 0" if off else "model too large to enumerate"
         lines.append(
-            "log Z not computed (model too large to enumerate); "
+            f"log Z not computed ({why}); "
             f"run: boltzkit evaluate {record['out']} --data {record['data']} --logz ais"
         )
     return "\n".join(lines)
@@ -797,6 +799,7 @@ def command(
         "n_train": train.n_samples,
         "valid_data": None if valid is None else valid.name,
         "test_data": None if test is None else test.name,
+        "exact_max_bits": exact_max_bits,
     }
     (export_npz if out.suffix.lower() == ".npz" else save_model)(
         trained,

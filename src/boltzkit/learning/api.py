@@ -404,6 +404,13 @@ def train(
     lr_plan = parse_lr_schedule(
         ("linear" if method_name != "cd" else "constant") if lr_schedule is None else lr_schedule
     )
+    if lr_plan.kind == "linear-after" and lr_plan.epochs >= epochs:
+        raise BoltzkitError(
+            "the learning rate's decay starts after the last epoch",
+            got=f"{lr_plan.spec} with {epochs} epochs",
+            expected=f"linear-after:E with E < {epochs}",
+            hint="lower E, train for more epochs, or use --lr-schedule constant.",
+        )
     pt_options = {"temperatures": temperatures, "ladder": ladder} if method_name == "pt" else {}
     if reconstruction != "sample" and method_name != "cd":
         raise BoltzkitError(

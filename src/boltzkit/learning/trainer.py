@@ -276,8 +276,8 @@ class Trainer:
             self._warned_fall = True
             warnings.warn(
                 f"the training log-likelihood fell from {best:.4g} to {value:.4g} nats by epoch "
-                f"{record['epoch']}: the learning rate may be too large (or k too small for PCD's chains "
-                "to keep up)",
+                f"{record['epoch']}: the learning rate may be too large (or, with persistent chains, k too "
+                "small for them to keep up)",
                 stacklevel=2,
             )
 
