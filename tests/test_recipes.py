@@ -214,6 +214,22 @@ def test_an_explicit_k_replaces_the_recipes_k_schedule(tmp_path) -> None:
     assert (training["k"], training["k_schedule"]) == (5, None)
 
 
+def test_persistent_chains_under_a_mean_reconstruction_recipe_sample(tmp_path) -> None:
+    """sm2008-cd1 reconstructs with means, which only CD has: --method pcd drops it, unless a
+    reconstruction is given too (then the clear error stands)."""
+    cd1 = RECIPES["sm2008-cd1"]
+    assert cd1.reconstruction == "mean" and cd1.replace(method="pcd").reconstruction == "sample"
+    assert cd1.replace(method="cd").reconstruction == "mean"
+    out = tmp_path / "p.safetensors"
+    run("train", "--data", "bars-and-stripes", "--hidden", 3, "--recipe", "sm2008-cd1", "--method", "pcd",
+        "--epochs", 1, "--out", out)  # fmt: skip
+    assert load_model(out)[1]["training"]["method"] == "pcd"
+    with pytest.raises(BoltzkitError, match="mean reconstruction applies to CD only"):
+        train_model(
+            _bars(), hidden=3, recipe=cd1.replace(method="pcd", reconstruction="mean"), progress=False
+        )
+
+
 # ----------------------------------------------------------------------------- reconstruction
 @pytest.mark.parametrize("k", [1, 3])
 def test_cd_mean_reconstruction_is_the_visible_mean_given_the_last_hidden_draw(k: int) -> None:

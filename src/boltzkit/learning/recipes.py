@@ -164,7 +164,9 @@ class Recipe:
         """A variant with some settings changed (its name gains a ``+`` when a setting changes).
 
         A ``k`` given without a ``k_schedule`` is a fixed k: it replaces the recipe's schedule
-        (which would otherwise decide k and leave the given one unused)."""
+        (which would otherwise decide k and leave the given one unused). A ``method`` other than CD
+        given without a ``reconstruction`` drops the recipe's mean reconstruction, which only CD
+        has (persistent chains stay binary)."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
             raise BoltzkitError(
@@ -172,6 +174,8 @@ class Recipe:
             )
         if "k" in changes and "k_schedule" not in changes:
             changes = {**changes, "k_schedule": None}
+        if changes.get("method", "cd") != "cd" and "reconstruction" not in changes:
+            changes = {**changes, "reconstruction": "sample"}
         changed = {k: v for k, v in changes.items() if getattr(self, k) != v}
         if changed and "name" not in changes and not self.name.endswith("+"):
             changed["name"] = self.name + "+"
