@@ -51,6 +51,7 @@ from boltzkit.diagnostics.autocorrelation import (
 )
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import load_model
+from boltzkit.models.mixture import MixtureOfBernoullis
 from boltzkit.samplers import make_operator
 
 #: Lags over which the chains' autocorrelations are summed to check the AR fit (fewer when the
@@ -124,7 +125,10 @@ def command(
         raise BoltzkitError(
             "mixing measures Markov chains on a Boltzmann machine",
             got=f"a {type(rbm).__name__}",
-            hint="a DBN samples through its top RBM: measure that RBM's file instead.",
+            hint="a mixture of Bernoullis draws independent samples: there is no chain to measure."
+            if isinstance(rbm, MixtureOfBernoullis)
+            else "a DBN's chains run in its top RBM: save it (save_model(dbn.top, FILE) in Python) and "
+            "measure that file.",
         )
     t0 = time.perf_counter()
     traces: dict[str, np.ndarray] = {}

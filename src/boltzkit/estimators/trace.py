@@ -25,6 +25,7 @@ import json
 import math
 import os
 import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,7 +164,7 @@ class AISTrace:
         except (OSError, ValueError) as exc:
             raise BoltzkitError(
                 "cannot read this file as an AIS trace",
-                got=f"{p} ({exc})",
+                got=f"{p} ({exc if zipfile.is_zipfile(p) else 'not an .npz archive'})",
                 expected="an .npz archive written by boltzkit logz --trace",
             ) from None
         try:

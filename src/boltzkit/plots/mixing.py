@@ -7,6 +7,7 @@ Each function draws one PNG (matplotlib, the ``plot`` extra) and returns its pat
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -199,9 +200,10 @@ def read_energy_traces(path: str | os.PathLike) -> dict[str, np.ndarray]:
             names = [str(n) for n in f["samplers"]]
             return {name: np.asarray(f[f"energy_{i}"], dtype=np.float64) for i, name in enumerate(names)}
     except (KeyError, ValueError, OSError) as err:
+        what = err if zipfile.is_zipfile(path) else "not an .npz archive"
         raise BoltzkitError(
             "not a file of energy traces",
-            got=f"{path}: {err}",
+            got=f"{path}: {what}",
             expected="the .npz that boltzkit mixing --out writes (arrays samplers, energy_0, ...)",
         ) from None
 
