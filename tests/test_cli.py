@@ -302,6 +302,28 @@ def test_train_refuses_an_option_the_run_would_not_use(tmp_path, options, flag):
     assert not (tmp_path / "m.safetensors").exists()
 
 
+def test_mistyped_output_folders_fail_before_any_work(tmp_path):
+    (tmp_path / "m.safetensors").mkdir()
+    message = assert_clean_failure(
+        run("train", "--data", "bars-and-stripes", "--out", tmp_path / "m.safetensors", "--force")
+    )
+    assert "names a folder" in message
+    message = assert_clean_failure(
+        run("reproduce", "bruegge-fischer-igel-2013", "--finished-only", "--out", tmp_path / "typo")
+    )
+    assert "does not exist" in message and not (tmp_path / "typo").exists()
+
+
+def test_a_dbn_whose_bottom_holds_every_layer_is_refused(tmp_path):
+    bottom = tmp_path / "r.safetensors"
+    run("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 1, "--out", bottom)
+    message = assert_clean_failure(
+        run("train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", 3, "--bottom", bottom,
+            "--out", tmp_path / "d.safetensors")
+    )  # fmt: skip
+    assert "nothing to train" in message and "--hidden 3,3" in message
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

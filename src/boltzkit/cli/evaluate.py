@@ -59,6 +59,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import VISIBLE_METHODS, dataset_log_prob
 from boltzkit.io import load_model
 from boltzkit.models.ising import IsingModel
+from boltzkit.models.unit_rbm import UnitRBM
 
 PER_EXAMPLE_FORMATS = (".npy", ".txt", ".csv")
 
@@ -184,6 +185,8 @@ def command(
         data_dir=data_dir,
         recorded_data=metadata.get("data"),
     )
+    if isinstance(rbm, UnitRBM) and log_p.value == "mean-field":
+        warn("an RBM's hidden units sum out exactly: log p*(v) is exact, --log-p mean-field not needed")
     result = dataset_log_prob(
         rbm, dataset.x, log_z, per_example=per_example is not None, method=log_p.value, damping=damping
     )

@@ -205,6 +205,12 @@ def command(
             )
         extra[keyword] = values[key]
     _check_executor(values["executor"], workers, given)
+    if finished_only and not out.is_dir():  # a report of what finished needs the runs' folder
+        raise BoltzkitError(
+            "--finished-only reports the tasks finished in --out, and that folder does not exist",
+            got=str(out),
+            hint="give the --out of the runs to report on.",
+        )
     summary: dict[str, Any] = run_experiment(
         name,
         out_dir=out,

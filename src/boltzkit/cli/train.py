@@ -552,6 +552,8 @@ def command(
     command = command_line(ctx)
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
+    if out.is_dir():
+        raise BoltzkitError("--out names a folder; it takes a model file", got=str(out))
     if out.exists() and not (force or resume):
         raise BoltzkitError(
             "the output file exists",

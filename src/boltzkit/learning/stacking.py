@@ -325,6 +325,14 @@ def train_dbn(
                 expected=f"[{x.shape[1]}, {', '.join(map(str, sizes[: len(below)]))}]",
             )
         below = [r.to(device=dev, dtype=dtype) for r in below]
+    if len(below) == n:
+        raise BoltzkitError(
+            "the bottom already holds every layer: there is nothing to train",
+            got=f"{len(below)} bottom RBMs for hidden layers {sizes}",
+            hint="add the size of a new layer on top (e.g. --hidden "
+            + ",".join(map(str, [*sizes, sizes[-1]]))
+            + ").",
+        )
     ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
     if ckpt_dir is not None:
         if ckpt_dir.exists() and not ckpt_dir.is_dir():
