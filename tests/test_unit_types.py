@@ -454,3 +454,16 @@ def test_ais_with_flip_the_state_brackets_exact_log_z(units: str) -> None:
     data = exact_visible_samples(model, 2000, seed=18)
     res = estimate_log_z(model, "ais", betas=5000, n_chains=100, base_rate_data=data, seed=19, sampler="flip")
     assert res.band.minus_3sigma <= truth <= res.band.plus_3sigma and abs(res.log_z - truth) < 0.1
+
+
+def test_options_for_binary_models_are_refused_on_unit_models_with_the_reason(tmp_path) -> None:
+    model = tmp_path / "g.safetensors"
+    save_model(unit_rbm("gaussian", 4, 2, seed=0), model)
+    message = assert_clean_failure(run("logz", model, "--trace", tmp_path / "t.npz"))
+    assert "binary units" in message and "gaussian visible units" in message
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(10, 4)))
+    message = assert_clean_failure(run("evaluate", model, "--data", data, "--alphabet", "dna"))
+    assert "no categorical visible units" in message
+    scored = run("evaluate", model, "--data", data, "--log-p", "mean-field", "--json")
+    assert last_json(scored)["bound"] == "exact" and "sum out exactly" in scored.stderr

@@ -192,7 +192,7 @@ class UnitType(ABC):
             raise BoltzkitError(
                 f"flip-the-state has no rule for {self.name} units",
                 got=f"flip weight {alpha:g}",
-                hint="sample them by Gibbs (--sampler gibbs), or a blend with visible weight 0 "
+                hint="sample them by Gibbs (the sampler gibbs), or a blend with visible weight 0 "
                 "(blend:0,ALPHA_HIDDEN).",
             )
         return _draw(self.kernel(field, params, current, alpha), generator).to(field.dtype)

@@ -40,6 +40,7 @@ from boltzkit.cli.common import (
     non_negative_float_option,
     positive_float_option,
     show_progress,
+    unit_visible,
     warn,
     warn_if_unreliable,
 )
@@ -196,10 +197,14 @@ def command(
         damping=damping, max_iter=max_iter, tol=tol, rho=rho.value, fw_steps=fw_steps,
     )  # fmt: skip
     if trace is not None:
-        if relative_to is not None or is_stack_model(rbm):
+        units_of = unit_visible(rbm)
+        if relative_to is not None or is_stack_model(rbm) or units_of is not None:
+            got = "--relative-to" if relative_to is not None else "a stacked model (DBN or mixture)"
+            if units_of is not None:
+                got = f"{units_of.visible_units.name} visible units"
             raise BoltzkitError(
-                "--trace records an AIS run from the base-rate model to a Boltzmann machine",
-                got="--relative-to" if relative_to is not None else "a stacked model (DBN or mixture)",
+                "--trace records an AIS run from the base-rate model to a Boltzmann machine of binary units",
+                got=got,
                 hint="drop --trace, or trace the model's own log Z.",
             )
         result = traced_log_z(

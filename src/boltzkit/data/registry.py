@@ -335,7 +335,7 @@ def load_values(
             raise DataError(
                 f"{spec}: a FASTA file needs an alphabet to turn letters into categories",
                 hint="give --alphabet protein (20 amino acids and the gap, Q = 21), dna, rna, or the "
-                "letters.",
+                "letters (train, evaluate and sample take it; a model trained with it records it).",
             )
         indices, _ = read_fasta(spec, alphabet)
         return str(spec), torch.from_numpy(indices.astype(np.float64))
