@@ -258,6 +258,15 @@ def test_mnist_search_order(tmp_path: Path, fake_mnist: dict[str, np.ndarray], m
     np.testing.assert_array_equal(load_mnist("test", tmp_path / "explicit", verify=False), swapped["test"])
     _write_fake_mnist(default_cache_dir(), {"train": fake_mnist["train"]}, "amat")
     np.testing.assert_array_equal(load_mnist("train", tmp_path / "explicit"), fake_mnist["train"])
+    # a split missing from the explicit directory is looked for in the environment's next
+    np.testing.assert_array_equal(load_mnist("valid", tmp_path / "explicit"), fake_mnist["valid"])
+    from boltzkit.data.mnist import mnist_search_dirs
+
+    assert mnist_search_dirs(tmp_path / "explicit") == [
+        tmp_path / "explicit",
+        tmp_path / "env",
+        default_cache_dir(),
+    ]
 
 
 def test_mnist_checksum_and_shape_mismatch(tmp_path: Path, fake_mnist: dict[str, np.ndarray]) -> None:

@@ -7,11 +7,11 @@ Murray 2011). Splits: 50,000 ``train``, 10,000 ``valid``, 10,000 ``test`` images
 
 Where the files are looked for
 ------------------------------
-1. the directory given explicitly (``data_dir=`` / the CLI's ``--data-dir``), else
-2. the directory in the environment variable ``BOLTZKIT_DATA_DIR``, else
+1. the directory given explicitly (``data_dir=`` / the CLI's ``--data-dir``), then
+2. the directory in the environment variable ``BOLTZKIT_DATA_DIR``, then
 3. the per-user cache, ``$XDG_CACHE_HOME/boltzkit`` (``~/.cache/boltzkit`` when unset);
 
-the cache is also searched after a directory of step 1 or 2. In each directory the names are
+each is searched once, in this order. In each directory the names are
 ``binarized_mnist_{split}.mat`` (MATLAB copy, variable ``X``, uint8 ``(n, 784)``) and then
 ``binarized_mnist_{split}.amat`` (the canonical text file, one image a line). When neither is
 found, the canonical ``.amat`` is downloaded into the cache (unless ``download=False`` or the
@@ -106,15 +106,17 @@ def mnist_search_dirs(data_dir: str | os.PathLike[str] | None = None) -> list[Pa
     Returns
     -------
     list of Path
-        The chosen directory, then the cache when that is a different directory.
+        ``data_dir``, then ``BOLTZKIT_DATA_DIR``, then the cache, each once.
     """
-    cache = default_cache_dir()
-    if data_dir is None:
-        env = os.environ.get("BOLTZKIT_DATA_DIR")
-        data_dir = env if env else None
-    dirs = [Path(data_dir).expanduser()] if data_dir is not None else []
-    if not dirs or dirs[0].resolve() != cache.resolve():
-        dirs.append(cache)
+    env = os.environ.get("BOLTZKIT_DATA_DIR")
+    candidates = [data_dir, env if env else None, default_cache_dir()]
+    dirs: list[Path] = []
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        path = Path(candidate).expanduser()
+        if all(path.resolve() != d.resolve() for d in dirs):
+            dirs.append(path)
     return dirs
 
 
@@ -280,7 +282,7 @@ def load_mnist(
                 expected=f"the file {amat_name} (or {mat_name}) in {dirs[0]}",
                 hint=(
                     f"put binarized_mnist_{{train,valid,test}}.amat (or the .mat copies) in {dirs[0]}, "
-                    "or set the environment variable BOLTZKIT_DATA_DIR (or pass data_dir / --data-dir) "
+                    "or point --data-dir (data_dir) or the environment variable BOLTZKIT_DATA_DIR "
                     f"to the folder holding them. Canonical copies: {MNIST_URL.format(split=split)}"
                 ),
             )
