@@ -568,3 +568,11 @@ def test_real_valued_loading_refuses_empty_data_and_binary_loading_reads_big_end
         load_values(str(tmp_path / "norows.npy"), split="train")
     np.save(tmp_path / "big.npy", np.eye(3).astype(">f8"))  # as a big-endian machine writes it
     np.testing.assert_array_equal(load_dataset(str(tmp_path / "big.npy")).x.numpy(), np.eye(3))
+
+
+def test_a_csv_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    """Spreadsheet programs start UTF-8 CSV files with a byte-order mark."""
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf0,1,1\n1,0,0\n")
+    (tmp_path / "named.csv").write_bytes(b"\xef\xbb\xbfa,b,c\n0.5,1,1\n1,0,0\n")
+    np.testing.assert_array_equal(read_text_matrix(tmp_path / "bom.csv", sep=","), [[0, 1, 1], [1, 0, 0]])
+    np.testing.assert_array_equal(read_text_matrix(tmp_path / "named.csv", sep=","), [[0.5, 1, 1], [1, 0, 0]])

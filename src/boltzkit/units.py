@@ -510,8 +510,14 @@ class Categorical(UnitType):
     def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
         x = _needs_2d(torch.as_tensor(x), n_units, what, f"of category indices 0..{self.n_states - 1}")
         if x.is_floating_point():
-            if not bool(torch.isfinite(x).all()) or not bool((x == x.round()).all()):
-                raise BoltzkitError(f"{what} holds a value that is not a category index", expected="integers")
+            bad_value = ~torch.isfinite(x) | (x != x.round())
+            if bool(bad_value.any()):
+                row, col = bad_value.nonzero()[0].tolist()
+                raise BoltzkitError(
+                    f"{what} holds a value that is not a category index",
+                    got=f"{x[row, col].item()} at row {row}, column {col}",
+                    expected=f"integers 0..{self.n_states - 1}",
+                )
         bad = (x < 0) | (x >= self.n_states)
         if bool(bad.any()):
             row, col = bad.nonzero()[0].tolist()

@@ -509,7 +509,7 @@ def unit_values(
     name, values = load_values(
         spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet or rbm.alphabet
     )
-    return name, rbm.check_data(values)
+    return name, rbm.check_data(values, f"the {split} data {name}")
 
 
 def unit_dataset(

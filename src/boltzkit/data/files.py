@@ -23,7 +23,9 @@ the canonical ``binarized_mnist_*.amat`` files) are parsed by a vectorized fast 
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import io
 import os
 import warnings
 from pathlib import Path
@@ -134,6 +136,10 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
     """
     path = Path(path)
     raw = path.read_bytes()
+    source: Path | io.StringIO = path
+    if raw.startswith(codecs.BOM_UTF8):  # as spreadsheet programs write UTF-8 CSV
+        raw = raw[len(codecs.BOM_UTF8) :]
+        source = io.StringIO(raw.decode("utf-8", errors="replace"))
     if not raw.strip():
         raise DataError(f"{path}: file is empty", expected="one sample a line")
     fast = _parse_01_fixed(raw, sep)
@@ -148,9 +154,13 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             # reports it as empty.
             warnings.simplefilter("ignore", UserWarning)
             try:
-                return np.loadtxt(path, dtype=np.uint8, delimiter=delimiter, ndmin=2, skiprows=header_rows)
+                return np.loadtxt(source, dtype=np.uint8, delimiter=delimiter, ndmin=2, skiprows=header_rows)
             except ValueError:
-                return np.loadtxt(path, dtype=np.float64, delimiter=delimiter, ndmin=2, skiprows=header_rows)
+                if isinstance(source, io.StringIO):
+                    source.seek(0)
+                return np.loadtxt(
+                    source, dtype=np.float64, delimiter=delimiter, ndmin=2, skiprows=header_rows
+                )
     except ValueError as err:
         where = _first_bad_token(lines, delimiter, header_rows)
         raise DataError(
