@@ -313,7 +313,7 @@ def command(
         typer.Option(
             "--learn-sigma/--fixed-sigma",
             help="Gaussian visible units: learn sigma (in the log domain), or keep it at the data's "
-            "standard deviations.",
+            "standard deviations (floored at 5% of the largest, as every Gaussian start is).",
         ),
     ] = True,
     alphabet: AlphabetOpt = None,
