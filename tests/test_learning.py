@@ -471,6 +471,20 @@ def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
         train_rbm(1 - x, n_hidden=5, epochs=2, checkpoint_path=ckpt, resume=True, progress=False)
 
 
+def test_resume_names_only_the_recipe_settings_that_changed(tmp_path):
+    """A recipe is recorded as one dict: a changed rate shows as recipe.lr alone, not the dict twice."""
+    from boltzkit.learning import train_model
+
+    x = bars_and_stripes()
+    ckpt = tmp_path / "c.safetensors"
+    kw = {"hidden": 3, "recipe": "sm2008-cd1", "epochs": 2, "checkpoint_path": ckpt, "progress": False}
+    train_model(x, **kw)
+    with pytest.raises(BoltzkitError, match="different settings") as caught:
+        train_model(x, **kw, lr=0.2, resume=True)
+    got = caught.value.got
+    assert "recipe.lr: " in got and "-> 0.2" in got and "'summary'" not in got and "recipe: {" not in got
+
+
 def test_resume_without_a_checkpoint_starts_afresh(tmp_path):
     x = bars_and_stripes()
     ckpt = tmp_path / "missing.safetensors"

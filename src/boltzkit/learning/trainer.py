@@ -46,6 +46,22 @@ from boltzkit.learning.schedules import (
 )
 from boltzkit.models.boltzmann import BoltzmannMachine
 
+
+def _setting_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """``(name, saved, now)`` for every setting that differs; a dict of settings (a recipe) is
+    compared key by key (``recipe.lr``), so a change shows once and alone."""
+    out: list[tuple[str, Any, Any]] = []
+    for key in sorted(set(saved) | set(now)):
+        a, b = saved.get(key), now.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend((f"{key}.{k}", x, y) for k, x, y in _setting_changes(a, b))
+        else:
+            out.append((key, a, b))
+    return out
+
+
 # --------------------------------------------------------------------------------- validation
 #: Parameters beyond this magnitude (times their largest magnitude at the start, where that is above
 #: 1: Gaussian units start their biases at the data's means) mean training diverged.
@@ -355,10 +371,9 @@ class Trainer:
             )
         saved = state.get("settings") or {}
         if saved and self.settings:
-            keys = sorted(set(saved) | set(self.settings))
-            diff = [k for k in keys if saved.get(k) != self.settings.get(k)]
+            diff = _setting_changes(saved, self.settings)
             if diff:
-                shown = ", ".join(f"{k}: {saved.get(k)!r} -> {self.settings.get(k)!r}" for k in diff)
+                shown = ", ".join(f"{k}: {old!r} -> {new!r}" for k, old, new in diff)
                 raise BoltzkitError(
                     "the checkpoint belongs to a run with different settings",
                     got=shown,
