@@ -195,10 +195,15 @@ def _canonical_name(name: str, values: dict[str, object]) -> str:
 
 def _check_split(split: str, valid: tuple[str, ...], what: str) -> None:
     if split not in valid:
+        known = split in ("train", "valid", "test")
         raise DataError(
-            f"unknown split for {what}",
+            f"{what} has no {split!r} split" if known else f"unknown split for {what}",
             got=repr(split),
             expected=" or ".join(repr(s) for s in valid),
+            hint="on the command line the option picks the split (--data: train, --valid-data: valid, "
+            "--test-data: test): give that option a data set with the split, or leave it out."
+            if known
+            else None,
         )
 
 

@@ -434,9 +434,9 @@ def reverse_check(
     if out["passed"] and top is not None and r_band.value > top:
         out.update(
             passed=False,
-            reason=f"reverse AIS from exact samples gives {r_band.value:.4g}, above the forward band's upper "
-            f"end {top:.4g}: log Z may lie outside the band (chains that miss part of the distribution, or a "
-            "too short schedule)",
+            reason=f"reverse AIS from exact samples gives {r_band.value:.6g}, {r_band.value - top:.2g} nats "
+            f"above the forward band's upper end {top:.6g}: log Z may lie outside the band (chains that miss "
+            "part of the distribution, or a too short schedule)",
             advice="use --method sandwich (its band spans both ends), a longer schedule, or a base fitted to "
             "data (--base-rate-data)",
         )

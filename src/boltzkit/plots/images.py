@@ -132,6 +132,8 @@ def load_states(source: str | os.PathLike | np.ndarray, *, check_unit_interval: 
         raise BoltzkitError(
             "samples must hold values in [0, 1] (or spins in {-1, +1})",
             got=f"values in [{x.min()}, {x.max()}]",
+            hint="samples of Gaussian or categorical units: pass --units gaussian or categorical:Q "
+            "(units= in Python).",
         )
     return x
 
