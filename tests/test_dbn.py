@@ -355,6 +355,15 @@ def test_the_command_line_checkpoints_a_dbn_by_default_and_cleans_up(tmp_path):
     assert bad.exit_code == 1 and "is a file" in bad.output and "Traceback" not in bad.output
 
 
+def test_a_dbn_records_each_layers_rate_schedule_as_it_ran(tmp_path):
+    out = tmp_path / "d.safetensors"
+    result = CliRunner().invoke(app, ["train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "4,3",
+                                      "--epochs", "2", "--method", "pcd", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    training = load_model(out)[1]["training"]
+    assert training["lr_schedule"] == ["linear", "linear"] and training["positive"] == ["exact", "exact"]
+
+
 # -------------------------------------------------------------------------------------- sampling
 def test_samples_follow_the_exact_distribution():
     dbn = tiny_dbn((5, 4, 3), seed=6)

@@ -221,6 +221,9 @@ def train_stack(
             "bottom": None if bottom is None else str(bottom),
             "seed": seed,
         }
+        # what ran in each layer where the recipe left it to train() (None: a given bottom layer)
+        for key in ("lr_schedule", "positive"):
+            settings[key] = [None if h is None else h.settings.get(key) for h in hists]
     seconds = time.perf_counter() - t0
     settings.update(device=str(device), data=train.name, n_train=train.n_samples)
     settings["test_data"] = None if test is None else test.name
