@@ -149,7 +149,9 @@ def test_empty_and_malformed_inputs(tmp_path: Path) -> None:
     (tmp_path / "header.csv").write_text("a,b\n0,1\nx,0\n")
     np.save(tmp_path / "objects.npy", np.array([[0, 1]], dtype=object), allow_pickle=True)
     (tmp_path / "x.json").write_text("[[0, 1]]")
+    np.savez(tmp_path / "nothing.npz")
     cases = {
+        "nothing.npz": "holds no arrays",
         "empty.txt": "empty",
         "comments.csv": "empty",
         "norows.npy": "empty",

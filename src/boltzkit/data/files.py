@@ -228,6 +228,11 @@ def _pick_named(
         return arrays[default]
     if len(names) == 1:
         return arrays[names[0]]
+    if not names:
+        raise DataError(
+            f"{path}: the file holds no arrays",
+            expected="one array, one sample a row (or several, one of them named)",
+        )
     raise DataError(
         f"{path}: the file holds several arrays and none was named",
         got=names if names else "no arrays",
