@@ -200,3 +200,23 @@ def test_gaussian_data_far_from_zero_trains_without_a_false_divergence() -> None
         x, kind="rbm", hidden=4, visible="gaussian", epochs=1, lr=1e-4, progress=False
     )
     assert len(history) == 1 and float(model.vbias.detach().abs().max()) > 5e3
+
+
+@pytest.mark.parametrize("units", ["gaussian", "categorical:3"])
+def test_every_entry_point_trains_unit_models_with_the_same_defaults(units, tmp_path) -> None:
+    """train_model(visible=...), train_unit_rbm and the command line share unit_training_defaults."""
+    from boltzkit.learning.api import unit_training_defaults
+
+    x = _data(units)
+    defaults = unit_training_defaults(units)
+    _, by_model = train_model(x, kind="rbm", hidden=3, visible=units, epochs=2, batch_size=50, progress=False)
+    _, by_units = train_unit_rbm(x, units, 3, epochs=2, batch_size=50)
+    assert by_model[0]["lr"] == by_units[0]["lr"] == defaults["lr"]
+    data = tmp_path / "x.npy"
+    np.save(data, x.numpy())
+    out = tmp_path / "m.safetensors"
+    record = last_json(run("train", "--data", data, "--visible", units, "--hidden", 3, "--epochs", 2,
+                           "--batch-size", 50, "--out", out, "--json"))  # fmt: skip
+    assert record["history"][0]["lr"] == defaults["lr"]
+    training = load_model(out)[1]["training"]
+    assert training["lr_schedule"] == "linear" and float(training["momentum"]) == defaults["momentum"]

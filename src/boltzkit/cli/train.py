@@ -54,6 +54,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.learning import train_model
+from boltzkit.learning.api import unit_training_defaults
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.recipes import RECIPES, VBIAS_INITS, Recipe, get_recipe, recipe_settings
@@ -144,12 +145,6 @@ def _test_data(
         return load_dataset(test_spec, split="test", data_dir=data_dir, seed=seed, n_visible=n_visible)
     test = load_dataset(spec, split="test", data_dir=data_dir, seed=seed, n_visible=n_visible)
     return None if torch.equal(test.x, train_x) else test
-
-
-#: Learning rates of visible unit types when neither --lr nor a recipe gives one: Gaussian-Bernoulli
-#: RBMs need small ones (Hinton 2010, Sec. 13.2); other types take DEFAULT_UNIT_LR.
-DEFAULT_LR = {"gaussian": 0.001, "categorical": 0.01}
-DEFAULT_UNIT_LR = 0.01
 
 
 def _unit_data(
@@ -629,19 +624,16 @@ def command(
         if model.value == "dbm" and chosen.method == "cd":
             warn(f"a DBM learns by persistent chains (S2 Sec. 4.1): --method {chosen.method} taken as pcd")
             chosen = chosen.replace(method="pcd")
-        # the defaults of these units where neither an option nor a recipe says otherwise: a small
-        # learning rate for Gaussian units (Hinton 2010, Sec. 13.2), momentum 0.5 (Sec. 9), and the
-        # rate decaying to 0 (S2 Sec. 5)
-        unit_lr = DEFAULT_LR.get(units.name.split(":")[0], DEFAULT_UNIT_LR)
+        # the defaults of these units where neither an option nor a recipe says otherwise
+        unit_defaults = unit_training_defaults(units)
+        unit_lr = unit_defaults["lr"]
         if recipe is not None and not _given(ctx, "lr") and chosen.lr > unit_lr:
             warn(
                 f"recipe {recipe} learns at {chosen.lr:g}, set for binary units; {units.name} units usually "
                 f"need less (boltzkit's default for them: {unit_lr:g}; Hinton 2010, Sec. 13.2): give --lr"
             )
         defaults = {
-            "lr": unit_lr if recipe is None else chosen.lr,
-            "momentum": "0.5" if recipe is None else chosen.momentum,
-            "lr_schedule": "linear" if recipe is None else chosen.lr_schedule,
+            key: value if recipe is None else getattr(chosen, key) for key, value in unit_defaults.items()
         }
         chosen = chosen.replace(**{key: value for key, value in defaults.items() if not _given(ctx, key)})
     if not learn_sigma and not units.has_sigma:

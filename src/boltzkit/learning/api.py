@@ -573,6 +573,20 @@ def _check_dtype(dtype: object) -> None:
         raise BoltzkitError("dtype must be torch.float32 or torch.float64", got=repr(dtype))
 
 
+#: Learning rate of Gaussian and categorical visible units when neither an argument nor a recipe
+#: gives one: Hinton (2010, Sec. 13.2) for Gaussian units, ours for categorical ones.
+UNIT_LR = {"gaussian": 0.001, "categorical": 0.01}
+
+
+def unit_training_defaults(units: UnitType | str) -> dict[str, Any]:
+    """The training settings of non-binary visible units where neither an argument nor a recipe
+    gives them: :data:`UNIT_LR`, momentum 0.5 (Hinton 2010, Sec. 9) and the rate decaying linearly
+    to 0 (S2 Sec. 5). One source for :func:`train_model`, :func:`train_unit_rbm`,
+    :func:`train_unit_dbm` and ``boltzkit train``."""
+    name = unit_type(units).name.split(":")[0]
+    return {"lr": UNIT_LR.get(name, UNIT_LR["categorical"]), "momentum": 0.5, "lr_schedule": "linear"}
+
+
 def train_model(
     train_x: Tensor,
     *,
@@ -645,6 +659,8 @@ def train_model(
         kwargs.pop("temperatures", None)
     units = unit_type(visible)
     if units.name != "binary":
+        if recipe is None:
+            kwargs = {**unit_training_defaults(units), **kwargs}
         model, gen, x_dev = _unit_model(
             train_x, units, kind, hidden, init=init, seed=seed, device=device, dtype=dtype,
             init_scale=init_scale, init_vbias_from_data=init_vbias_from_data,
@@ -881,8 +897,9 @@ def train_unit_rbm(
     ``"pcd"``, ``k``, ``epochs``, ``lr``, ``lr_schedule`` (default: linear decay to 0),
     ``momentum``, ``weight_decay``, ``batch_size``, ``n_chains``, ``sampler``, ``learn_sigma``,
     ``progress``, checkpoints, ...) and ``train_model`` (``seed``, ``device``, ``init_scale``,
-    ``dtype``, ``recipe``; ``init``: a model to train further). Defaults as Hinton (2010, Sec.
-    13.2) suggests for Gaussian units: 10 epochs at a learning rate of 0.001, momentum 0.5.
+    ``dtype``, ``recipe``; ``init``: a model to train further). Defaults: 10 epochs, and
+    :func:`unit_training_defaults` (Gaussian units at 0.001, as Hinton 2010, Sec. 13.2 suggests,
+    categorical at 0.01; momentum 0.5; the rate decaying linearly to 0).
 
     Returns
     -------
@@ -890,10 +907,7 @@ def train_unit_rbm(
         The trained model and one record per epoch (the monitored free-energy gap of data and
         negative samples among them).
     """
-    kwargs = {
-        "epochs": 10, "lr": 0.001, "lr_schedule": "linear", "momentum": 0.5, "progress": False,
-        "device": "cpu", **kwargs,
-    }  # fmt: skip
+    kwargs = {"epochs": 10, "progress": False, "device": "cpu", **kwargs}
     return train_model(x, kind="rbm", hidden=int(n_hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
 
 
@@ -920,10 +934,7 @@ def train_unit_dbm(
         The trained model and one record per epoch (the mean mean-field sweeps of its positive
         phases among them).
     """
-    kwargs = {
-        "method": "pcd", "epochs": 10, "lr": 0.001, "momentum": 0.5, "progress": False, "device": "cpu",
-        **kwargs,
-    }  # fmt: skip
+    kwargs = {"method": "pcd", "epochs": 10, "progress": False, "device": "cpu", **kwargs}
     return train_model(x, kind="dbm", hidden=list(hidden), visible=visible, init=init, **kwargs)  # type: ignore[return-value]
 
 
