@@ -91,7 +91,7 @@ def visible_base(x: Tensor, units: UnitType) -> tuple[Tensor, Params]:
         largest = float(base["sigma"].max())
         if x.shape[0] < 2:
             raise DataError(
-                f"Gaussian units need at least 2 samples to fit a spread: the data hold {x.shape[0]}",
+                "Gaussian units need at least 2 samples to fit a spread: the data hold one sample",
                 got=f"{x.shape[0]} rows",
                 hint="pass more data (sklearn's partial_fit: a first batch of several rows).",
             )
