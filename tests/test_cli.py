@@ -291,6 +291,8 @@ def test_evaluate_draws_generated_data_from_the_seed_the_model_was_trained_with(
         (("--model", "mixture", "--components", 3, "--history", "h"), "--history"),
         (("--model", "dbn", "--hidden", "4,3", "--history", "h"), "--history"),
         (("--model", "dbn", "--hidden", "4,3", "--valid-data", "bars-and-stripes"), "--valid-data"),
+        (("--model", "dbn", "--hidden", "4,3", "--positive", "mean-field"), "--positive"),  # layers are RBMs
+        (("--model", "dbn", "--hidden", "4,3", "--method", "pt", "--ladder", "uniform"), "--ladder"),
     ],
 )
 def test_train_refuses_an_option_the_run_would_not_use(tmp_path, options, flag):

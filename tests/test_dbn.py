@@ -336,7 +336,7 @@ def test_resume_layer_by_layer_reaches_the_uninterrupted_parameters(tmp_path):
     assert [len(h) for h in hists] == [3, 4]
 
 
-def test_the_command_line_checkpoints_a_dbn_by_default_and_cleans_up(tmp_path):
+def test_the_command_line_checkpoints_a_dbn_by_default_and_cleans_up(tmp_path, monkeypatch):
     """Like a single model's run, a DBN's writes its layers' checkpoints to OUT.layers (at most every
     30 s, and each layer's last epoch) and removes them once the model is saved; resuming from them
     is checked layer by layer above."""
@@ -347,18 +347,22 @@ def test_the_command_line_checkpoints_a_dbn_by_default_and_cleans_up(tmp_path):
             "--seed", "2", "--out", str(out)]  # fmt: skip
     first = runner.invoke(app, [*args, "--resume"])
     assert first.exit_code == 0 and "nothing to resume" in first.stderr
-    assert out.is_file() and not layers.exists()
+    assert out.is_file() and not layers.exists()  # written, then removed with the saved model
+    with monkeypatch.context() as m:  # keep them, to see that they were written
+        m.setattr("boltzkit.cli.stack._remove_layer_checkpoints", lambda folder: None)
+        assert runner.invoke(app, [*args, "--force"]).exit_code == 0
+    assert sorted(p.name for p in layers.iterdir()) == ["layer_0.ckpt", "layer_1.ckpt"]
     (tmp_path / "f.ckpt").write_text("")
-    bad = runner.invoke(
-        app, [*args[:-1], str(tmp_path / "e.safetensors"), "--checkpoint", str(tmp_path / "f.ckpt")]
-    )
+    other = [*args[:-1], str(tmp_path / "e.safetensors"), "--checkpoint", str(tmp_path / "f.ckpt")]
+    bad = runner.invoke(app, other)
     assert bad.exit_code == 1 and "is a file" in bad.output and "Traceback" not in bad.output
 
 
 def test_a_dbn_records_each_layers_rate_schedule_as_it_ran(tmp_path):
     out = tmp_path / "d.safetensors"
-    result = CliRunner().invoke(app, ["train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "4,3",
-                                      "--epochs", "2", "--method", "pcd", "--out", str(out)])  # fmt: skip
+    args = ["train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "4,3", "--epochs", "2",
+            "--method", "pcd", "--out", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     training = load_model(out)[1]["training"]
     assert training["lr_schedule"] == ["linear", "linear"] and training["positive"] == ["exact", "exact"]

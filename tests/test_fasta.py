@@ -133,3 +133,13 @@ def test_a_model_reads_and_trains_on_its_own_letters_only(tmp_path) -> None:
     assert record["visible_units"] == "categorical:5"
     again, _ = load_model(further)
     assert again.alphabet == ALPHABETS["dna"] and again.layer_sizes == (6, 2)
+
+
+def test_a_model_of_binary_units_refuses_an_alphabet(tmp_path) -> None:
+    model = tmp_path / "b.safetensors"
+    run("train", "--data", "bars-and-stripes", "--hidden", 2, "--epochs", 1, "--out", model)
+    for command in (
+        ("evaluate", model, "--data", "bars-and-stripes", "--alphabet", "dna"),
+        ("sample", model, "--alphabet", "dna", "--out", tmp_path / "s.npy"),
+    ):
+        assert "no categorical visible units" in assert_clean_failure(run(*command))

@@ -193,7 +193,7 @@ def test_scikit_learn_fits_a_dbm_over_gaussian_or_categorical_units() -> None:
 
 def test_gaussian_data_far_from_zero_trains_without_a_false_divergence() -> None:
     """The visible biases start at the data's means (here 1e4): the divergence check scales with
-    the parameters' start, so only a real blow-up stops the run."""
+    the data's scale, so only a real blow-up stops the run."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(200, 6, generator=g, dtype=torch.float64) * 1000 + 1e4
     model, history = train_model(
@@ -220,3 +220,16 @@ def test_every_entry_point_trains_unit_models_with_the_same_defaults(units, tmp_
     assert record["history"][0]["lr"] == defaults["lr"]
     training = load_model(out)[1]["training"]
     assert training["lr_schedule"] == "linear" and float(training["momentum"]) == defaults["momentum"]
+
+
+def test_a_unit_dbm_given_cd_takes_chains_as_the_persistent_chains_it_runs(tmp_path) -> None:
+    """--method cd on a Gaussian DBM runs persistent chains (with a warning), so --chains applies."""
+    data = tmp_path / "x.npy"
+    np.save(data, _data("gaussian").numpy())
+    out = tmp_path / "d.safetensors"
+    args = ("--visible", "gaussian", "--model", "dbm", "--hidden", "3,2", "--method", "cd", "--chains", 10)
+    result = run("train", "--data", data, *args, "--epochs", 1, "--batch-size", 50, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "taken as pcd" in result.stderr
+    training = load_model(out)[1]["training"]
+    assert training["method"] == "pcd" and training["n_chains"] == 10

@@ -39,6 +39,7 @@ from boltzkit.cli.common import (
     SeedOpt,
     SweepsOpt,
     band_text,
+    check_alphabet,
     deterministic_log_z,
     device_from,
     emit,
@@ -157,8 +158,11 @@ def command(
     rbm, metadata = load_model(model, device=dev)
     units_of = unit_visible(rbm)
     if data_seed is None:  # generated data sets are drawn from the seed: the one train drew them with
-        recorded = (metadata.get("training") or {}).get("seed")
+        training = metadata.get("training") or {}
+        recorded = training.get("data_seed", training.get("seed"))  # the grid records its data's own
         data_seed = int(recorded) if isinstance(recorded, int) and not isinstance(recorded, bool) else seed
+    if alphabet is not None and units_of is None:
+        check_alphabet(rbm, alphabet)  # a model of binary units reads no sequences
     kw = {"split": split, "data_dir": data_dir, "seed": data_seed}
     if units_of is not None:  # real values or category indices, checked by the unit type
         dataset = unit_dataset(units_of, data, **kw, alphabet=alphabet)

@@ -31,6 +31,7 @@ from boltzkit.cli.common import (
     ModelArg,
     ProgressFlag,
     SeedOpt,
+    check_alphabet,
     device_from,
     emit,
     fmt,
@@ -121,6 +122,8 @@ def command(
     rbm, metadata = load_model(model, device=dev)
     units_of = unit_visible(rbm)  # a UnitRBM, or the bottom of a DBN over real or categorical data
     units = "binary" if units_of is None else units_of.visible_units.name
+    if alphabet is not None:  # the model's own letters, on categorical units of as many states
+        check_alphabet(units_of if units_of is not None else rbm, alphabet)
     letters = alphabet_letters(alphabet) if alphabet else getattr(units_of, "alphabet", None)
     if is_fasta(out) and (not units.startswith("categorical") or letters is None):
         raise BoltzkitError(

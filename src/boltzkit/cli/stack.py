@@ -186,10 +186,10 @@ def train_stack(
         # every run checkpoints its layers, so that an interrupted one can resume: into
         # --checkpoint every epoch, else into OUT.layers at most every checkpoint_seconds
         ckpt_dir = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
-        if resume and not any(ckpt_dir.glob("layer_*.ckpt")):
+        if resume and not ckpt_dir.is_file() and not any(ckpt_dir.glob("layer_*.ckpt")):
             warn(
                 f"nothing to resume: {ckpt_dir} holds no layer checkpoints, so the DBN is trained from "
-                "the start"
+                "the start" + (f" and {out} overwritten" if out.exists() else "")
             )
         model, hists = train_dbn(
             train.x,

@@ -202,7 +202,10 @@ _NOT_EM = (
     "checkpoint_every", "resume", "init", "history",
 )  # fmt: skip
 #: What a DBN's greedy stacking (cli/stack.py) does not take.
-_NOT_STACKING = ("valid_data", "history", "monitor_every", "checkpoint_every", "exact_max_bits", "components")
+_NOT_STACKING = (
+    "valid_data", "history", "monitor_every", "checkpoint_every", "exact_max_bits", "components",
+    "positive", "damping", "ladder",
+)  # fmt: skip
 
 
 def _refuse_unused_options(ctx: typer.Context, kind: str, method: str, positive: str) -> None:
@@ -318,8 +321,8 @@ def command(
             "--method",
             help="cd (CD-k), pcd or sap (persistent chains: Tieleman's PCD and S2's SAP are one "
             "algorithm) or pt (parallel tempering: --temperatures replicas, --k sweeps between swaps) "
-            "[default: cd for an RBM, DBN or fully visible model; sap for an SRBM, BM or DBM, as S2 "
-            "trains them].",
+            "[default: cd for --model rbm or dbn; sap for --model srbm, bm or dbm, as S2 trains "
+            "them].",
             show_default=False,
         ),
     ] = TrainMethod["cd"],
@@ -593,7 +596,6 @@ def command(
         chosen = get_recipe(recipe).replace(**overrides)
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
-    _refuse_unused_options(ctx, model.value, chosen.method, positive.value)
     if init is not None:  # train further: the sizes and units of the model it starts from
         started = load_model(init)[0]
         if not _given(ctx, "hidden") and hasattr(started, "layer_sizes"):
@@ -613,6 +615,8 @@ def command(
                 expected=f"--visible categorical:{len(letters)}, or no --visible",
             )
     units = unit_type(visible)
+    unit_dbm_cd = units.name != "binary" and model.value == "dbm" and chosen.method == "cd"
+    _refuse_unused_options(ctx, model.value, "pcd" if unit_dbm_cd else chosen.method, positive.value)
     if units.name != "binary":
         if model.value not in ("rbm", "dbm"):
             raise BoltzkitError(
@@ -735,7 +739,7 @@ def command(
         start, _ = load_model(init, device=dev)
         if not isinstance(start, (BoltzmannMachine, UnitRBM, UnitDBM)):
             raise BoltzkitError("--init takes an RBM, SRBM, BM or DBM file", got=f"a {type(start).__name__}")
-        check_alphabet(start, letters, what="the --init model")
+        check_alphabet(start, alphabet, what="the --init model")
     if units.name != "binary":  # a unit DBM's mean field is undamped: --damping only when given
         if not _given(ctx, "damping"):
             del training["damping"]

@@ -200,8 +200,8 @@ def _check_split(split: str, valid: tuple[str, ...], what: str) -> None:
             f"{what} has no {split!r} split" if known else f"unknown split for {what}",
             got=repr(split),
             expected=" or ".join(repr(s) for s in valid),
-            hint="on the command line the option picks the split (--data: train, --valid-data: valid, "
-            "--test-data: test): give that option a data set with the split, or leave it out."
+            hint="on the command line the option picks the split (train's --data: train, --valid-data: "
+            "valid, --test-data: test; evaluate's --split): give it a data set with that split."
             if known
             else None,
         )

@@ -63,8 +63,8 @@ def _setting_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[s
 
 
 # --------------------------------------------------------------------------------- validation
-#: Parameters beyond this magnitude (times their largest magnitude at the start, where that is above
-#: 1: Gaussian units start their biases at the data's means) mean training diverged.
+#: Parameters beyond this magnitude (times the data's largest magnitude, where that is above 1:
+#: Gaussian units start their biases at the data's means) mean training diverged.
 EXPLODED = 1e4
 #: A fall of the training log-likelihood by more than this many nats (or this fraction of its
 #: best value, whichever is larger) from its best value is reported.
@@ -193,7 +193,7 @@ class Trainer:
         self.history = History(settings=self.settings)
         self._stop = False
         self._warned_fall = False
-        self._start_scale: dict[str, float] = {}  # per parameter, max(1, |value|) when fit() began
+        self._data_scale = 1.0  # max(1, |x|) of the training data, set when fit() begins
 
     # --------------------------------------------------------------------------------- loop
     def stop(self) -> None:
@@ -203,10 +203,8 @@ class Trainer:
     def fit(self) -> History:
         """Train from :attr:`epoch` up to :attr:`epochs`; returns the history."""
         self._stop = False
-        self._start_scale = {
-            name: max(1.0, float(param.detach().abs().max()) if param.numel() else 0.0)
-            for name, param in self.model.named_parameters()
-        }
+        # the data's scale: Gaussian units start their biases at the data's means
+        self._data_scale = max(1.0, float(self.train_x.abs().max()) if self.train_x.numel() else 1.0)
         self.learner.setup(self.model, self.train_x, self.generator)
         if self.average is not None:
             self.average.setup(self.model)
@@ -259,7 +257,7 @@ class Trainer:
     @torch.no_grad()
     def _check_parameters(self, epoch: int, lr: float) -> None:
         """Stop a diverged run before its parameters are recorded: non-finite values, or values
-        beyond :data:`EXPLODED` times their start's scale (no trained Boltzmann machine has such
+        beyond :data:`EXPLODED` times the data's scale (no trained Boltzmann machine has such
         weights)."""
         hint = (
             f"the learning rate {lr:g} is too large for this model and data: lower it (e.g. --lr "
@@ -274,7 +272,7 @@ class Trainer:
                     hint=hint,
                 )
             top = float(param.abs().max()) if param.numel() else 0.0
-            limit = EXPLODED * self._start_scale.get(name, 1.0)
+            limit = EXPLODED * self._data_scale
             if top > limit:
                 raise BoltzkitError(
                     f"training diverged in epoch {epoch}: parameter {name} reached |{name}| = {top:.3g}",
