@@ -102,3 +102,16 @@ def test_spins_are_written_signed_and_read_back(tmp_path) -> None:
     )  # fmt: skip
     assert record["kind"] == "fvbm" and record["layer_sizes"] == [5] and math.isfinite(record["log_z"])
     assert load_model(tmp_path / "fv.safetensors")[1]["kind"] == "fvbm"
+
+
+def test_every_log_z_field_of_a_variational_record_is_in_the_ising_convention(tmp_path) -> None:
+    """TRW's primal value and history, and the bounds TAP is checked against, follow log_z."""
+    J, h = _spin_glass(6, 0)
+    path = tmp_path / "glass.safetensors"
+    save_model(IsingModel(J * 2.0, h), path)
+    trw = last_json(run("logz", path, "--method", "trw", "--fw-steps", 3, "--json"))
+    assert trw["log_z"] - trw["primal_value"] == pytest.approx(trw["gap"], abs=1e-9)
+    assert trw["fw_history"][-1] == pytest.approx(trw["log_z"], abs=1e-9)
+    tap = last_json(run("logz", path, "--method", "tap", "--json"))
+    exact = last_json(run("logz", path, "--json"))["log_z"]
+    assert tap["mean_field_bound"] <= exact + 1e-9 <= tap["trw_bound"] + 2e-9 <= tap["log_z_ceiling"] + 3e-9

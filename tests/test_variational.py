@@ -566,6 +566,18 @@ def test_the_log_z_ceiling_is_an_upper_bound(kind: str) -> None:
         assert log_z_ceiling(model) >= exact_log_z_value(model) - 1e-9
 
 
+def test_tap_above_trws_certified_bound_is_reported_as_not_converged() -> None:
+    """A strongly coupled DBM whose TAP point lies below the loose ceiling but far above TRW's
+    certified bound at uniform rho (checked on small graphs): not converged, with that bound."""
+    model = random_machine("dbm", (4, 5, 3), 7, scale=8.0)
+    exact = exact_log_z_value(model)
+    with pytest.warns(ConvergenceWarning, match="TRW's bound at uniform rho"):
+        result = variational_log_z(model, "tap")
+    settings = result.settings
+    assert result.log_z > settings["trw_bound"] >= exact - 1e-9 and result.log_z < settings["log_z_ceiling"]
+    assert result.converged is False and settings["above_ceiling"] is True
+
+
 def test_tap_above_the_ceiling_is_reported_as_not_converged() -> None:
     """At strong couplings TAP's Onsager term makes the point at 1/2 look best: a value far above
     any possible log Z, which must not pass as a converged estimate."""
@@ -576,3 +588,26 @@ def test_tap_above_the_ceiling_is_reported_as_not_converged() -> None:
     assert result.converged is False and result.settings["above_ceiling"] is True
     weak = variational_log_z(random_machine("rbm", (8, 4), 1, scale=0.5), "tap")
     assert weak.converged and "above_ceiling" not in weak.settings
+
+
+def test_logz_warns_about_the_options_a_method_does_not_use(tmp_path) -> None:
+    path = tmp_path / "bm.safetensors"
+    save_model(random_machine("bm", (5, 3), 2, scale=1.0), path)
+    result = CliRunner().invoke(
+        app,
+        [
+            "logz",
+            str(path),
+            "--method",
+            "mean-field",
+            "--damping",
+            "0.9",
+            "--rho",
+            "uniform",
+            "--chains",
+            "5",
+        ],
+    )
+    assert result.exit_code == 0 and "does not use --chains, --damping, --rho: ignored" in result.stderr
+    quiet = CliRunner().invoke(app, ["logz", str(path), "--method", "bethe", "--damping", "0.9"])
+    assert quiet.exit_code == 0 and "ignored" not in quiet.stderr

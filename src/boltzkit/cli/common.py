@@ -186,9 +186,11 @@ LOG_Z_FIELDS = tuple(
     f"log_z{end}"
     for end in (
         "", "_minus_sigma", "_plus_sigma", "_minus_3sigma", "_plus_3sigma", "_lower", "_upper",
-        "_lower_per_chain", "_upper_per_chain", "_b",
+        "_lower_per_chain", "_upper_per_chain", "_b", "_ceiling",
     )
-) + ("exact_log_z",)  # fmt: skip
+) + ("exact_log_z", "primal_value", "mean_field_bound", "trw_bound")  # fmt: skip
+#: ... and the lists of them (a mean-field run's starts, TRW's bound after each Frank-Wolfe step)
+_LOG_Z_LISTS = ("start_bounds", "fw_history")
 #: ... and those of log Z_B / Z_A (``--relative-to``)
 LOG_RATIO_FIELDS = tuple(
     f"log_ratio{end}"
@@ -212,6 +214,9 @@ def _shifted(record: dict[str, Any], constant: float, reference_constant: float)
     for key, shift in shifts.items():
         if out.get(key) is not None:
             out[key] = float(out[key]) + shift
+    for key in _LOG_Z_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [v if v is None else float(v) + constant for v in out[key]]
     ratio = record.get("log_ratio") is not None  # then a control run's estimate is of the ratio too
     if record.get("checks"):
         out["checks"] = [dict(check) for check in record["checks"]]

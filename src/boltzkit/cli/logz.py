@@ -38,6 +38,7 @@ from boltzkit.cli.common import (
     in_ising_convention,
     jsonable,
     non_negative_float_option,
+    option_given,
     positive_float_option,
     show_progress,
     unit_visible,
@@ -108,7 +109,33 @@ def _summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: The methods that use an option (others would silently ignore it: a warning says so).
+_SAMPLING = ("ais", "reverse-ais", "sandwich", "sis", "bridge")
+_USED_BY = {
+    "chains": _SAMPLING,
+    "betas": ("ais", "reverse-ais", "sandwich"),
+    "sweeps": ("ais", "reverse-ais", "sandwich"),
+    "sampler": ("ais", "reverse-ais", "sandwich", "bridge"),
+    "base_rate_data": _SAMPLING,
+    "seed": (*_SAMPLING, "mean-field", "tap"),
+    "max_bits": ("exact", "reverse-ais", "sandwich"),
+    "damping": ("bethe", "trw", "tap"),  # mean-field updates sequentially, undamped
+    "max_iter": ("mean-field", "bethe", "trw", "tap"),
+    "tol": ("mean-field", "bethe", "trw", "tap"),
+    "rho": ("trw",),
+}
+
+
+def _warn_unused(ctx: typer.Context, method: str) -> None:
+    """Warn about each option given on the command line that ``method`` does not use."""
+    unused = [name for name, users in _USED_BY.items() if method not in users and option_given(ctx, name)]
+    if unused:
+        flags = ", ".join("--" + name.replace("_", "-") for name in unused)
+        warn(f"--method {method} does not use {flags}: ignored")
+
+
 def command(
+    ctx: typer.Context,
     model: ModelArg,
     method: Annotated[LogZMethod, typer.Option("--method", help="Estimator of log Z.")] = LogZMethod["exact"],
     chains: ChainsOpt = 100,
@@ -190,6 +217,7 @@ def command(
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None
+    _warn_unused(ctx, method.value)
     if fw_steps is not None and (method.value != "trw" or rho.value != "optimized"):
         warn("--fw-steps applies to --method trw with --rho optimized (Frank-Wolfe over rho): ignored")
     opts = LogZOptions(

@@ -300,7 +300,9 @@ def _check_family(tensors: Mapping[str, Tensor], p: Path) -> tuple[int, ...]:
     return _check_deep(tensors, p) if "bias_0" in tensors else _check_two_layer(tensors, p)
 
 
-def check_lateral(name: str, t: Tensor, p: Path | str, *, bias: str = "the layer's bias") -> None:
+def check_lateral(
+    name: str, t: Tensor, p: Path | str, *, bias: str = "the layer's bias", spins: bool = False
+) -> None:
     """Refuse a lateral coupling matrix that is not symmetric or has a non-zero diagonal.
 
     Asymmetry within the rounding tolerance of :class:`~boltzkit.models.BoltzmannMachine`
@@ -316,6 +318,8 @@ def check_lateral(name: str, t: Tensor, p: Path | str, *, bias: str = "the layer
         The file, for the message.
     bias
         The name of the bias of the same layer, for the hint about the diagonal.
+    spins
+        The units are +-1 spins (an Ising model's ``J``): the diagonal is a constant, not a bias.
 
     Raises
     ------
@@ -335,7 +339,12 @@ def check_lateral(name: str, t: Tensor, p: Path | str, *, bias: str = "the layer
             got=f"{name}[{i}, {i}] = {float(diag[i]):g}; {nonzero.numel()} of {n} diagonal entries are "
             f"non-zero (in {p})",
             expected="zeros on the diagonal (a unit is not coupled to itself)",
-            hint=f"x_i^2 = x_i for binary units, so add diag({name}) / 2 to {bias} and zero the diagonal.",
+            hint=(
+                f"s_i^2 = 1 for +-1 spins: diag({name}) only adds sum(diag({name})) / 2 to log Z, so zero "
+                "the diagonal (and add that constant back if you need it)."
+                if spins
+                else f"x_i^2 = x_i for binary units, so add diag({name}) / 2 to {bias} and zero the diagonal."
+            ),
         )
     diff = (v - v.t()).abs()
     tol = SYMMETRY_RTOL * max(float(v.abs().max()), 1e-30)
@@ -462,7 +471,7 @@ def _one_layer_check(tensors: Mapping[str, Tensor], p: Path, coupling: str, bias
         )
     if b.shape[0] < 1:
         raise ModelFileError("the model has no units", got=f"{shapes} (in {p})")
-    check_lateral(coupling, c, p, bias=bias)
+    check_lateral(coupling, c, p, bias=bias, spins=coupling == "J")  # an Ising model's J couples spins
     return (int(b.shape[0]),)
 
 

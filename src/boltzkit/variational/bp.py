@@ -394,8 +394,9 @@ def propagate(
 def warn_unconverged(what: str, state: BPState, damping: float, max_iter: int) -> None:
     warnings.warn(
         f"{what} did not converge: residual {state.residual:.3g} after {state.iterations} sweeps "
-        f"(damping {damping}, max_iter {max_iter}); the value is unreliable. Try more damping "
-        "(e.g. --damping 0.8) or more sweeps (--max-iter).",
+        f"(damping {damping}, max_iter {max_iter}); the value is unreliable. Try "
+        + ("more damping (e.g. --damping 0.8) or " if damping < 0.8 else "")
+        + "more sweeps (--max-iter).",
         ConvergenceWarning,
         stacklevel=3,
     )
