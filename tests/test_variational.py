@@ -553,6 +553,8 @@ def test_cli_logz_variational_human_summary_and_errors(model_file):
     res = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--fw-steps", "1", "--json"])
     rec = _last_json(res)  # the option its warning advises exists, and takes effect
     assert rec["fw_steps"] == 1 and rec["fw_stop"] == "steps" and "--fw-steps" in res.stderr
+    text = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--fw-steps", "1"]).stdout
+    assert "optimisation stopped after 1 Frank-Wolfe steps" in text and "an upper bound either way" in text
 
 
 @pytest.mark.parametrize("kind", ["rbm", "srbm", "bm", "dbm"])

@@ -74,6 +74,12 @@ def _summary(record: dict[str, Any]) -> str:
         elif record["method"] != "exact":
             line += "  " + band_text(record, "log_z")
         lines.append(line)
+        if record.get("fw_stop") == "steps" and record.get("gap") is not None:  # TRW: which part stopped
+            lines.append(
+                f"  certified to {record['gap']:.2g} nats at its rho; rho's optimisation stopped after "
+                f"{record.get('fw_steps')} Frank-Wolfe steps, duality gap {fmt(record.get('fw_gap'))} "
+                "(--fw-steps for more): an upper bound either way"
+            )
     if record.get("log_z_upper") is not None or record.get("log_z_lower") is not None:
         lines.append(
             f"sandwich: forward AIS {fmt(record.get('log_z_lower'))} "
