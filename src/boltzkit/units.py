@@ -509,23 +509,17 @@ class Categorical(UnitType):
 
     def check_data(self, x: Tensor, n_units: int, what: str = "data") -> Tensor:
         x = _needs_2d(torch.as_tensor(x), n_units, what, f"of category indices 0..{self.n_states - 1}")
-        if x.is_floating_point():
-            bad_value = ~torch.isfinite(x) | (x != x.round())
-            if bool(bad_value.any()):
-                row, col = bad_value.nonzero()[0].tolist()
+        checks = [("a category out of range", (x < 0) | (x >= self.n_states))]
+        if x.is_floating_point():  # checked first: NaN is neither in nor out of range
+            checks.insert(0, ("a value that is not a category index", ~torch.isfinite(x) | (x != x.round())))
+        for problem, bad in checks:
+            if bool(bad.any()):
+                row, col = bad.nonzero()[0].tolist()
                 raise BoltzkitError(
-                    f"{what} holds a value that is not a category index",
+                    f"{what} holds {problem}",
                     got=f"{x[row, col].item()} at row {row}, column {col}",
-                    expected=f"integers 0..{self.n_states - 1}",
+                    expected=f"integers 0..{self.n_states - 1} (Q = {self.n_states})",
                 )
-        bad = (x < 0) | (x >= self.n_states)
-        if bool(bad.any()):
-            row, col = bad.nonzero()[0].tolist()
-            raise BoltzkitError(
-                f"{what} holds a category out of range",
-                got=f"{x[row, col].item()} at row {row}, column {col}",
-                expected=f"integers 0..{self.n_states - 1} (Q = {self.n_states})",
-            )
         return x.to(torch.get_default_dtype())
 
     def fit_base(self, x: Tensor) -> Params:
