@@ -135,6 +135,10 @@ def test_command_line(tmp_path):
     assert s.exit_code == 0, s.output
     assert np.load(tmp_path / "s.npy").shape == (9, 16)
     assert _json(runner.invoke(app, ["logz", str(out), "--json"]))["log_z"] == 0.0
+    drawn = runner.invoke(
+        app, ["sample", str(out), "--out", str(tmp_path / "t.npy"), "--sampler", "pt:3", "--json"]
+    )
+    assert "--sampler unused" in drawn.stderr and _json(drawn)["sampler"] is None
     by_ais = runner.invoke(app, ["logz", str(out), "--method", "ais", "--json"])
     assert _json(by_ais)["method"] == "exact" and "--method ais not run" in by_ais.stderr
     for option, value, instead in (("--hidden", "4", "--components"), ("--recipe", "sm2008-cd1", "--epochs")):

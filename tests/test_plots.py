@@ -383,3 +383,12 @@ def test_the_methods_plot_draws_an_unreliable_ais_estimate_without_its_band(tmp_
     ]
     assert plot_logz_methods(panels, tmp_path / "m.png", suptitle="methods")
     check_png(tmp_path / "m.png")
+
+
+@pytest.mark.parametrize(("kind", "message"), [("acf", "energy traces"), ("ais-course", "AIS trace"),
+                                               ("logz-runs", "not valid JSON")])  # fmt: skip
+def test_plots_given_an_array_file_say_what_they_read(tmp_path, kind, message) -> None:
+    from test_cli import assert_clean_failure, run
+
+    np.save(tmp_path / "s.npy", np.zeros((3, 4)))
+    assert message in assert_clean_failure(run("plot", kind, tmp_path / "s.npy", "--out", tmp_path / "p.png"))

@@ -105,3 +105,17 @@ def test_path_estimators_given_a_model_say_how_to_make_its_path(name) -> None:
     with pytest.raises(BoltzkitError, match=rf"{name}\(base_rate_path\(model\)\)") as caught:
         estimator(RBM(4, 3), n_chains=2)
     assert "Got: RBM" in str(caught.value) and "estimate_log_z" in str(caught.value)
+
+
+def test_samplers_take_a_seed_and_refuse_chains_that_disagree_with_init() -> None:
+    from boltzkit.samplers import sample_dbn
+
+    dbn = DBN([RBM(4, 3), RBM(3, 2)])
+    a = sample_dbn(dbn, "gibbs", n_chains=3, n_steps=2, generator=0)
+    b = sample_dbn(dbn, "gibbs", n_chains=3, n_steps=2, generator=0)
+    assert torch.equal(a.layers[0], b.layers[0]) and a.layers[0].shape == (3, 4)
+    rbm = RBM(4, 3)
+    with pytest.raises(BoltzkitError, match="another number of chains"):
+        sample(rbm, "gibbs", n_chains=3, n_steps=1, generator=0, init=rbm.random_state(5, torch.Generator()))
+    with pytest.raises(BoltzkitError, match="number of chains"):
+        sample(rbm, "gibbs", n_chains=-1, n_steps=1, generator=0)

@@ -36,8 +36,10 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     image_shape_of,
+    option_given,
     show_progress,
     unit_visible,
+    warn,
 )
 from boltzkit.cli.stack import draw_visible
 from boltzkit.data.fasta import alphabet_letters, is_fasta, write_fasta
@@ -54,6 +56,7 @@ from boltzkit.units import unit_type
 
 
 def command(
+    ctx: typer.Context,
     model: ModelArg,
     out: Annotated[
         Path,
@@ -189,12 +192,17 @@ def command(
     else:
         with atomic_open(out, "wb") as f:
             np.save(f, states)
+    independent = isinstance(rbm, MixtureOfBernoullis)  # ancestral samples: no chain, no sampler
+    unused = [flag for flag in ("sampler", "steps", "pt_steps", "ladder") if option_given(ctx, flag)]
+    if independent and unused:
+        flags = ", ".join("--" + flag.replace("_", "-") for flag in unused)
+        warn(f"a mixture of Bernoullis draws independent samples, no chains: {flags} unused")
     record: dict[str, Any] = {
         "model": str(model),
         "out": str(out),
-        "sampler": sampler,
+        "sampler": None if independent else sampler,
         "n_chains": chains,
-        "n_steps": steps,
+        "n_steps": None if independent else steps,
         "n_visible": rbm.n_visible,
         "seed": seed,
         "device": str(dev),

@@ -161,7 +161,7 @@ class AISTrace:
                 arrays = {k: z[k] for k in z.files}
         except FileNotFoundError:
             raise
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, TypeError) as exc:  # TypeError: a .npy holds one array
             raise BoltzkitError(
                 "cannot read this file as an AIS trace",
                 got=f"{p} ({exc if zipfile.is_zipfile(p) else 'not an .npz archive'})",

@@ -201,8 +201,12 @@ def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult | Run
         p = Path(source)
         try:
             doc = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BoltzkitError("this log Z record is not valid JSON", got=f"{p} ({exc})") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise BoltzkitError(
+                "this log Z record is not valid JSON",
+                got=f"{p} ({exc})",
+                expected="the JSON that boltzkit logz --out FILE.json --keep-weights writes",
+            ) from None
         name = p.stem
     records = _find_records(doc)
     if not records:
@@ -216,7 +220,10 @@ def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult | Run
         title = str(rec.get("model") or rec.get("name") or name)
         if len(records) > 1 and not (rec.get("model") or rec.get("name")):
             title = f"{name} [{i}]"
-        out.append(runs_record(rec, Path(title).name))
+        try:
+            out.append(runs_record(rec, Path(title).name))
+        except (TypeError, ValueError) as exc:
+            raise BoltzkitError("this record's log-weights are not numbers", got=f"{title}: {exc}") from None
     return out
 
 

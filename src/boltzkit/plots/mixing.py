@@ -199,7 +199,7 @@ def read_energy_traces(path: str | os.PathLike) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as f:
             names = [str(n) for n in f["samplers"]]
             return {name: np.asarray(f[f"energy_{i}"], dtype=np.float64) for i, name in enumerate(names)}
-    except (KeyError, ValueError, OSError) as err:
+    except (KeyError, ValueError, OSError, TypeError) as err:  # TypeError: a .npy holds one array
         what = err if zipfile.is_zipfile(path) else "not an .npz archive"
         raise BoltzkitError(
             "not a file of energy traces",

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 
 import torch
 
+from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.models.dbn import DBN
-from boltzkit.samplers.driver import Observer, run_chains
+from boltzkit.samplers.driver import Observer, check_chains, run_chains
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 from boltzkit.state import ChainState
 
@@ -46,7 +47,7 @@ def sample_dbn(
     n_chains, n_steps
         Chains and sweeps in the top RBM.
     generator
-        Source of every random number (same seed, same samples).
+        Source of every random number: a ``torch.Generator`` or a seed (same seed, same samples).
     init
         Initial states of the top RBM (layers ``L - 1`` and ``L``, ``n_chains`` rows; a tempering
         operator starts every replica there); uniform when omitted.
@@ -63,10 +64,12 @@ def sample_dbn(
     ChainState
         All layers ``x_0, ..., x_L`` of every sample, visible first.
     """
-    if int(n_chains) < 1 or int(n_steps) < 0:
-        raise BoltzkitError("n_chains must be >= 1 and n_steps >= 0", got=(n_chains, n_steps))
+    if int(n_steps) < 0:
+        raise BoltzkitError("n_steps must be >= 0", got=n_steps)
+    n_chains = check_chains(n_chains, init)
     top = dbn.top
-    state = top.random_state(int(n_chains), generator) if init is None else init
+    generator = make_generator(generator, top.device)
+    state = top.random_state(n_chains, generator) if init is None else init
     if state.layers[0].shape[1] != top.n_visible or len(state.layers) != 2:
         raise BoltzkitError(
             "the initial state must be a state of the top RBM",

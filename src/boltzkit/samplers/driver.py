@@ -10,7 +10,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from boltzkit._numerics import make_generator
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.models.base import EnergyModel
 from boltzkit.samplers.operators import StepInfo, TransitionOperator, make_operator
 from boltzkit.state import ChainState
@@ -71,6 +71,18 @@ def run_chains(
     return state
 
 
+def check_chains(n_chains: int, init: ChainState | None) -> int:
+    """``n_chains`` as a positive whole number that agrees with ``init``'s rows, or a clear error."""
+    n = positive_int(n_chains, "the number of chains")
+    if init is not None and init.layers[0].shape[0] != n:
+        raise BoltzkitError(
+            "the initial state holds another number of chains",
+            got=f"{init.layers[0].shape[0]} rows in init, n_chains={n}",
+            hint="pass n_chains equal to the rows of init.",
+        )
+    return n
+
+
 @torch.no_grad()
 def sample(
     model: EnergyModel,
@@ -85,9 +97,11 @@ def sample(
 ) -> ChainState:
     """Run ``n_chains`` chains from ``init`` (uniform random states when omitted) and return their
     final states at the target (for parallel tempering: the ``beta = 1`` replica). ``generator``:
-    a ``torch.Generator`` or a seed."""
+    a ``torch.Generator`` or a seed. With ``init``, its rows are the chains (``n_chains`` must
+    equal their number)."""
     op = make_operator(operator)
     generator = make_generator(generator, model.device)
+    n_chains = check_chains(n_chains, init)
     state = model.random_state(n_chains, generator) if init is None else init
     state = run_chains(
         model, op, op.extend(state), n_steps, generator=generator, beta=beta, progress=progress
