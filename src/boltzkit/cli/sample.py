@@ -76,7 +76,12 @@ def command(
     ] = "gibbs",
     chains: Annotated[int, typer.Option("--chains", min=1, help="Number of independent chains.")] = 100,
     steps: Annotated[
-        int, typer.Option("--steps", min=0, help="Sweeps per chain from a uniform start.")
+        int,
+        typer.Option(
+            "--steps",
+            min=0,
+            help="Sweeps per chain from a uniform start (with pt:T, swap rounds of --pt-steps sweeps each).",
+        ),
     ] = 1000,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",

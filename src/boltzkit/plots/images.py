@@ -198,7 +198,7 @@ def plot_samples(
     write = png_writer()
     x = load_states(samples, check_unit_interval=kind.name == "binary")
     if kind.name != "binary":  # binary grids also draw probabilities in [0, 1]
-        kind.check_data(x, x.shape[1], "the samples")
+        kind.check_data(x, x.shape[1], "the sample array")
     shape = parse_image_shape(image_shape, x.shape[1])
     if shape is None and not (kind.discrete and kind.n_states > 2):  # sequences stay sequences
         shape = image_shape_of(None, x.shape[1])
