@@ -38,7 +38,7 @@ RECORD_KEYS = (
     "log_z_plus_3sigma",
     "ess",
     "n_chains",
-    "n_betas",
+    "n_steps",
     "seconds",
 )
 
@@ -58,7 +58,7 @@ def _log_mean_exp(x: torch.Tensor) -> float:
 def test_ais_within_5_se_of_exact_on_tiny_models(n_visible: int, n_hidden: int, seed: int) -> None:
     rbm = random_rbm(n_visible, n_hidden, seed)
     res = ais(base_rate_path(rbm), n_chains=100, betas=501, seed=seed)
-    assert res.method == "ais" and res.n_chains == 100 and res.n_betas == 500
+    assert res.method == "ais" and res.n_chains == 100 and res.n_steps == 500
     _assert_within(res, exact_log_z_value(rbm))
 
 
@@ -116,7 +116,7 @@ def test_ais_within_5_se_of_exact_on_an_mnist_sized_rbm(mnist_sized, with_data: 
     rbm, data, exact = mnist_sized
     path = base_rate_path(rbm, data=data if with_data else None)
     res = ais(path, n_chains=100, betas=2001, seed=5)
-    assert res.n_betas == 2000
+    assert res.n_steps == 2000
     _assert_within(res, exact)
 
 
@@ -142,7 +142,7 @@ def test_two_point_grid_is_simple_importance_sampling(
     log_p_a = v @ base_vbias - softplus(base_vbias).sum()
     log_f_b = rbm.log_unnormalized_visible(v).detach()
     log_w = log_f_b - log_p_a
-    assert res.n_betas == 1
+    assert res.n_steps == 1
     assert res.log_z == pytest.approx(_log_mean_exp(log_w), abs=1e-10)
     # the engine's raw weights are p*_1(v) / p*_0(v) with p*_0 = p*_A 2^{n_hidden}
     raw = log_f_b - v @ base_vbias - n_hidden * LOG2
@@ -193,7 +193,7 @@ def test_ais_log_ratio_between_rbms_with_different_hidden_counts() -> None:
     rbm_b = random_rbm(11, 5, 52)
     exact_a, exact_b = exact_log_z_value(rbm_a), exact_log_z_value(rbm_b)
     res = ais(ratio_path(rbm_a, rbm_b), n_chains=100, betas=501, seed=53)
-    assert res.is_ratio and res.n_betas == 500
+    assert res.is_ratio and res.n_steps == 500
     assert res.settings["start"] == "exact samples of A"
     assert "warning" not in res.settings
     assert abs(res.log_ratio - (exact_b - exact_a)) <= K_SIGMA * res.log_z_stderr
@@ -273,7 +273,7 @@ def test_adaptive_betas_shape_and_estimate() -> None:
     assert float(betas[0]) == 0.0 and float(betas[-1]) == 1.0
     assert bool((betas[1:] >= betas[:-1]).all())
     res = ais(path, n_chains=100, betas="adaptive:300", seed=82)
-    assert res.n_betas == 300
+    assert res.n_steps == 300
     assert res.settings["schedule"].startswith("adaptive (300 steps")
     _assert_within(res, exact_log_z_value(rbm))
 
@@ -317,7 +317,7 @@ def test_record_keys_and_bands_match_the_formulas() -> None:
     for key in RECORD_KEYS:
         assert key in d, key
     assert "log_ratio" not in d
-    assert d["method"] == "ais" and d["n_chains"] == 50 and d["n_betas"] == 100
+    assert d["method"] == "ais" and d["n_chains"] == 50 and d["n_steps"] == 100
     assert d["seconds"] > 0
     # the bands by hand: Z_hat = Z_0 mean(w), sigma = Z_0 std(w) / sqrt(M) (S&M 2008, Eqs. 11-12)
     log_z0 = res.log_z_start
@@ -332,7 +332,7 @@ def test_record_keys_and_bands_match_the_formulas() -> None:
 
 
 def test_lower_band_is_none_when_z_minus_3_sigma_is_not_positive() -> None:
-    res = LogZResult.from_log_weights("ais", torch.tensor([0.0, 50.0], dtype=F64), log_z_start=1.5, n_betas=9)
+    res = LogZResult.from_log_weights("ais", torch.tensor([0.0, 50.0], dtype=F64), log_z_start=1.5, n_steps=9)
     d = res.to_dict()
     assert d["log_z_minus_3sigma"] is None
     assert d["log_z"] == pytest.approx(1.5 + 50.0 - LOG2 + math.log1p(math.exp(-50.0)))
@@ -341,14 +341,14 @@ def test_lower_band_is_none_when_z_minus_3_sigma_is_not_positive() -> None:
     assert "NaN" not in text and json.loads(text)["log_z_minus_3sigma"] is None
     # a band whose lower end stays positive is not None
     ok = LogZResult.from_log_weights(
-        "ais", torch.tensor([0.0, 0.1, -0.1], dtype=F64), log_z_start=0.0, n_betas=1
+        "ais", torch.tensor([0.0, 0.1, -0.1], dtype=F64), log_z_start=0.0, n_steps=1
     )
     assert ok.to_dict()["log_z_minus_3sigma"] is not None
 
 
 def test_extreme_log_weights_do_not_overflow() -> None:
     lw = torch.tensor([0.0, 5000.0, -3000.0, 4990.0], dtype=F64)
-    res = LogZResult.from_log_weights("ais", lw, log_z_start=-10.0, n_betas=3)
+    res = LogZResult.from_log_weights("ais", lw, log_z_start=-10.0, n_steps=3)
     expected = -10.0 + 5000.0 + math.log1p(math.exp(-10.0)) - math.log(4)
     assert res.log_z == pytest.approx(expected, abs=1e-9)
     d = json.loads(res.to_json())
@@ -366,7 +366,7 @@ def test_pool_of_two_runs_equals_one_run_over_the_concatenated_weights() -> None
     r2 = ais(path, n_chains=17, betas=51, seed=2)
     pooled = LogZResult.pool([r1, r2])
     one = LogZResult.from_log_weights(
-        "ais", torch.cat([r1.log_weights, r2.log_weights]), log_z_start=r1.log_z_start, n_betas=50
+        "ais", torch.cat([r1.log_weights, r2.log_weights]), log_z_start=r1.log_z_start, n_steps=50
     )
     assert pooled.n_chains == 30
     assert pooled.log_z == pytest.approx(one.log_z, abs=1e-12)

@@ -178,6 +178,41 @@ def test_a_header_line_of_column_names_is_skipped(tmp_path: Path) -> None:
         read_text_matrix(tmp_path / "ragged.csv", sep=",")
 
 
+def test_pandas_headers_and_index_columns_are_not_read_as_data(tmp_path: Path) -> None:
+    """``pandas.DataFrame(x).to_csv(path)`` names the columns 0, 1, ..., d - 1 and writes the
+    row index as an unnamed first column; ``index=False`` leaves the index out. Neither the names
+    nor the labels are values (before, the names were a data row and the labels a column)."""
+    from boltzkit.data import load_values
+
+    rows = [[0, 1, 1], [1, 0, 0]]
+    (tmp_path / "index.csv").write_text(",0,1,2\n0,0,1,1\n1,1,0,0\n")
+    (tmp_path / "noindex.csv").write_text("0,1,2\n0,1,1\n1,0,0\n")
+    (tmp_path / "named.csv").write_text(",a,b,c\n0,0,1,1\n1,1,0,0\n")
+    for name in ("index.csv", "noindex.csv", "named.csv"):
+        np.testing.assert_array_equal(read_text_matrix(tmp_path / name, sep=","), rows)
+        np.testing.assert_array_equal(load_dataset(str(tmp_path / name)).x.numpy(), rows)
+    # real values with an index: the labels 0 and 1 would pass as a column of a Gaussian model
+    (tmp_path / "real.csv").write_text(",0,1\n0,0.5,-1.25\n1,2.0,3.5\n")
+    np.testing.assert_array_equal(
+        load_values(str(tmp_path / "real.csv"))[1].numpy(), [[0.5, -1.25], [2.0, 3.5]]
+    )
+    # a first line of other numbers is still data
+    (tmp_path / "data.csv").write_text("0,1,1\n1,0,0\n")
+    assert read_text_matrix(tmp_path / "data.csv", sep=",").shape == (2, 3)
+
+
+def test_one_dimensional_arrays_are_refused_for_every_unit_type(tmp_path: Path) -> None:
+    """A 1-D array is one sample or one unit's values: binary and real-valued loading refuse it
+    alike (real-valued loading used to read it as one column) and say how to reshape it."""
+    from boltzkit.data import load_values
+
+    np.save(tmp_path / "flat.npy", np.array([0.0, 1.0, 1.0, 0.0]))
+    for load in (load_dataset, load_values):
+        with pytest.raises(DataError, match="1-D") as info:
+            load(str(tmp_path / "flat.npy"))
+        assert "reshape(1, -1)" in str(info.value) and "reshape(-1, 1)" in str(info.value)
+
+
 def test_check_binary_accepts_tensors_and_bools() -> None:
     t = torch.tensor([[0.0, 1.0], [1.0, 1.0]])
     checked = check_binary(t)

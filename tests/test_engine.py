@@ -218,12 +218,27 @@ def test_a_stored_estimate_comes_back_with_its_band_and_verdict() -> None:
             assert back.settings["log_z_upper"] == pytest.approx(result.settings["log_z_upper"])
     failed = {"name": "halving", "passed": False, "reason": "the estimate moved", "advice": "more betas"}
     spread = 0.01 * torch.randn(50, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    plain = LogZResult.from_log_weights("ais", spread, log_z_start=1.0, n_betas=9)
+    plain = LogZResult.from_log_weights("ais", spread, log_z_start=1.0, n_steps=9)
     assert plain.reliability().reliable
     rec = engine.ais_record(plain)
     rec["ais_settings"] = {"checks": [failed], "trivial_path": False}
     verdict = engine.record_log_z(rec).reliability()
     assert not verdict.reliable and "the estimate moved" in verdict.reason
+
+
+def test_a_record_written_before_n_steps_was_named_so_reads_its_steps() -> None:
+    """``n_steps`` was called ``n_betas`` (though it held the steps: 299 for 300 betas); an output
+    folder of that time still resumes, with its steps."""
+    import torch
+
+    from boltzkit.estimators.result import LogZResult, stored_steps
+
+    weights = 0.01 * torch.arange(20, dtype=torch.float64)
+    rec = engine.ais_record(LogZResult.from_log_weights("ais", weights, log_z_start=1.0, n_steps=299))
+    assert rec["ais"]["n_steps"] == 299 and "n_betas" not in rec["ais"]
+    rec["ais"]["n_betas"] = rec["ais"].pop("n_steps")
+    assert engine.record_log_z(json.loads(json.dumps(rec))).n_steps == 299
+    assert stored_steps({"n_steps": 7}) == 7 and stored_steps({"n_betas": 7}) == 7 and stored_steps({}) == 0
 
 
 def test_schedules_of_one_length_are_different_stages_and_samples_keep_their_seed(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def test_sandwich_record(path, exact: float) -> None:
     assert d["log_z_upper"] == s.reverse.log_z
     assert d["gap"] == pytest.approx(d["log_z_upper"] - d["log_z_lower"], abs=1e-12)
     assert d["upper_bound"].startswith(BOUND_EXACT) and d["lower_bound"].startswith("stochastic lower bound")
-    assert d["n_betas"] == 20
+    assert d["n_steps"] == 20
     assert d["reverse"]["log_z"] == s.reverse.band.value
     json.loads(json.dumps(d, allow_nan=False))
     assert len(s.to_dict(include_weights=True)["reverse_log_weights"]) == 400
@@ -170,7 +170,7 @@ def test_sis_equals_ais_with_the_two_point_grid(rbm: RBM) -> None:
         p = base_rate_path(rbm, **kw)
         by_sis = sis(p, n_chains=300, seed=4)
         by_ais = ais(p, n_chains=300, betas=2, seed=4)
-        assert by_sis.method == "sis" and by_sis.n_betas == 1 and by_ais.n_betas == 1
+        assert by_sis.method == "sis" and by_sis.n_steps == 1 and by_ais.n_steps == 1
         assert by_sis.log_z == pytest.approx(by_ais.log_z, abs=1e-10)
         # SIS's raw weights are the path's two-point AIS weights log p*_1(x) - log p*_0(x) (same
         # draws x ~ p_0): no constant between them any more
@@ -248,7 +248,7 @@ def test_log_prob_bands_follow_the_log_z_band(rbm: RBM, path, data: torch.Tensor
 
 def test_log_prob_none_bands_propagate(rbm: RBM, data: torch.Tensor) -> None:
     wide = LogZResult.from_log_weights(
-        "ais", torch.tensor([0.0, -40.0, -40.0, -40.0], dtype=torch.float64), log_z_start=9.0, n_betas=1
+        "ais", torch.tensor([0.0, -40.0, -40.0, -40.0], dtype=torch.float64), log_z_start=9.0, n_steps=1
     )
     assert wide.band.minus_3sigma is None
     res = dataset_log_prob(rbm, data, wide)
@@ -257,7 +257,7 @@ def test_log_prob_none_bands_propagate(rbm: RBM, data: torch.Tensor) -> None:
         "reverse-ais",
         torch.tensor([0.0, -40.0, -40.0, -40.0], dtype=torch.float64),
         log_z_start=9.0,
-        n_betas=1,
+        n_steps=1,
         reciprocal=True,
     )
     res_rev = dataset_log_prob(rbm, data, rev)
@@ -287,7 +287,7 @@ def test_log_prob_validation(rbm: RBM, data: torch.Tensor) -> None:
     with pytest.raises(BoltzkitError, match="batch_size"):
         dataset_log_prob(rbm, data, lz, batch_size=0)
     ratio = LogZResult.from_log_weights(
-        "ais", torch.zeros(3, dtype=torch.float64), log_z_start=0.0, n_betas=1, is_ratio=True
+        "ais", torch.zeros(3, dtype=torch.float64), log_z_start=0.0, n_steps=1, is_ratio=True
     )
     with pytest.raises(BoltzkitError, match="no log Z"):
         dataset_log_prob(rbm, data, ratio)

@@ -329,7 +329,7 @@ def _numpy_band(log_w: np.ndarray, log_z_start: float, k: float) -> tuple[float 
 
 def test_band_values_and_none_lower_band():
     log_w = torch.log(torch.tensor([1.0, 1.0, 1.0, 100.0], dtype=F64))
-    r = LogZResult.from_log_weights("ais", log_w, log_z_start=2.5, n_betas=10, seed=1)
+    r = LogZResult.from_log_weights("ais", log_w, log_z_start=2.5, n_steps=10, seed=1)
     assert r.log_z == pytest.approx(2.5 + math.log(25.75), abs=1e-12)
     band = r.band
     low1, up1 = _numpy_band(log_w.numpy(), 2.5, 1.0)
@@ -341,13 +341,13 @@ def test_band_values_and_none_lower_band():
     assert band.minus_sigma < band.value < band.plus_sigma < band.plus_3sigma
     sigma = np.exp(log_w.numpy()).std(ddof=1) / 2.0
     assert r.log_z_stderr == pytest.approx(sigma / 25.75, rel=1e-12)
-    assert r.n_chains == 4 and r.n_betas == 10
+    assert r.n_chains == 4 and r.n_steps == 10
 
 
 def test_lower_band_at_the_boundary_is_none_or_finite():
     # w = (2, 1): mean 1.5, sigma = std / sqrt(2) = 0.5, so Z - 3 sigma = 0 up to rounding
     r = LogZResult.from_log_weights(
-        "ais", torch.log(torch.tensor([2.0, 1.0], dtype=F64)), log_z_start=0.0, n_betas=1
+        "ais", torch.log(torch.tensor([2.0, 1.0], dtype=F64)), log_z_start=0.0, n_steps=1
     )
     low = r.band.minus_3sigma
     assert low is None or (math.isfinite(low) and low < r.band.minus_sigma)
@@ -358,7 +358,7 @@ def test_bands_bracket_value_for_random_weights_and_huge_spreads():
     g = torch.Generator().manual_seed(15)
     for spread in (0.1, 2.0, 50.0, 2000.0):
         log_w = torch.randn(257, generator=g, dtype=F64) * spread + 1000.0
-        r = LogZResult.from_log_weights("ais", log_w, log_z_start=-3.0, n_betas=5)
+        r = LogZResult.from_log_weights("ais", log_w, log_z_start=-3.0, n_steps=5)
         b = r.band
         values = [b.minus_3sigma, b.minus_sigma, b.value, b.plus_sigma, b.plus_3sigma]
         assert all(x is None or math.isfinite(x) for x in values)
@@ -371,7 +371,7 @@ def test_bands_bracket_value_for_random_weights_and_huge_spreads():
 
 def test_reciprocal_bands_flip():
     log_w = torch.log(torch.tensor([0.01, 0.01, 0.01, 5.0], dtype=F64))
-    r = LogZResult.from_log_weights("reverse-ais", log_w, log_z_start=4.0, n_betas=3, reciprocal=True)
+    r = LogZResult.from_log_weights("reverse-ais", log_w, log_z_start=4.0, n_steps=3, reciprocal=True)
     w = np.exp(log_w.numpy())
     m, s = w.mean(), w.std(ddof=1) / 2.0
     assert r.log_z == pytest.approx(4.0 - math.log(m), abs=1e-12)
@@ -397,15 +397,15 @@ def test_pooling_equals_concatenated_weights():
     g = torch.Generator().manual_seed(16)
     a_w = torch.randn(50, generator=g, dtype=F64)
     b_w = torch.randn(70, generator=g, dtype=F64)
-    a = LogZResult.from_log_weights("ais", a_w, log_z_start=1.0, n_betas=100, seconds=1.5, seed=1)
-    b = LogZResult.from_log_weights("ais", b_w, log_z_start=1.0, n_betas=100, seconds=2.0, seed=2)
+    a = LogZResult.from_log_weights("ais", a_w, log_z_start=1.0, n_steps=100, seconds=1.5, seed=1)
+    b = LogZResult.from_log_weights("ais", b_w, log_z_start=1.0, n_steps=100, seconds=2.0, seed=2)
     pooled = LogZResult.pool([a, b])
-    direct = LogZResult.from_log_weights("ais", torch.cat([a_w, b_w]), log_z_start=1.0, n_betas=100)
+    direct = LogZResult.from_log_weights("ais", torch.cat([a_w, b_w]), log_z_start=1.0, n_steps=100)
     assert pooled.log_z == pytest.approx(direct.log_z, abs=1e-13)
     assert pooled.band == direct.band
     assert pooled.n_chains == 120 and pooled.seconds == pytest.approx(3.5)
     assert pooled.settings["seed"] == [1, 2] and pooled.settings["pooled_runs"] == 2
-    other = LogZResult.from_log_weights("ais", b_w, log_z_start=1.0, n_betas=99)
+    other = LogZResult.from_log_weights("ais", b_w, log_z_start=1.0, n_steps=99)
     with pytest.raises(ValueError, match="same estimator"):
         LogZResult.pool([a, other])
     with pytest.raises(ValueError):
@@ -415,7 +415,7 @@ def test_pooling_equals_concatenated_weights():
 def test_to_json_keys():
     log_w = torch.log(torch.tensor([1.0, 1.0, 1.0, 100.0], dtype=F64))
     r = LogZResult.from_log_weights(
-        "ais", log_w, log_z_start=0.0, n_betas=7, seed=3, schedule="linear", base=torch.tensor([1.0, 2.0])
+        "ais", log_w, log_z_start=0.0, n_steps=7, seed=3, schedule="linear", base=torch.tensor([1.0, 2.0])
     )
     d = json.loads(r.to_json())
     for key in (
@@ -428,7 +428,7 @@ def test_to_json_keys():
         "log_z_stderr",
         "ess",
         "n_chains",
-        "n_betas",
+        "n_steps",
         "seconds",
         "seed",
         "schedule",
@@ -436,17 +436,17 @@ def test_to_json_keys():
     ):
         assert key in d, key
     assert d["log_z_minus_3sigma"] is None
-    assert d["n_chains"] == 4 and d["n_betas"] == 7 and d["base"] == [1.0, 2.0]
+    assert d["n_chains"] == 4 and d["n_steps"] == 7 and d["base"] == [1.0, 2.0]
     assert "log_weights" not in d
     with_w = json.loads(r.to_json(include_weights=True))
     assert with_w["log_weights"] == pytest.approx(log_w.tolist())
     # a ratio with unknown reference: log Z fields are null, the ratio band is present
-    ratio = LogZResult.from_log_weights("ais", log_w, log_z_start=0.5, n_betas=7, is_ratio=True)
+    ratio = LogZResult.from_log_weights("ais", log_w, log_z_start=0.5, n_steps=7, is_ratio=True)
     d = json.loads(ratio.to_json())
     assert ratio.log_z is None and d["log_z"] is None and d["log_z_plus_sigma"] is None
     assert d["log_ratio"] == pytest.approx(0.5 + math.log(25.75), abs=1e-12)
     known = LogZResult.from_log_weights(
-        "ais", log_w, log_z_start=0.5, n_betas=7, is_ratio=True, reference_log_z=2.0
+        "ais", log_w, log_z_start=0.5, n_steps=7, is_ratio=True, reference_log_z=2.0
     )
     assert known.log_z == pytest.approx(2.5 + math.log(25.75), abs=1e-12)
     assert known.band.plus_sigma == pytest.approx(2.0 + known.ratio_band.plus_sigma, abs=1e-12)

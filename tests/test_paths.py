@@ -169,7 +169,7 @@ def test_ais_within_5_se_of_exact(kind: str, sizes: tuple[int, ...], sampler: st
     assert model.kind == kind
     path = base_rate_path(model)
     res = ais(path, n_chains=100, betas=301, sampler=sampler, seed=3)
-    assert res.method == "ais" and res.n_chains == 100 and res.n_betas == 300
+    assert res.method == "ais" and res.n_chains == 100 and res.n_steps == 300
     assert res.settings["sampler"] == sampler and res.settings["base"] == path.base_name
     assert res.log_weights.dtype == F64
     exact = exact_log_z_value(model)
@@ -292,7 +292,7 @@ def test_sis_equals_ais_with_the_two_point_grid_on_a_bm(ratio: bool) -> None:
     path = ratio_path(random_machine("bm", (7, 5), 52), b) if ratio else base_rate_path(b)
     by_sis = sis(path, n_chains=200, seed=4)
     by_ais = ais(path, n_chains=200, betas=2, seed=4)
-    assert by_sis.method == "sis" and by_sis.n_betas == 1 and by_ais.n_betas == 1
+    assert by_sis.method == "sis" and by_sis.n_steps == 1 and by_ais.n_steps == 1
     assert by_sis.log_z_start == by_ais.log_z_start
     assert by_sis.log_z == pytest.approx(by_ais.log_z, abs=1e-10)
     torch.testing.assert_close(by_sis.log_weights, by_ais.log_weights, rtol=0, atol=1e-10)

@@ -121,11 +121,11 @@ def test_ais_trace_is_the_ais_estimate_with_its_course(tmp_path):
 
 def test_the_course_title_gives_a_band_only_to_a_reliable_estimate():
     ok = LogZResult.from_log_weights(
-        "ais", torch.zeros(50, dtype=torch.float64) + 0.01 * torch.arange(50), log_z_start=0.0, n_betas=100
+        "ais", torch.zeros(50, dtype=torch.float64) + 0.01 * torch.arange(50), log_z_start=0.0, n_steps=100
     )
     heavy = torch.zeros(50, dtype=torch.float64)
     heavy[0] = 40.0  # one run carries the estimate
-    bad = LogZResult.from_log_weights("ais", heavy, log_z_start=0.0, n_betas=100)
+    bad = LogZResult.from_log_weights("ais", heavy, log_z_start=0.0, n_steps=100)
     assert ok.reliability().reliable and not bad.reliability().reliable
     assert "(±3σ)" in course_title(ok, 4) and "50 chains (4 shown), 100 steps" in course_title(ok, 4)
     title = course_title(bad, 4)
@@ -150,7 +150,7 @@ def test_log_z_by_runs_pools_the_first_runs():
     lw = torch.randn(40, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     curve = log_z_by_runs(lw, 3.0)
     assert list(curve.counts) == [2, 5, 10, 20, 40]
-    full = LogZResult.from_log_weights("ais", lw, log_z_start=3.0, n_betas=0)
+    full = LogZResult.from_log_weights("ais", lw, log_z_start=3.0, n_steps=0)
     assert curve.log_z[-1] == pytest.approx(full.log_z)
     assert curve.plus_3sigma[-1] == pytest.approx(full.band.plus_3sigma)
     assert (curve.minus_3sigma <= curve.log_z).all() or np.isnan(curve.minus_3sigma).any()

@@ -255,7 +255,7 @@ def test_table1_ais_agrees_with_exact(table1: tuple[Path, dict[str, Any]]) -> No
     out, _ = table1
     for rec in json.loads((out / "table1.json").read_text())["models"]:
         a, exact = rec["ais"], rec["exact"]["log_z"]
-        assert a["n_chains"] == 50 and a["n_betas"] == 1_000
+        assert a["n_chains"] == 50 and a["n_steps"] == 1_000
         assert a["log_z_minus_sigma"] <= a["log_z"] <= a["log_z_plus_sigma"] <= a["log_z_plus_3sigma"]
         assert 0 < a["log_z_stderr"] and math.isfinite(a["log_z"])
         assert abs(a["log_z"] - exact) <= N_STDERR * a["log_z_stderr"], rec["model"]
@@ -313,7 +313,7 @@ def test_table2_report_bounds_and_samples(table2: tuple[Path, dict[str, Any]]) -
     assert bounds == {"RBM": "exact", "SRBM": "exact", "BM": "lower"}
     for rec in doc["models"]:
         a = rec["ais"]
-        assert a["n_chains"] == 20 and a["n_betas"] == 100 and math.isfinite(a["log_z"])
+        assert a["n_chains"] == 20 and a["n_steps"] == 100 and math.isfinite(a["log_z"])
         assert rec["test"]["n"] == 200 and rec["train"]["n"] == 300
         for split in ("train", "test"):
             lp = rec[split]

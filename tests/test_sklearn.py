@@ -152,7 +152,7 @@ def test_log_z_is_estimated_by_ais_when_enumeration_is_refused():
     ).fit(x)
     log_p = est.score_samples(x)
     record = est.log_z_
-    assert record.method == "ais" and record.n_chains == 200 and record.n_betas == 999
+    assert record.method == "ais" and record.n_chains == 200 and record.n_steps == 999
     exact = exact_log_z(est.model_.as_float64()).log_z
     assert record.log_z == pytest.approx(exact, abs=K_SIGMA * record.log_z_stderr + 1e-9)
     exact_est = clone(est).set_params(exact_max_bits=20).fit(x)

@@ -30,13 +30,13 @@ def test_ais_operators_table_on_a_small_model(tmp_path, monkeypatch: pytest.Monk
     summary = ais_operators.run_ais_operators(out_dir=tmp_path, quick=True, seed=1, device="cpu", n_chains=20)
     assert {"ais_operators.md", "ais_operators.csv", "ais_operators.json"} <= set(summary["files"])
     rows = _csv_rows(tmp_path / "ais_operators.csv")
-    assert [(r["n_betas"], r["sampler"]) for r in rows] == [
+    assert [(r["n_steps"], r["sampler"]) for r in rows] == [
         (str(k), op) for k in (100, 1000) for op in ais_operators.OPERATORS
     ]
     md = (tmp_path / "ais_operators.md").read_text()
     for r, rec in zip(rows, summary["rows"], strict=True):
         assert float(r["bias"]) == rec["bias"] and float(r["sd_log_z"]) == rec["sd_log_z"]
-        assert f"| tiny 6x4 | {r['n_betas']} | {r['sampler']} | {rec['bias']:+.4f} |" in md
+        assert f"| tiny 6x4 | {r['n_steps']} | {r['sampler']} | {rec['bias']:+.4f} |" in md
         # ten independent estimates, each with ~0.01-nat errors on this easy model: the mean is near exact
         assert abs(rec["bias"]) <= 5 * rec["sd_log_z"] / math.sqrt(rec["n_runs"]) + 1e-3
     assert json.loads((tmp_path / "ais_operators.json").read_text())["rows"] == summary["rows"]

@@ -91,12 +91,12 @@ def _summary(record: dict[str, Any]) -> str:
         lines.append(f"reverse AIS: {record['bound']}; start: {record.get('start')}")
     if record.get("ess") is not None:
         lines.append(
-            f"chains: {record.get('n_chains')}, ESS: {fmt(record['ess'], 1)}, steps: {record.get('n_betas')}"
+            f"chains: {record.get('n_chains')}, ESS: {fmt(record['ess'], 1)}, steps: {record.get('n_steps')}"
         )
     for check in record.get("checks") or []:
         if check.get("name") == "schedule halved":
             lines.append(
-                f"schedule check: {check['n_betas']} steps and {check['n_chains']} chains give "
+                f"schedule check: {check['n_steps']} steps and {check['n_chains']} chains give "
                 f"{fmt(check['log_z'])} "
                 f"(difference {fmt(check['difference'], 3)} ± {fmt(check['difference_stderr'], 3)}): "
                 + ("converged" if check["passed"] else "NOT converged")

@@ -86,6 +86,41 @@ def _describe(a: object) -> str:
     return f"{type(a).__name__} of shape {tuple(shape)} and dtype {dtype}"
 
 
+def check_matrix_shape(shape: tuple[int, ...], source: str) -> None:
+    """Refuse data that is not a non-empty matrix, one sample a row: the one shape check of every
+    data set (binary or not).
+
+    A 1-D array is refused rather than guessed at: it may be one sample of ``d`` units or ``d``
+    samples of one unit, and reading it either way would be silently wrong half the time.
+
+    Raises
+    ------
+    DataError
+        When ``shape`` is not 2-D (with a hint for each way a 1-D array may be meant) or has no
+        row or no column.
+    """
+    if len(shape) == 1:
+        raise DataError(
+            f"{source}: data must be a 2-D array, one sample a row; this one is 1-D",
+            got=f"shape {shape}",
+            expected="shape (n_samples, n_visible)",
+            hint="x.reshape(1, -1) if it is one sample, x.reshape(-1, 1) if it is one unit's values.",
+        )
+    if len(shape) != 2:
+        raise DataError(
+            f"{source}: data must be a 2-D array, one sample a row",
+            got=f"shape {shape}",
+            expected="shape (n_samples, n_visible)",
+            hint="flatten images row-major, e.g. x.reshape(len(x), -1).",
+        )
+    if shape[0] == 0 or shape[1] == 0:
+        raise DataError(
+            f"{source}: data set is empty",
+            got=f"shape {shape}",
+            expected="at least one row and one column",
+        )
+
+
 def check_binary(
     array: np.ndarray | Tensor | object,
     *,
@@ -134,19 +169,7 @@ def check_binary(
         )
     if x.is_complex():
         raise DataError(f"{source}: values must be real numbers 0 and 1", got=str(x.dtype))
-    if x.dim() != 2:
-        raise DataError(
-            f"{source}: data must be a 2-D array, one sample a row",
-            got=f"shape {tuple(x.shape)}",
-            expected="shape (n_samples, n_visible)",
-            hint="flatten images row-major, e.g. x.reshape(len(x), -1).",
-        )
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise DataError(
-            f"{source}: data set is empty",
-            got=f"shape {tuple(x.shape)}",
-            expected="at least one row and one column",
-        )
+    check_matrix_shape(tuple(x.shape), source)
     if x.dtype != torch.bool:
         bad = (x != 0) & (x != 1)
         if bool(bad.any()):

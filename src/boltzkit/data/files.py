@@ -11,7 +11,9 @@ extension   contents
 ``.amat``   text, whitespace-separated values (the binarized MNIST distribution format)
 ``.txt``    text, whitespace-separated values; lines starting with ``#`` are comments
 ``.csv``    text, comma-separated values; lines starting with ``#`` are comments, and a first
-            line of column names (no number in it) is a header and skipped
+            line of column names (no number in it, or pandas' default names ``0,1,...,d-1``)
+            is a header and skipped; a header whose first name is empty (pandas'
+            ``to_csv`` with its index) marks the first column as row labels, which are dropped
 =========== ==============================================================================
 
 Text files of single-character 0/1 tokens separated by exactly one separator (the layout of
@@ -147,18 +149,20 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
         return fast
     delimiter = None if sep == " " else sep
     lines = raw.decode("utf-8", errors="replace").splitlines()
-    header_rows = _header_rows(lines, delimiter)
+    header_rows, index_column = _header(lines, delimiter)
     try:
         with warnings.catch_warnings():
             # A file of comments only: loadtxt warns and returns an empty array; check_binary
             # reports it as empty.
             warnings.simplefilter("ignore", UserWarning)
             try:
-                return np.loadtxt(source, dtype=np.uint8, delimiter=delimiter, ndmin=2, skiprows=header_rows)
+                values = np.loadtxt(
+                    source, dtype=np.uint8, delimiter=delimiter, ndmin=2, skiprows=header_rows
+                )
             except ValueError:
                 if isinstance(source, io.StringIO):
                     source.seek(0)
-                return np.loadtxt(
+                values = np.loadtxt(
                     source, dtype=np.float64, delimiter=delimiter, ndmin=2, skiprows=header_rows
                 )
     except ValueError as err:
@@ -170,6 +174,7 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             "the same count on every line (one header line of column names is allowed)",
             hint="lines and columns count from 1; lines starting with '#' are comments.",
         ) from err
+    return np.ascontiguousarray(values[:, 1:]) if index_column and values.size else values
 
 
 def _tokens(line: str, delimiter: str | None) -> list[str]:
@@ -184,17 +189,30 @@ def _is_number(token: str) -> bool:
     return True
 
 
-def _header_rows(lines: list[str], delimiter: str | None) -> int:
-    """How many leading lines to skip: comments and blank lines, then one header line of column
-    names (no token of it a number), as spreadsheets and pandas write; 0 when there is no
-    header (comments alone are skipped by :func:`numpy.loadtxt` itself)."""
+def _header(lines: list[str], delimiter: str | None) -> tuple[int, bool]:
+    """How many leading lines to skip, and whether the first column holds row labels.
+
+    Comments and blank lines are skipped, then one header line of column names, as spreadsheets
+    and pandas write it: a line none of whose tokens is a number, or pandas' default names, the
+    integers ``0, 1, ..., d - 1`` in order (``DataFrame(x).to_csv(...)``; at least three of them,
+    since no binary row reads so, unless an empty first name says they are names). A header whose
+    first name is empty is pandas' unnamed index:
+    the first column of every line is a row label, not a value. Returns ``(0, False)`` when there
+    is no header (comments alone are skipped by :func:`numpy.loadtxt` itself).
+    """
     for index, line in enumerate(lines):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         tokens = _tokens(stripped, delimiter)
-        return index + 1 if not any(_is_number(token) for token in tokens) else 0
-    return 0
+        labelled = len(tokens) >= 2 and tokens[0] == ""
+        names = tokens[1:] if labelled else tokens
+        # after an empty first name any length will do: an empty token is never a value
+        pandas_default = (labelled or len(names) >= 3) and names == [str(i) for i in range(len(names))]
+        if pandas_default or not any(_is_number(token) for token in tokens):
+            return index + 1, labelled
+        return 0, False
+    return 0, False
 
 
 def _first_bad_token(lines: list[str], delimiter: str | None, skip: int) -> str | None:

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from boltzkit.data.dataset import Dataset, to_tensor
+from boltzkit.data.dataset import Dataset, check_matrix_shape, to_tensor
 from boltzkit.data.fasta import is_fasta, read_fasta
 from boltzkit.data.files import FILE_EXTENSIONS, load_binary_file, read_matrix, split_path_and_key
 from boltzkit.data.mnist import MNIST_IMAGE_SHAPE, MNIST_SPLITS, load_mnist
@@ -349,17 +349,8 @@ def load_values(
     array = read_matrix(path, key=key)
     if array.dtype.kind not in "fiub":
         raise DataError(f"{path}: the array is not numeric", got=f"dtype {array.dtype}", expected="numbers")
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise DataError(f"{path}: the array is not a matrix", got=f"shape {array.shape}", expected="(n, d)")
-    if 0 in array.shape:
-        raise DataError(
-            f"{path}: data set is empty",
-            got=f"shape {array.shape}",
-            expected="at least one row and one column",
-        )
     name = str(path) if key is None else f"{path}:{key}"
+    check_matrix_shape(tuple(array.shape), name)
     return name, torch.from_numpy(np.asarray(array, dtype=np.float64))
 
 

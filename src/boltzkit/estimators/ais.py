@@ -229,7 +229,7 @@ def record(
     path: AnnealingPath,
     log_weights: Tensor,
     *,
-    n_betas: int,
+    n_steps: int,
     reciprocal: bool = False,
     seconds: float,
     **settings: Any,
@@ -240,7 +240,7 @@ def record(
             method,
             log_weights,
             log_z_start=path.offset,
-            n_betas=n_betas,
+            n_steps=n_steps,
             reciprocal=reciprocal,
             is_ratio=True,
             reference_log_z=path.log_z_a,
@@ -251,7 +251,7 @@ def record(
         method,
         log_weights,
         log_z_start=float(path.log_z_start),
-        n_betas=n_betas,
+        n_steps=n_steps,
         reciprocal=reciprocal,
         seconds=seconds,
         **settings,
@@ -340,7 +340,7 @@ def ais(
         "total_sweeps": n_steps * int(sweeps),
         "seed": seed_label(seed),
     }
-    main = record("ais", path, run.log_weights, n_betas=n_steps, seconds=0.0, **settings)
+    main = record("ais", path, run.log_weights, n_steps=n_steps, seconds=0.0, **settings)
     if check:
         checks = [schedule_check(path, schedule, main, n_chains, op, sweeps, gen)] if n_steps >= 4 else []
         if path.end_is_exact:
@@ -348,7 +348,7 @@ def ais(
         settings["checks"] = checks
     sync(path.device)
     result = record(
-        "ais", path, run.log_weights, n_betas=n_steps, seconds=time.perf_counter() - t0, **settings
+        "ais", path, run.log_weights, n_steps=n_steps, seconds=time.perf_counter() - t0, **settings
     )
     warn_unreliable("the AIS estimate of log Z", result.reliability())
     return result
@@ -418,7 +418,7 @@ def reverse_check(
     init = path.sample_end(int(n_chains), generator)
     run = anneal(path, schedule.flip(0), init=init, operator=operator, sweeps=sweeps, generator=generator)
     reverse = record(
-        "reverse-ais", path, run.log_weights, n_betas=schedule.numel() - 1, reciprocal=True, seconds=0.0
+        "reverse-ais", path, run.log_weights, n_steps=schedule.numel() - 1, reciprocal=True, seconds=0.0
     )
     f_band = main.ratio_band if path.is_ratio else main.band
     r_band = reverse.ratio_band if path.is_ratio else reverse.band
@@ -471,7 +471,7 @@ def schedule_check(
     -------
     dict
         A check for the record (:func:`~boltzkit.estimators.reliability.with_checks`): ``passed``,
-        ``reason``, ``advice``, the control run's ``log_z`` and ``n_betas``, the ``difference``
+        ``reason``, ``advice``, the control run's ``log_z`` and ``n_steps``, the ``difference``
         (main minus control) and its ``difference_stderr``.
     """
     half = schedule[::2] if schedule.numel() % 2 == 1 else torch.cat([schedule[:-1:2], schedule[-1:]])
@@ -484,7 +484,7 @@ def schedule_check(
         sweeps=sweeps,
         generator=generator,
     )
-    control = record("ais", path, control_run.log_weights, n_betas=half.numel() - 1, seconds=0.0)
+    control = record("ais", path, control_run.log_weights, n_steps=half.numel() - 1, seconds=0.0)
     est, ctl = (
         (main.ratio_band if path.is_ratio else main.band),
         (control.ratio_band if path.is_ratio else control.band),
@@ -498,7 +498,7 @@ def schedule_check(
         "reason": None,
         "advice": None,
         "log_z": ctl.value,
-        "n_betas": int(half.numel() - 1),
+        "n_steps": int(half.numel() - 1),
         "n_chains": m,
         "difference": diff,
         "difference_stderr": se,

@@ -243,7 +243,7 @@ def bridge(
         method="bridge",
         log_z=log_z,
         log_z_start=float(path.offset if path.is_ratio else start),
-        n_betas=1,
+        n_steps=1,
         is_ratio=path.is_ratio,
         reference_log_z=path.log_z_a if path.is_ratio else None,
         settings=settings,

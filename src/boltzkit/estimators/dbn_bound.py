@@ -386,7 +386,7 @@ def dbn_bound(
             "batch_size": int(batch_size),
             "log_z_settings": {k: v for k, v in log_z_result.settings.items() if k != "log_weights"},
             "log_z_n_chains": log_z_result.n_chains,
-            "log_z_n_betas": log_z_result.n_betas,
+            "log_z_n_steps": log_z_result.n_steps,
             **({} if note is None else {"bound_note": note}),
         },
     )

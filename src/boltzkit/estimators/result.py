@@ -103,6 +103,13 @@ class Band:
         }
 
 
+def stored_steps(record: dict[str, Any]) -> int:
+    """The annealing steps of a stored ``log Z`` record: ``n_steps``, or ``n_betas`` in records
+    written before the field was renamed (it always held the steps, not the betas)."""
+    steps = record.get("n_steps", record.get("n_betas"))
+    return 0 if steps is None else int(steps)
+
+
 @dataclass(frozen=True)
 class LogZResult:
     """An estimate of ``log Z`` (or of ``log Z_B / Z_A``) with everything needed to judge it.
@@ -120,7 +127,7 @@ class LogZResult:
         any path constant); for ratios, the additive constant of the path.
     reciprocal
         The weights estimate ``Z_start / Z`` (reverse AIS) instead of ``Z / Z_start``.
-    n_betas
+    n_steps
         Number of annealing steps (intermediate distributions); 0 for exact, 1 for simple IS.
     log_ratio_offset
         For a ratio ``log Z_B / Z_A``: the constant added to ``log mean w`` to get the ratio.
@@ -137,7 +144,7 @@ class LogZResult:
     log_weights: Tensor | None = None
     log_z_start: float = 0.0
     reciprocal: bool = False
-    n_betas: int = 0
+    n_steps: int = 0
     is_ratio: bool = False
     reference_log_z: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
@@ -178,7 +185,7 @@ class LogZResult:
         log_weights: Tensor,
         *,
         log_z_start: float,
-        n_betas: int,
+        n_steps: int,
         reciprocal: bool = False,
         is_ratio: bool = False,
         reference_log_z: float | None = None,
@@ -201,7 +208,7 @@ class LogZResult:
             log_weights=lw,
             log_z_start=float(log_z_start),
             reciprocal=reciprocal,
-            n_betas=int(n_betas),
+            n_steps=int(n_steps),
             is_ratio=is_ratio,
             reference_log_z=reference_log_z,
             settings=dict(settings),
@@ -224,7 +231,7 @@ class LogZResult:
         if self.log_weights is None:
             return None
         trivial = bool(self.settings.get("trivial_path", False))
-        verdict = assess(self.log_weights, trivial=trivial, annealed=self.n_betas > 1)
+        verdict = assess(self.log_weights, trivial=trivial, annealed=self.n_steps > 1)
         return with_checks(verdict, self.settings.get("checks"))
 
     def _band(self) -> Band:
@@ -276,12 +283,12 @@ class LogZResult:
             raise ValueError("nothing to pool")
         first = results[0]
         for r in results[1:]:
-            if (r.method, r.log_z_start, r.reciprocal, r.is_ratio, r.n_betas) != (
+            if (r.method, r.log_z_start, r.reciprocal, r.is_ratio, r.n_steps) != (
                 first.method,
                 first.log_z_start,
                 first.reciprocal,
                 first.is_ratio,
-                first.n_betas,
+                first.n_steps,
             ):
                 raise ValueError("can only pool results of the same estimator, base and schedule")
         if first.log_weights is None:
@@ -293,7 +300,7 @@ class LogZResult:
             first.method,
             weights,
             log_z_start=first.log_z_start,
-            n_betas=first.n_betas,
+            n_steps=first.n_steps,
             reciprocal=first.reciprocal,
             is_ratio=first.is_ratio,
             reference_log_z=first.reference_log_z,
@@ -318,7 +325,7 @@ class LogZResult:
         out["log_z_stderr"] = self.log_z_stderr
         out["ess"] = self.ess
         out["n_chains"] = self.n_chains
-        out["n_betas"] = self.n_betas
+        out["n_steps"] = self.n_steps
         out["seconds"] = self.seconds
         verdict = self.reliability()
         if verdict is not None:

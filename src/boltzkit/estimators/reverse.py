@@ -282,7 +282,7 @@ def reverse_ais(
         "reverse-ais",
         path,
         run.log_weights,
-        n_betas=n_steps,
+        n_steps=n_steps,
         reciprocal=True,
         seconds=time.perf_counter() - t0,
         **settings,
@@ -430,12 +430,12 @@ def sandwich(
     sync(path.device)
     t_end = time.perf_counter()
     common = _common_settings(path, schedule_name, n_steps, op, sweeps, seed)
-    fwd = record("ais", path, fwd_run.log_weights, n_betas=n_steps, seconds=t_rev - t_fwd, **common)
+    fwd = record("ais", path, fwd_run.log_weights, n_steps=n_steps, seconds=t_rev - t_fwd, **common)
     rev = record(
         "reverse-ais",
         path,
         rev_run.log_weights,
-        n_betas=n_steps,
+        n_steps=n_steps,
         reciprocal=True,
         seconds=t_end - t_rev,
         **common,
@@ -446,7 +446,7 @@ def sandwich(
     settings["checks"] = [gap_check(settings["gap"], settings["gap_stderr"])]
     if path.is_ratio and not path.exact_start:
         settings["forward_warning"] = "forward start samples of A are approximate (Gibbs chains)"
-    rec = record("sandwich", path, fwd_run.log_weights, n_betas=n_steps, seconds=t_end - t0, **settings)
+    rec = record("sandwich", path, fwd_run.log_weights, n_steps=n_steps, seconds=t_end - t0, **settings)
     result = SandwichResult(
         **{f.name: getattr(rec, f.name) for f in fields(LogZResult)}, forward=fwd, reverse=rev
     )

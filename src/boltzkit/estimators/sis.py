@@ -56,7 +56,7 @@ def sis(
     Returns
     -------
     LogZResult
-        ``method="sis"``, ``n_betas=1``; ``log_weights[i] = log p*_1(x_i) - log p*_0(x_i)``,
+        ``method="sis"``, ``n_steps=1``; ``log_weights[i] = log p*_1(x_i) - log p*_0(x_i)``,
         float64, shape ``(n_chains,)``.
     """
     check_path(path, "sis")
@@ -76,7 +76,7 @@ def sis(
     if path.is_ratio and not path.exact_start:
         settings["warning"] = "proposal samples are approximate: the estimate is not exactly unbiased"
     settings["seed"] = seed_label(seed)
-    result = record("sis", path, log_w, n_betas=1, seconds=time.perf_counter() - t0, **settings)
+    result = record("sis", path, log_w, n_steps=1, seconds=time.perf_counter() - t0, **settings)
     if check and path.end_is_exact:
         two_points = linear_betas(2).to(path.device)
         reverse = reverse_check(path, two_points, result, int(n_chains), make_operator("gibbs"), 1, gen)
@@ -85,7 +85,7 @@ def sis(
                 "use AIS instead (--method ais): annealing reaches mass that independent draws miss"
             )
         settings["checks"] = [reverse]
-        result = record("sis", path, log_w, n_betas=1, seconds=time.perf_counter() - t0, **settings)
+        result = record("sis", path, log_w, n_steps=1, seconds=time.perf_counter() - t0, **settings)
     warn_unreliable("the simple importance sampling estimate of log Z", result.reliability())
     return result
 

@@ -48,7 +48,7 @@ from boltzkit.estimators.ais import (
     sync,
 )
 from boltzkit.estimators.paths import AnnealingPath, check_path
-from boltzkit.estimators.result import LogZResult
+from boltzkit.estimators.result import LogZResult, stored_steps
 from boltzkit.jsonio import to_jsonable
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 from boltzkit.state import ChainState
@@ -130,7 +130,7 @@ class AISTrace:
             "method": r.method,
             "log_z_start": r.log_z_start,
             "reciprocal": r.reciprocal,
-            "n_betas": r.n_betas,
+            "n_steps": r.n_steps,
             "is_ratio": r.is_ratio,
             "reference_log_z": r.reference_log_z,
             "seconds": r.seconds,
@@ -175,7 +175,7 @@ class AISTrace:
                 meta["method"],
                 torch.from_numpy(np.asarray(arrays["log_weights"], dtype=np.float64)),
                 log_z_start=float(meta["log_z_start"]),
-                n_betas=int(meta["n_betas"]),
+                n_steps=stored_steps(meta),
                 reciprocal=bool(meta.get("reciprocal", False)),
                 is_ratio=bool(meta.get("is_ratio", False)),
                 reference_log_z=meta.get("reference_log_z"),
@@ -287,7 +287,7 @@ def ais_trace(
         "ais",
         path,
         run.log_weights,
-        n_betas=n_steps,
+        n_steps=n_steps,
         seconds=time.perf_counter() - t0,
         **path_settings(path),
         schedule=schedule_name,
@@ -354,7 +354,7 @@ def log_z_by_runs(
     mids, lows, highs = [], [], []
     for m in chosen:
         band = LogZResult.from_log_weights(
-            "ais", lw[:m], log_z_start=float(log_z_start), n_betas=0, reciprocal=reciprocal
+            "ais", lw[:m], log_z_start=float(log_z_start), n_steps=0, reciprocal=reciprocal
         ).band
         mids.append(band.value)
         lows.append(math.nan if band.minus_3sigma is None else band.minus_3sigma)

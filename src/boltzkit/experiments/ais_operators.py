@@ -104,7 +104,7 @@ def run_ais_operators(
                 rows.append(
                     {
                         "model": name,
-                        "n_betas": k,
+                        "n_steps": k,
                         "sampler": op,
                         "n_runs": n_runs,
                         "n_chains": n_chains,
@@ -136,7 +136,7 @@ def run_ais_operators(
 
 #: CSV columns of ``ais_operators.csv``: one row per model, schedule and sampler.
 CSV_COLUMNS = (
-    "model", "n_betas", "sampler", "n_runs", "n_chains", "exact_log_z", "bias", "sd_log_z", "mean_stderr",
+    "model", "n_steps", "sampler", "n_runs", "n_chains", "exact_log_z", "bias", "sd_log_z", "mean_stderr",
     "mean_ess", "seconds_per_run",
 )  # fmt: skip
 
@@ -149,7 +149,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
     )  # fmt: skip
     for r in rows:
         table.add(
-            [r["model"], str(r["n_betas"]), r["sampler"], f"{r['bias']:+.4f}", f"{r['sd_log_z']:.4f}",
+            [r["model"], str(r["n_steps"]), r["sampler"], f"{r['bias']:+.4f}", f"{r['sd_log_z']:.4f}",
              f"{r['mean_stderr']:.4f}", f"{r['mean_ess']:.1f}", f"{r['seconds_per_run']:.2f}"],
             **{c: r[c] for c in CSV_COLUMNS},
         )  # fmt: skip
@@ -176,10 +176,10 @@ def _markdown(table: Table, rows: list[dict[str, Any]], quick: bool, seconds: fl
         ref = next(
             g
             for g in rows
-            if g["model"] == r["model"] and g["n_betas"] == r["n_betas"] and g["sampler"] == "gibbs"
+            if g["model"] == r["model"] and g["n_steps"] == r["n_steps"] and g["sampler"] == "gibbs"
         )
         ratio = r["sd_log_z"] / ref["sd_log_z"] if ref["sd_log_z"] > 0 else math.nan
-        lines.append(f"- {r['model']}, {r['n_betas']} steps, {r['sampler']}: {ratio:.2f}")
+        lines.append(f"- {r['model']}, {r['n_steps']} steps, {r['sampler']}: {ratio:.2f}")
     return "\n".join(lines) + "\n"
 
 
@@ -192,7 +192,7 @@ def _plot(rows, path: Path) -> bool:
     for ax, model in zip(axes[0], models, strict=True):
         for op in OPERATORS:
             sel = [r for r in rows if r["model"] == model and r["sampler"] == op]
-            ax.plot([r["n_betas"] for r in sel], [r["sd_log_z"] for r in sel], "o-", label=op)
+            ax.plot([r["n_steps"] for r in sel], [r["sd_log_z"] for r in sel], "o-", label=op)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("AIS steps")

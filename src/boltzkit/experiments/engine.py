@@ -50,7 +50,7 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
-from boltzkit.estimators.result import LogZResult
+from boltzkit.estimators.result import LogZResult, stored_steps
 from boltzkit.io import load_model, save_model
 from boltzkit.io.zoo import names as zoo_names
 from boltzkit.io.zoo import read_card
@@ -427,7 +427,7 @@ def log_z_summary(result: LogZResult) -> dict[str, Any]:
     where undefined)."""
     d = result.to_dict()
     keys = ("method", "log_z", "log_z_minus_sigma", "log_z_plus_sigma", "log_z_minus_3sigma",
-            "log_z_plus_3sigma", "log_z_stderr", "ess", "n_chains", "n_betas", "seconds", "reliable",
+            "log_z_plus_3sigma", "log_z_stderr", "ess", "n_chains", "n_steps", "seconds", "reliable",
             "reliability_reason", "advice", "log_z_lower", "log_z_upper", "gap", "gap_stderr", "bound")  # fmt: skip
     return {k: d.get(k) for k in keys if k in d or k in ("reliable", "reliability_reason")}
 
@@ -436,7 +436,7 @@ def first_runs(result: LogZResult, n: int) -> LogZResult:
     """The estimate from the first ``n`` of ``result``'s AIS runs (Table 1's 10 runs, Fig. 3)."""
     assert result.log_weights is not None
     return LogZResult.from_log_weights(
-        "ais", result.log_weights[:n], log_z_start=result.log_z_start, n_betas=result.n_betas,
+        "ais", result.log_weights[:n], log_z_start=result.log_z_start, n_steps=result.n_steps,
         seconds=result.seconds * n / max(1, result.n_chains),
     )  # fmt: skip
 
@@ -526,12 +526,12 @@ def _weights_result(
     method: str,
     log_weights: list[float],
     log_z_start: float,
-    n_betas: int,
+    n_steps: int,
     settings: dict[str, Any],
     **kw: Any,
 ) -> LogZResult:
     return LogZResult.from_log_weights(
-        method, torch.tensor(log_weights, dtype=torch.float64), log_z_start=float(log_z_start), n_betas=n_betas,
+        method, torch.tensor(log_weights, dtype=torch.float64), log_z_start=float(log_z_start), n_steps=n_steps,
         **kw, **settings,
     )  # fmt: skip
 
@@ -548,23 +548,23 @@ def record_log_z(record: dict[str, Any]) -> LogZResult:
     as stored. A log-probability stage that subtracts it (:func:`log_prob_stage`) then carries the
     same band and verdict as the ``log Z`` record."""
     settings = record.get("ais_settings") or {}
-    n_betas = int(record["ais"]["n_betas"])
+    n_steps = stored_steps(record["ais"])
     seconds = float(record["ais"].get("seconds") or 0.0)
     weights, start = record["log_weights"], record["log_z_start"]
     if not record.get("reverse_log_weights"):  # plain AIS (or a sandwich stored before its halves)
-        return _weights_result("ais", weights, start, n_betas, _verdict_settings(settings), seconds=seconds)
+        return _weights_result("ais", weights, start, n_steps, _verdict_settings(settings), seconds=seconds)
     from dataclasses import fields
 
     from boltzkit.estimators.result import SandwichResult
 
     forward = _weights_result(
-        "ais", weights, start, n_betas, {"trivial_path": settings.get("trivial_path", False)}
+        "ais", weights, start, n_steps, {"trivial_path": settings.get("trivial_path", False)}
     )
     reverse = _weights_result(
-        "reverse-ais", record["reverse_log_weights"], record["reverse_log_z_start"], n_betas,
+        "reverse-ais", record["reverse_log_weights"], record["reverse_log_z_start"], n_steps,
         _verdict_settings(record.get("reverse_settings") or {}), reciprocal=True,
     )  # fmt: skip
-    whole = _weights_result("sandwich", weights, start, n_betas, settings, seconds=seconds)
+    whole = _weights_result("sandwich", weights, start, n_steps, settings, seconds=seconds)
     return SandwichResult(
         **{f.name: getattr(whole, f.name) for f in fields(LogZResult)}, forward=forward, reverse=reverse
     )

@@ -45,6 +45,7 @@ from boltzkit.data import load_dataset
 from boltzkit.estimators.ais import anneal
 from boltzkit.estimators.dbn_bound import dbn_bound, top_layer_data
 from boltzkit.estimators.paths import base_rate_path
+from boltzkit.estimators.result import stored_steps
 from boltzkit.estimators.schedules import paper_betas
 from boltzkit.experiments.engine import (
     Context,
@@ -483,7 +484,7 @@ def _markdown(
         "",
         "Top-RBM AIS: "
         + "; ".join(
-            f"{r['model']}: ln Ẑ = {fmt(r['ais']['log_z'])} ({r['ais']['n_chains']} runs, {r['ais']['n_betas']:,} steps, "
+            f"{r['model']}: ln Ẑ = {fmt(r['ais']['log_z'])} ({r['ais']['n_chains']} runs, {stored_steps(r['ais']):,} steps, "
             f"ESS {fmt(r['ais'].get('ess'), 1)}, {fmt(r['ais']['seconds'], 0)} s)"
             for r in records
         )
@@ -519,7 +520,7 @@ def _markdown(
         "",
         f"- Layers: {mode.n_bottom} hidden units at the bottom and {mode.n_top} on top (S1: 500 and 2,000).",
         f"- Training: {settings['training_note']}",
-        f"- AIS on the top RBM: {top_b.get('n_chains', '—')} runs, {top_b.get('n_betas', 0):,} steps "
+        f"- AIS on the top RBM: {top_b.get('n_chains', '—')} runs, {stored_steps(top_b):,} steps "
         f"(S1: {PAPER_TOP_CHAINS} runs, {PAPER_TOP_BETAS:,} distributions); the segments of S1's schedule, scaled.",
         "- The models are ours, so the absolute numbers differ from the paper's; what carries over is the "
         "estimator, the size of its errors, and the comparisons (DBN vs the RBM below it, transposed start).",

@@ -41,7 +41,7 @@ from boltzkit.models.dbn import DBN
 #: Keys of a log Z record kept on a card.
 _LOG_Z_KEYS = (
     "method", "log_z", "log_z_minus_sigma", "log_z_plus_sigma", "log_z_minus_3sigma", "log_z_plus_3sigma",
-    "log_z_stderr", "ess", "n_chains", "n_betas", "reliable", "reliability_reason", "advice", "k_hat", "schedule",
+    "log_z_stderr", "ess", "n_chains", "n_steps", "reliable", "reliability_reason", "advice", "k_hat", "schedule",
     "seconds", "base_data", "log_z_lower", "log_z_upper", "gap", "gap_stderr", "bound",
 )  # fmt: skip
 #: Keys of a log-probability record kept on a card.

@@ -40,7 +40,7 @@ def course_title(result: LogZResult, n_show: int) -> str:
     else:
         low, high = ("n/a" if x is None else f"{x:.3f}" for x in (band.minus_3sigma, band.plus_3sigma))
         shown = f"{band.value:.3f} [{low}, {high}] (±3σ)"
-    return f"AIS: ln Ẑ = {shown}, {result.n_chains} chains ({n_show} shown), {result.n_betas} steps"
+    return f"AIS: ln Ẑ = {shown}, {result.n_chains} chains ({n_show} shown), {result.n_steps} steps"
 
 
 def plot_ais_course(
