@@ -448,3 +448,18 @@ def test_base_rate_path_sources() -> None:
     _assert_base(path, fit_base_rate(data), rbm)
     # given biases win over data, as before
     assert base_rate_path(rbm, data=data, base_vbias=given_b).base_name == "given visible biases"
+
+
+def test_ais_refuses_tempering_as_its_kernel_alone_or_repeated_and_takes_composed_samplers() -> None:
+    """AIS moves each chain at its own beta, so a sampler with replicas cannot be its kernel: the
+    binary paths refuse it in one line as the unit paths do (before, a tempering sampler failed
+    deep inside with a message about its replicas' chain count). Cycles of repeats run."""
+    from boltzkit.estimators import estimate_log_z
+
+    model = random_rbm(8, 4, seed=0)
+    for sampler in ("pt:3", "(pt:3)*2"):
+        with pytest.raises(BoltzkitError, match="own inverse temperature") as info:
+            estimate_log_z(model, "ais", n_chains=20, betas=50, seed=0, sampler=sampler)
+        assert "without replicas" in str(info.value)
+    composed = estimate_log_z(model, "ais", n_chains=400, betas=200, seed=0, sampler="gibbs*2+flip")
+    assert abs(composed.log_z - exact_log_z_value(model)) < K_SIGMA * max(composed.log_z_stderr, 1e-3)

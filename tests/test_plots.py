@@ -260,8 +260,12 @@ def test_plot_samples_as_image_grid(written, tmp_path):
     rows = (np.arange(35) % 2).reshape(5, 7)
     check_png(plot_samples(rows, tmp_path / "rows.png"), min_bytes=100, min_side=5)  # 7 units: rows
     check_png(plot_samples(rows[:, :6], tmp_path / "r.png", image_shape="2x3"), min_bytes=100, min_side=5)
-    with pytest.raises(BoltzkitError, match="image shape"):
+    with pytest.raises(BoltzkitError, match="image shape does not fit"):
         plot_samples(rows, tmp_path / "x.png", image_shape="2x3")
+    for unreadable in ("abc", "2x", "0x7", "1x1x7"):  # not a shape at all: said so, with an example
+        with pytest.raises(BoltzkitError, match="cannot read the image shape") as info:
+            plot_samples(rows, tmp_path / "x.png", image_shape=unreadable)
+        assert "--image-shape 1x7" in str(info.value)
     with pytest.raises(BoltzkitError, match=r"\[0, 1\]"):
         plot_samples(rows * 2.0, tmp_path / "x.png")
     spins = (2 * rows - 1).astype(np.int8)  # an Ising model's samples (boltzkit sample writes them so)

@@ -64,9 +64,34 @@ def test_composed_operators_multiply_their_matrices():
     torch.testing.assert_close(transition_matrix(model, "gibbs*3"), gibbs @ gibbs @ gibbs)
     assert isinstance(make_operator("flip+gibbs"), Cycle) and make_operator("flip+gibbs").name == "flip+gibbs"
     assert isinstance(make_operator("gibbs*5"), Repeat) and make_operator("gibbs*5").n == 5
-    for bad in ("gibbs*0", "gibbs*x", "flip+", "metropolis"):
+    for bad in ("gibbs*0", "gibbs*x", "flip+", "metropolis", "(gibbs", "(gibbs)*0", "()*2", "(gibbs)x"):
         with pytest.raises(BoltzkitError, match="sampler"):
             make_operator(bad)
+
+
+def test_every_composed_name_parses_back_to_its_operator():
+    """A repeat of a cycle is named in parentheses ("gibbs+flip*3" would be gibbs, then flip three
+    times), a repeat of parallel tempering too; a repeat inside a cycle is a cycle's part."""
+    model = random_machine("bm", (3, 3), seed=5)
+    flip, gibbs = transition_matrix(model, "flip"), transition_matrix(model, "gibbs")
+    cycled = Repeat(Cycle("gibbs", "flip"), 3)
+    assert cycled.name == "(gibbs+flip)*3"
+    torch.testing.assert_close(transition_matrix(model, cycled.name), (gibbs @ flip).matrix_power(3))
+    torch.testing.assert_close(transition_matrix(model, "gibbs*2+flip"), gibbs @ gibbs @ flip)
+    for op in (
+        cycled,
+        Repeat("pt:3", 2),
+        Cycle(Repeat("gibbs", 2), "flip"),
+        make_operator("pt:10:flip+gibbs@5"),
+    ):
+        again = make_operator(op.name)
+        assert again.name == op.name and type(again) is type(op)
+    assert make_operator("(pt:3)*2").keeps_replicas and not make_operator("gibbs*2").keeps_replicas
+    # tempering inside a cycle gets the cycle's own hint, not "unknown sampler"
+    for spec in ("flip+pt:3", "(pt:3)*2+gibbs"):
+        with pytest.raises(BoltzkitError, match="cannot be part of a cycle") as info:
+            make_operator(spec)
+        assert "pt:T:A+B" in str(info.value)
 
 
 # ----------------------------------------------------------------- the fused sequential sweep

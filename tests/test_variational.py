@@ -527,6 +527,9 @@ def test_cli_logz_variational_json(model_file, method, extra, bound, value):
     # an optimisation of rho cut off at its step limit reports converged: false
     assert rec["method"] == method and rec["bound"] == bound
     assert rec["converged"] is (rec.get("fw_stop") in (None, "gap", "no decrease"))
+    if method == "trw":  # converged's two parts, apart
+        assert rec["converged"] is (rec["solve_converged"] and rec["rho_optimal"] is not False)
+        assert (rec["rho_optimal"] is None) is ("uniform" in extra)
     assert rec["log_z_plus_3sigma"] is None
     if value is not None:
         assert rec["log_z"] == pytest.approx(value, abs=1e-5)
@@ -553,6 +556,7 @@ def test_cli_logz_variational_human_summary_and_errors(model_file):
     res = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--fw-steps", "1", "--json"])
     rec = _last_json(res)  # the option its warning advises exists, and takes effect
     assert rec["fw_steps"] == 1 and rec["fw_stop"] == "steps" and "--fw-steps" in res.stderr
+    assert rec["converged"] is False and rec["solve_converged"] is True and rec["rho_optimal"] is False
     text = runner.invoke(app, ["logz", str(model_file), "--method", "trw", "--fw-steps", "1"]).stdout
     assert "optimisation stopped after 1 Frank-Wolfe steps" in text and "an upper bound either way" in text
 

@@ -62,6 +62,17 @@ _BINARY = Bernoulli()
 EXACT_SAMPLE_MAX_BITS = 26
 
 
+def refuse_replicas(operator: TransitionOperator) -> None:
+    """Refuse an operator that keeps replicas (parallel tempering, alone or repeated) as a path's
+    kernel: AIS moves each chain at its own inverse temperature, so no chain has replicas to swap
+    with. Every path's :meth:`AnnealingPath.transition` asks this first."""
+    if operator.keeps_replicas:
+        raise BoltzkitError(
+            "AIS moves each chain at its own inverse temperature", got=f"sampler {operator.name!r}",
+            hint="use a sampler without replicas (gibbs, flip, blend:A, or a cycle or repeat of them).",
+        )  # fmt: skip
+
+
 class AnnealingPath(ABC):
     """A sequence of distributions ``p_beta`` from a start model A to a target B.
 
@@ -617,6 +628,7 @@ class GeometricPath(AnnealingPath):
 
     @torch.no_grad()
     def transition(self, state, beta, operator, generator, *, sweeps=1):
+        refuse_replicas(operator)
         model = _Intermediate(self, float(beta))
         for sweep in range(int(sweeps)):
             state, _ = operator.step(

@@ -33,9 +33,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from boltzkit.errors import BoltzkitError, IntractableError
+from boltzkit.errors import IntractableError
 from boltzkit.estimators.exact import ExactMethod, register_exact
-from boltzkit.estimators.paths import AnnealingPath
+from boltzkit.estimators.paths import AnnealingPath, refuse_replicas
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.resources import Forecast
@@ -243,11 +243,7 @@ class UnitBaseRatePath(AnnealingPath):
         (:class:`AnnealedModel`: the visible units' conditional annealed towards the base), the
         summed-out layers drawn fresh in the first; ``logits``: their logits at ``beta`` for that
         sweep, when already known (a per-unit operator takes them instead of asking the model)."""
-        if type(operator).extend is not TransitionOperator.extend:
-            raise BoltzkitError(
-                "AIS moves each chain at its own inverse temperature", got=f"sampler {operator.name!r}",
-                hint="use a sampler without replicas (gibbs, flip, blend:A).",
-            )  # fmt: skip
+        refuse_replicas(operator)
         target = AnnealedModel(self.model, self.base)
         for sweep in range(int(sweeps)):
             hooks = {"logits": logits} if sweep == 0 and logits and isinstance(operator, UnitOperator) else {}

@@ -260,7 +260,7 @@ class UnitRBMLearner(UnitLearner):
         learn_sigma: bool = True,
     ) -> None:
         super().__init__(method, k, sampler, n_chains=n_chains, learn_sigma=learn_sigma)
-        if self.method == "cd" and type(self.operator).extend is not TransitionOperator.extend:
+        if self.method == "cd" and self.operator.keeps_replicas:
             raise BoltzkitError(
                 "CD's chains start at the data, not at tempered replicas",
                 got=f"sampler {self.operator.name!r} with method 'cd'",

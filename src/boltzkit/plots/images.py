@@ -50,16 +50,23 @@ def parse_image_shape(spec: str | Sequence[int] | None, n_visible: int) -> tuple
             shape = ()
     else:
         shape = tuple(int(p) for p in spec)
-    if len(shape) != 2 or min(shape) < 1 or shape[0] * shape[1] != n_visible:
+    example = (
+        f"{math.isqrt(n_visible)}x{math.isqrt(n_visible)}"
+        if math.isqrt(n_visible) ** 2 == n_visible
+        else f"1x{n_visible}"
+    )
+    if len(shape) != 2 or min(shape) < 1:
+        raise BoltzkitError(
+            "cannot read the image shape",
+            got=spec,
+            expected="HEIGHTxWIDTH, two positive integers",
+            hint=f"for example --image-shape {example}",
+        )
+    if shape[0] * shape[1] != n_visible:
         raise BoltzkitError(
             "the image shape does not fit the states",
             got=spec,
-            expected=f"HEIGHTxWIDTH with HEIGHT * WIDTH = {n_visible}, e.g. "
-            + (
-                f"{math.isqrt(n_visible)}x{math.isqrt(n_visible)}"
-                if math.isqrt(n_visible) ** 2 == n_visible
-                else f"1x{n_visible}"
-            ),
+            expected=f"HEIGHTxWIDTH with HEIGHT * WIDTH = {n_visible}, e.g. {example}",
         )
     return shape[0], shape[1]
 

@@ -150,6 +150,13 @@ class TransitionOperator(ABC):
             Record per-layer flip rates in the returned :class:`StepInfo`.
         """
 
+    @property
+    def keeps_replicas(self) -> bool:
+        """Whether the operator works on replicas of the chains (:meth:`extend` makes them), as
+        parallel tempering does: such an operator cannot be part of a cycle, nor move AIS chains,
+        each at its own inverse temperature."""
+        return type(self).extend is not TransitionOperator.extend
+
     def extend(self, state: ChainState) -> ChainState:
         """The chains this operator works on, made from ``n_chains`` chains at the target (a
         tempering operator keeps replicas; others work on the chains themselves)."""
@@ -347,7 +354,7 @@ class Cycle(TransitionOperator):
         if not operators:
             raise BoltzkitError("a cycle needs at least one operator")
         self.operators = tuple(make_operator(op) for op in operators)
-        if any(type(op).extend is not TransitionOperator.extend for op in self.operators):
+        if any(op.keeps_replicas for op in self.operators):
             raise BoltzkitError(
                 "parallel tempering cannot be part of a cycle", hint="put the cycle inside it: pt:T:A+B"
             )
@@ -375,7 +382,15 @@ class Repeat(TransitionOperator):
             raise BoltzkitError("a repeat count must be a positive integer", got=repr(n))
         self.operator = make_operator(operator)
         self.n = n
-        self.name = f"{self.operator.name}*{n}"
+        # A unit rule's name takes the count directly; any other (a cycle, tempering) in
+        # parentheses, so that the name parses back to this operator: "(gibbs+flip)*3", not
+        # "gibbs+flip*3" (which is gibbs, then flip three times).
+        inner = self.operator.name
+        self.name = f"{inner}*{n}" if isinstance(self.operator, UnitOperator) else f"({inner})*{n}"
+
+    @property
+    def keeps_replicas(self) -> bool:
+        return self.operator.keeps_replicas
 
     def extend(self, state: ChainState) -> ChainState:
         return self.operator.extend(state)
@@ -423,30 +438,64 @@ def register_spec(prefix: str, parse: Callable[[str], TransitionOperator]) -> No
     SPEC_PARSERS[prefix.lower()] = parse
 
 
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at the ``+`` signs outside parentheses (``"(a+b)*2+c"`` -> two parts)."""
+    parts, depth, begin = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "+" and depth == 0:
+            parts.append(text[begin:i].strip())
+            begin = i + 1
+    parts.append(text[begin:].strip())
+    return parts
+
+
+def _unknown_sampler(spec: object) -> BoltzkitError:
+    return BoltzkitError(
+        "unknown sampler",
+        got=spec,
+        expected="'gibbs', 'flip', 'blend:ALPHA' or 'blend:ALPHA_VISIBLE,ALPHA_HIDDEN'; "
+        "'A+B' cycles operators, 'A*N' repeats one N times ('(A+B)*N' a cycle); "
+        "'pt:T[:INNER][@K]' is parallel tempering",
+        hint="for example --sampler blend:0.5 or --sampler gibbs*5",
+    )
+
+
+def _repeat_count(count: str) -> int | None:
+    count = count.strip()
+    return int(count) if count.isdigit() and int(count) >= 1 else None
+
+
 def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
     """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"blend:ALPHA_V,ALPHA_H"``, a cycle
-    ``"A+B"``, a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``) and parallel tempering
-    ``"pt:T[:INNER][@K]"`` (:mod:`boltzkit.samplers.tempering`)."""
+    ``"A+B"``, a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``; ``"(A+B)*N"`` repeats a
+    cycle, ``"(pt:3)*2"`` parallel tempering) and parallel tempering ``"pt:T[:INNER][@K]"``
+    (:mod:`boltzkit.samplers.tempering`). Every operator's ``name`` parses back to it."""
     if isinstance(spec, TransitionOperator):
         return spec
     text = str(spec).strip().lower()
     for prefix, parse in SPEC_PARSERS.items():
         if text.startswith(prefix):
             return parse(text)
-    parts = [p.strip() for p in text.split("+")]
+    parts = _top_level_parts(text)
     ops: list[TransitionOperator] = []
     for part in parts:
+        if part.startswith("("):
+            inner, closed, count = part[1:].rpartition(")")
+            n = _repeat_count(count.removeprefix("*")) if closed and count.startswith("*") else None
+            if n is None or not inner.strip():
+                raise _unknown_sampler(spec)
+            ops.append(Repeat(make_operator(inner), n))
+            continue
+        if len(parts) > 1 and any(part.startswith(prefix) for prefix in SPEC_PARSERS):
+            ops.append(make_operator(part))  # tempering in a cycle: refused by Cycle with its hint
+            continue
         base, star, count = part.partition("*")
         op = _unit_operator(base.strip())
         if op is not None and star:
-            op = Repeat(op, int(count)) if count.strip().isdigit() and int(count) >= 1 else None
+            n = _repeat_count(count)
+            op = Repeat(op, n) if n is not None else None
         if op is None:
-            raise BoltzkitError(
-                "unknown sampler",
-                got=spec,
-                expected="'gibbs', 'flip', 'blend:ALPHA' or 'blend:ALPHA_VISIBLE,ALPHA_HIDDEN'; "
-                "'A+B' cycles operators, 'A*N' repeats one N times; 'pt:T[:INNER][@K]' is parallel tempering",
-                hint="for example --sampler blend:0.5 or --sampler gibbs*5",
-            )
+            raise _unknown_sampler(spec)
         ops.append(op)
     return ops[0] if len(ops) == 1 else Cycle(*ops)

@@ -543,7 +543,10 @@ def trw_log_z(
         and, for ``"optimized"``, the Frank-Wolfe steps stopped at their duality-gap tolerance (or
         found no decrease), not at ``fw_steps`` (else a :class:`ConvergenceWarning`);
         ``iterations`` and ``residual`` are the message
-        sweeps and residual of the final solve. Settings: ``gap``, ``gap_tol`` (the tolerance
+        sweeps and residual of the final solve. The two parts of ``converged`` are also given
+        apart, since the bound holds whatever they say: ``solve_converged`` (the solve at the final
+        ``rho`` met ``gap_tol``) and ``rho_optimal`` (the Frank-Wolfe steps stopped at their
+        duality-gap tolerance; ``None`` for a fixed ``rho``). Settings: ``gap``, ``gap_tol`` (the tolerance
         applied), ``primal_value`` (``F``), ``newton_steps``, ``ties``, ``certificate`` (the dual
         certificate's ``balance``, ``allowance``, ``shifted`` edges, LP ``columns`` and ``seconds``,
         or ``None``), ``rho``, ``rho_start`` and, for ``"optimized"``, ``fw_steps``, ``fw_gap``,
@@ -613,6 +616,9 @@ def trw_log_z(
         "device": str(graph.device),
         "trw_runs": fit.runs,
         "total_sweeps": fit.total_sweeps,
+        # the two parts of ``converged``, apart: the bound is certified whatever they say
+        "solve_converged": sol.converged,
+        "rho_optimal": fw_done if rho == "optimized" else None,
     }
     if rho == "optimized":
         settings.update(
