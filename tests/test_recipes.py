@@ -87,10 +87,13 @@ def test_a_decay_that_would_start_after_the_last_epoch_is_refused() -> None:
 
 # ------------------------------------------------------------------------------------- recipes
 def test_registry_names_and_unknown_recipe() -> None:
-    for name in ("default", "sm2008-cd1", "sm2008-cd3", "sm2008-cd25", "s2008-sap"):
+    for name in ("default", "sm2008-cd1", "sm2008-cd3", "sm2008-cd25", "sm2008-cd25-mean", "s2008-sap"):
         assert get_recipe(name).name == name
     with pytest.raises(BoltzkitError, match="sm2008-cd1"):  # the error names the known recipes
         get_recipe("cd-fast")
+    # a renamed recipe names its new name (sm2008-cd25-sampled became sm2008-cd25 on 2026-12-01)
+    with pytest.raises(BoltzkitError, match="now called 'sm2008-cd25'"):
+        get_recipe("sm2008-cd25-sampled")
 
 
 #: Each recipe's (k, learning rate, momentum) at its first epoch, its middle one and its last,
@@ -100,9 +103,9 @@ RECIPE_SCHEDULES = {
     "default": [(1, 0.05, 0.0)] * 3,
     "sm2008-cd1": [(1, 0.05, 0.5), (1, 0.025, 0.9), (1, 0.05 / 100, 0.9)],
     "sm2008-cd3": [(3, 0.1, 0.5), (3, 0.05, 0.9), (3, 0.1 / 50, 0.9)],
-    "sm2008-cd25": [(1, 0.05, 0.5), (13, 0.025, 0.9), (25, 0.05 / 100, 0.9)],
+    "sm2008-cd25": [(1, 0.1, 0.5), (13, 0.05, 0.9), (25, 0.1 / 100, 0.9)],
+    "sm2008-cd25-mean": [(1, 0.05, 0.5), (13, 0.025, 0.9), (25, 0.05 / 100, 0.9)],
     "sm2008-cd25-step": [(1, 0.05, 0.5), (13, 0.05 / 13, 0.9), (25, 0.05 / 25, 0.9)],
-    "sm2008-cd25-sampled": [(1, 0.1, 0.5), (13, 0.05, 0.9), (25, 0.1 / 100, 0.9)],
     "s2008-sap": [(5, 0.005, 0.0), (5, 0.0025, 0.0), (5, 0.005 / 500, 0.0)],
     "dbn-top-pcd": [(1, 0.001, 0.5), (1, 0.0005, 0.9), (1, 0.001 / 10, 0.9)],
     "sap-finetune": [(5, 0.002, 0.0), (5, 0.001, 0.0), (5, 0.002 / 20, 0.0)],
@@ -127,14 +130,15 @@ def test_every_recipe_schedule_at_given_epochs(name: str) -> None:
 
 
 def test_paper_recipes_follow_their_sources() -> None:
-    cd25 = RECIPES["sm2008-cd25"]
+    cd25 = RECIPES["sm2008-cd25-mean"]  # S1's CD25 as rbm.m reconstructs
     assert cd25.k_schedule == "linear:1:25" and cd25.reconstruction == "mean"
-    sampled = RECIPES["sm2008-cd25-sampled"]  # the same CD25 but for the reconstruction, rate and decay
+    sampled = RECIPES["sm2008-cd25"]  # the same CD25 but for the reconstruction, rate and decay
     same = {"name": cd25.name, "summary": cd25.summary, "sources": cd25.sources, "lr": cd25.lr}
     assert sampled.replace(**same, weight_decay=cd25.weight_decay, reconstruction="mean") == cd25
     assert (sampled.reconstruction, sampled.lr, sampled.weight_decay) == ("sample", 0.1, 0.0002)
     assert parse_momentum(cd25.momentum)(4) == 0.5 and parse_momentum(cd25.momentum)(5) == 0.9
     step = RECIPES["sm2008-cd25-step"]  # Salakhutdinov's code: CD = ceil(epoch/20), the rate 0.05 / CD
+    assert step.reconstruction == "mean"
     k_of, lr_of = parse_k_schedule(step.k_schedule), parse_lr_schedule(step.lr_schedule)
     assert [k_of(e, step.epochs) for e in (0, 20, 480, 499)] == [1, 2, 25, 25]
     assert [step.lr * lr_of.factor(e * 600, step.epochs * 600, 600) for e in (0, 20, 499)] == pytest.approx(

@@ -186,6 +186,25 @@ def test_zoo_verify_catches_a_changed_file(tiny_zoo) -> None:
     assert "sha256" in problems and "outside the card" in problems
 
 
+def test_zoo_rename_publishes_the_same_model_under_the_new_name_only(tiny_zoo) -> None:
+    folder, card = tiny_zoo
+    renamed = last_json(run("zoo", "rename", "bas-rbm", "bas-rbm-2", "--json"))
+    assert (
+        renamed["name"] == "bas-rbm-2"
+        and renamed["test"] == card["test"]
+        and renamed["log_z"] == card["log_z"]
+    )
+    assert renamed["sha256"] == zoo.file_sha256(folder / "bas-rbm-2.safetensors") != card["sha256"]
+    assert sorted(p.name for p in folder.iterdir()) == ["bas-rbm-2.json", "bas-rbm-2.safetensors"]
+    assert last_json(run("zoo", "verify", "--json"))["ok"]  # zoo_name, sha256 and the check agree
+    model, metadata = zoo.load("bas-rbm-2")
+    assert metadata["zoo_name"] == "bas-rbm-2" and metadata["training"]["recipe"] == "sm2008-cd1"
+    (folder / "other.json").write_text("{}")  # a name that is taken, or not a name, is refused
+    assert "already holds" in assert_clean_failure(run("zoo", "rename", "bas-rbm-2", "other"))
+    assert "one word" in assert_clean_failure(run("zoo", "rename", "bas-rbm-2", "a b"))
+    assert "no such model" in assert_clean_failure(run("zoo", "rename", "nope", "new"))
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

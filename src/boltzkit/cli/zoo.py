@@ -3,8 +3,9 @@
 ``boltzkit zoo`` (or ``zoo list``) lists them with their measured test log-probabilities;
 ``zoo show NAME`` prints a card; ``zoo verify [NAME ...]`` checks each card against its file
 (sha256, kind, layer sizes) and recomputes the card's check log-probability from the file;
-``zoo add NAME MODEL`` measures a trained model and publishes it with its card. Every other
-command takes ``zoo:NAME`` where it takes a model file.
+``zoo add NAME MODEL`` measures a trained model and publishes it with its card; ``zoo rename OLD
+NEW`` publishes one under another name. Every other command takes ``zoo:NAME`` where it takes a
+model file.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from boltzkit.zoo import verify_file
 app = typer.Typer(
     name="zoo",
     cls=BoltzkitGroup,
-    help="The trained models published with boltzkit: list, show, verify, add.",
+    help="The trained models published with boltzkit: list, show, verify, add, rename.",
     invoke_without_command=True,
     no_args_is_help=False,
     add_completion=False,
@@ -117,7 +118,7 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
 
 @app.callback()
 def _root(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """The trained models published with boltzkit: list (default), show, verify, add."""
+    """The trained models published with boltzkit: list (default), show, verify, add, rename."""
     ctx.obj = {"json": as_json}  # `zoo --json show NAME` as `zoo show NAME --json`
     if ctx.invoked_subcommand is None:
         rows = _rows()
@@ -299,3 +300,18 @@ def add_command(
 
 
 __all__ = ["app"]
+
+
+@app.command("rename", cls=BoltzkitCommand)
+def rename_command(
+    ctx: typer.Context,
+    old: Annotated[str, typer.Argument(metavar="OLD", help="The zoo model's name now.")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="Its new name.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Publish a zoo model under another name: its file and card again, measurements unchanged."""
+    from boltzkit.experiments.zoo_cards import rename
+
+    target = rename(old.removeprefix("zoo:"), new.removeprefix("zoo:"))
+    card = read_card(new.removeprefix("zoo:"))
+    emit(card, as_json=_json_wanted(ctx, as_json), human=lambda: f"renamed {old} -> {new} ({target})")

@@ -193,6 +193,10 @@ def _shifted(check: float, test: dict[str, Any], key: str) -> float | None:
     return None if edge is None else check + float(edge) - float(test["mean_log_prob"])
 
 
+#: The metadata of a trained model's file that its published copy keeps (with its ``zoo_name``).
+PUBLISHED_METADATA = ("training", "metrics", "training_seconds", "data", "image_shape")
+
+
 def publish(
     source: PathLike,
     name: str,
@@ -211,17 +215,12 @@ def publish(
     ``paper`` the paper's numbers the model stands beside (e.g. ``{"source": "S1 Table 1",
     "test": -125.53}``). The recipe, seed and seconds come from the model file's metadata.
     """
-    if not name or any(c in name for c in "/\\: "):
-        raise BoltzkitError("a zoo name is one word of letters, digits, '-' and '.'", got=repr(name))
+    check_name(name)
     folder = Path(folder) if folder is not None else zoo_dir()
     folder.mkdir(parents=True, exist_ok=True)
     model, metadata = load_model(source, dtype="float32")
     target = folder / f"{name}.safetensors"
-    kept = {
-        k: v
-        for k, v in metadata.items()
-        if k in ("training", "metrics", "training_seconds", "data", "image_shape")
-    }
+    kept = {k: v for k, v in metadata.items() if k in PUBLISHED_METADATA}
     save_model(model, target, metadata={**kept, "zoo_name": name})
     training = metadata.get("training") or {}
     card = {
@@ -247,6 +246,51 @@ def publish(
     }
     save_json(card, folder / f"{name}.json")
     return target
+
+
+def rename(old: str, new: str) -> Path:
+    """Publish zoo model ``old`` as ``new``: the file again with ``zoo_name`` set to ``new`` (its
+    arrays and every other metadata as they are), and its card with the new name, file, sha256 and
+    size (every measurement as it is, since the numbers do not change); then the old pair is
+    removed. The new pair is written (atomically) before the old one goes, so an interrupted
+    rename leaves the model under one name or both, never under none.
+
+    Returns the new model file's path.
+    """
+    from boltzkit.io.zoo import read_card
+
+    check_name(new)
+    folder = zoo_dir()
+    if new == old:
+        raise BoltzkitError("a model is renamed to another name", got=f"{old!r} to {new!r}")
+    if (folder / f"{new}.safetensors").exists() or (folder / f"{new}.json").exists():
+        raise BoltzkitError(
+            f"the zoo already holds a model named {new!r}",
+            hint="remove it first or choose another name.",
+        )
+    card = read_card(old)
+    source = folder / f"{old}.safetensors"
+    model, metadata = load_model(source, dtype="float32")
+    target = folder / f"{new}.safetensors"
+    kept = {k: v for k, v in metadata.items() if k in PUBLISHED_METADATA}
+    save_model(model, target, metadata={**kept, "zoo_name": new})
+    card = {
+        **card,
+        "name": new,
+        "file": target.name,
+        "sha256": file_sha256(target),
+        "bytes": target.stat().st_size,
+    }
+    save_json(card, folder / f"{new}.json")
+    source.unlink()
+    (folder / f"{old}.json").unlink()
+    return target
+
+
+def check_name(name: str) -> None:
+    """Refuse a zoo name that is not one word (it names two files and ``zoo:NAME``)."""
+    if not name or any(c in name for c in "/\\: "):
+        raise BoltzkitError("a zoo name is one word of letters, digits, '-' and '.'", got=repr(name))
 
 
 def recompute_check(name: str, *, data_dir: PathLike | None = None) -> dict[str, Any]:
@@ -281,4 +325,4 @@ def recompute_check(name: str, *, data_dir: PathLike | None = None) -> dict[str,
     }
 
 
-__all__ = ["machine", "measure", "publish", "recompute_check"]
+__all__ = ["PUBLISHED_METADATA", "check_name", "machine", "measure", "publish", "recompute_check", "rename"]
