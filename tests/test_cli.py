@@ -594,17 +594,28 @@ def test_train_init_continues_a_finished_model(tmp_path):
 
 
 def test_ctrl_c_names_the_checkpoint_and_exits_130(tmp_path, monkeypatch):
+    """Interrupted with a checkpoint written, it says to resume from it; before the first one, it
+    says there is nothing to resume (it used to name a checkpoint that did not exist)."""
     import boltzkit.cli.train as train_cli
 
+    out = tmp_path / "m.safetensors"
+
     def interrupted(*args, **kwargs):
+        if written:
+            (tmp_path / "m.safetensors.ckpt").write_bytes(b"")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(train_cli, "train_model", interrupted)
-    out = tmp_path / "m.safetensors"
-    result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", out)
-    assert result.exit_code == 130 and "Traceback" not in result.output
-    line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: interrupted") and "m.safetensors.ckpt" in line and "--resume" in line
+    for written in (True, False):
+        (tmp_path / "m.safetensors.ckpt").unlink(missing_ok=True)
+        result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", out)
+        assert result.exit_code == 130 and "Traceback" not in result.output
+        line = result.stderr.strip().splitlines()[-1]
+        assert line.startswith("error: interrupted")
+        if written:
+            assert "m.safetensors.ckpt" in line and "--resume" in line
+        else:
+            assert "no epoch was checkpointed yet" in line and "--resume" not in line
 
 
 def test_the_human_summaries_print_no_band_for_an_unreliable_log_z() -> None:

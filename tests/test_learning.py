@@ -471,6 +471,51 @@ def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
         train_rbm(1 - x, n_hidden=5, epochs=2, checkpoint_path=ckpt, resume=True, progress=False)
 
 
+def test_resume_refuses_other_data_and_another_positive_phase_and_reads_older_fingerprints(tmp_path):
+    """The data's fingerprint hashes its values: one 1 moved to another row is other data (the old
+    position-weighted sum repeated every 97 rows and missed it). A mean-field positive phase of
+    another damping is another run. A checkpoint of the old fingerprint, without the positive
+    phase's parameters, still resumes on its own data."""
+    from boltzkit.learning import train_model
+    from boltzkit.learning.checkpoint import save_checkpoint
+    from boltzkit.learning.trainer import data_fingerprint, legacy_data_fingerprint
+
+    a = torch.zeros(200, 10)
+    a[3, 5] = 1.0
+    moved = torch.zeros(200, 10)
+    moved[100, 5] = 1.0
+    assert legacy_data_fingerprint(a) == legacy_data_fingerprint(moved)
+    assert data_fingerprint(a) != data_fingerprint(moved) and data_fingerprint(a) == data_fingerprint(
+        a.clone()
+    )
+    x = bars_and_stripes()
+    ckpt = tmp_path / "c.safetensors"
+    kw = {
+        "kind": "bm",
+        "hidden": 3,
+        "epochs": 2,
+        "batch_size": 8,
+        "n_chains": 10,
+        "seed": 3,
+        "progress": False,
+    }
+    with pytest.raises(Killed):
+        train_model(x, **kw, damping=0.5, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)])
+    with pytest.raises(BoltzkitError, match="positive_settings.damping: 0.5 -> 0.9"):
+        train_model(x, **kw, damping=0.9, checkpoint_path=ckpt, resume=True)
+    flipped = x.clone()
+    flipped[0, 0] = 1 - flipped[0, 0]  # one value changed
+    with pytest.raises(BoltzkitError, match="train_data"):
+        train_model(flipped, **kw, damping=0.5, checkpoint_path=ckpt, resume=True)
+    state = load_checkpoint(ckpt)  # as an older version wrote it
+    del state["settings"]["positive_settings"]
+    state["settings"]["train_data"] = legacy_data_fingerprint(x)
+    save_checkpoint(ckpt, state)
+    resumed, _ = train_model(x, **kw, damping=0.5, checkpoint_path=ckpt, resume=True)
+    full, _ = train_model(x, **kw, damping=0.5)
+    assert torch.equal(resumed.W, full.W)
+
+
 def test_resume_names_only_the_recipe_settings_that_changed(tmp_path):
     """A recipe is recorded as one dict: a changed rate shows as recipe.lr alone, not the dict twice."""
     from boltzkit.learning import train_model

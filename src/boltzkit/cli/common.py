@@ -128,8 +128,8 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 class _OneLineErrors:
     """Errors end in one line on stderr and exit status 1, and warnings (Python's included) are
     one ``warning: ...`` line each. Ctrl-C ends in one line ``error: interrupted`` (with what a
-    command put in ``ctx.meta["on_interrupt"]``, such as the checkpoint to resume from) and exit
-    status 130."""
+    command put in ``ctx.meta["on_interrupt"]``, a text or a function giving it when interrupted,
+    such as the checkpoint to resume from) and exit status 130."""
 
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; report an exception as ``error: ...`` and exit 1 (unless debugging)."""
@@ -147,6 +147,7 @@ class _OneLineErrors:
             if debug_enabled(ctx):
                 raise
             hint = ctx.meta.get("on_interrupt")
+            hint = hint() if callable(hint) else hint  # said as things stand when interrupted
             typer.echo("error: interrupted" + (f"; {hint}" if hint else ""), err=True)
             raise typer.Exit(130) from None
         except Exception as exc:

@@ -260,6 +260,11 @@ _check_average = _spec_check(parse_average)
 _check_centering = _spec_check(parse_centering)
 
 
+def _none_as_null(spec: str | None) -> str | None:
+    """An option's ``none`` as ``None`` (what a recipe holds where it leaves the setting off)."""
+    return None if spec is None or spec.strip().lower() == "none" else spec
+
+
 def _list_recipes_once_both_known(ctx: typer.Context, key: str, value: bool) -> bool:
     """--list-recipes [--json]: print every recipe with its sources (as one JSON object with
     ``--json``) and exit, before --data and --out are asked for.
@@ -588,7 +593,9 @@ def command(
         "lr": lr_list[0], "layer_data": layer_data.value,
         "lr_schedule": lr_schedule, "batch_size": batch_size, "sampler": sampler, "n_chains": chains,
         "momentum": momentum, "weight_decay": weight_decay, "reconstruction": reconstruction.value,
-        "centering": centering, "average": average, "temperatures": temperatures, "init_scale": init_scale,
+        # "none" is no centering and no average, recorded as null, as a recipe records them
+        "centering": _none_as_null(centering), "average": _none_as_null(average),
+        "temperatures": temperatures, "init_scale": init_scale,
         "init_vbias": init_vbias.value,
     }  # fmt: skip
     if recipe is not None:  # the recipe's settings, with the options given explicitly on top
@@ -678,9 +685,11 @@ def command(
         }
         if model.value == "dbn":
             layers = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
-            ctx.meta["on_interrupt"] = (
+            ctx.meta["on_interrupt"] = lambda: (
                 f"the layers' last checkpoints are in {layers}: run the same command with --resume to "
                 "continue"
+                if layers.is_dir() and any(layers.iterdir())
+                else "no layer was checkpointed yet: run the same command again to start over"
             )
         train_stack(
             kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,
@@ -728,8 +737,11 @@ def command(
             "it), so it is trained again from the start and overwritten (--init OUT trains a finished "
             "model further)"
         )
-    ctx.meta["on_interrupt"] = (
+    ctx.meta["on_interrupt"] = lambda: (
         f"the last checkpointed epoch is in {checkpoint}: run the same command with --resume to continue"
+        if checkpoint.exists()
+        else f"no epoch was checkpointed yet (the first checkpoint is written after {checkpoint_seconds:g} s "
+        "of training or at the end of an epoch, whichever is later): run the same command again"
     )
 
     t0 = time.perf_counter()
@@ -789,7 +801,13 @@ def command(
         "command": command,
         **training,
         # what ran where the options left it to train(): the rate's schedule and the positive phase
+        # (whose damping is recorded only where a mean field used it)
         **{key: hist.settings[key] for key in ("lr_schedule", "positive") if key in hist.settings},
+        **(
+            {"damping": hist.settings["positive_settings"].get("damping")}
+            if "positive_settings" in hist.settings and "damping" in training
+            else {}
+        ),
         **({"k": None} if chosen.k_schedule is not None else {}),  # the schedule says what k ran
         "seed": seed,
         "device": str(dev),

@@ -488,6 +488,7 @@ def train(
         "n_chains": n_chains if method_name != "cd" else None,
         **pt_options,
         "positive": learner.positive_phase(model).name,
+        "positive_settings": learner.positive_phase(model).settings(),
         "epochs": epochs,
         "lr": lr,
         "lr_schedule": lr_plan.spec,

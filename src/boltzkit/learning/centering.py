@@ -26,9 +26,12 @@ and a step ``eta`` along it in centered coordinates, carried through (*), is the
 
 which :meth:`Centering.transform` writes into the ``.grad`` of the ordinary parameters (with the
 descent sign that :meth:`BoltzmannMachine.set_gradients` uses). For plain SGD with fixed offsets
-this is exactly training the centered model and converting it with (*); moving an offset with
-(*) held is a reparameterisation that leaves the energy unchanged, which is why the offsets may
-follow the data (Melchior et al. Alg. 1: exponential moving averages).
+this is exactly training the centered model and converting it with (*). Weight decay is not part
+of that equivalence: the optimizer decays the ordinary couplings after the transform, where a
+decay of the centered couplings would also move the biases by ``eta * lambda * W mu``; the two
+differ by that bias term (a regulariser either way, and the saved model keeps its energy).
+Moving an offset with (*) held is a reparameterisation that leaves the energy unchanged, which is
+why the offsets may follow the data (Melchior et al. Alg. 1: exponential moving averages).
 """
 
 from __future__ import annotations

@@ -66,6 +66,11 @@ class PositivePhase(ABC):
         ``v`` (so a Bernoulli draw from them is an exact sample of ``p(h | v)``)."""
         return ()
 
+    def settings(self) -> dict[str, Any]:
+        """The phase's parameters, JSON-able (a run records them, and a checkpoint resumes only
+        under the same): none for the exact phase."""
+        return {}
+
 
 class ExactConditional(PositivePhase):
     """``h ~ p(h | v)`` summed out exactly: the hidden layers hold ``p(h = 1 | v)`` (RBM: S&M 2008
@@ -105,6 +110,9 @@ class MeanFieldPhase(PositivePhase):
     def __call__(self, model, v, generator):
         return mean_field(model, {0: v}, damping=self.damping, tol=self.tol, max_iter=self.max_iter).means
 
+    def settings(self) -> dict[str, Any]:
+        return {"damping": self.damping, "tol": self.tol, "max_iter": self.max_iter}
+
 
 class ClampedChains(PositivePhase):
     """Markov chains with the data clamped (Hinton & Sejnowski 1983): ``n_steps`` sweeps from
@@ -129,6 +137,9 @@ class ClampedChains(PositivePhase):
         for _ in range(self.n_steps):
             state, _ = self.operator.step(model, state, generator=generator, clamped=(0,))
         return model.rao_blackwellize(state, [l for l in model.default_sum_out() if l != 0])
+
+    def settings(self) -> dict[str, Any]:
+        return {"n_steps": self.n_steps, "sampler": self.operator.name}
 
 
 def default_positive(model: BoltzmannMachine, *, damping: float = 0.5) -> PositivePhase:

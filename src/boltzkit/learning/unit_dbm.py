@@ -58,6 +58,10 @@ def init_unit_dbm(
     )  # fmt: skip
 
 
+#: Tolerance of the positive phase's mean field (largest change of a mean between sweeps).
+MEAN_FIELD_TOL = 1e-4
+
+
 class UnitDBMLearner(UnitLearner):
     """S2's learning rule for a DBM with any visible unit type (module docstring): the learner that
     :class:`~boltzkit.learning.trainer.Trainer` runs for a :class:`~boltzkit.models.unit_dbm.UnitDBM`,
@@ -112,7 +116,7 @@ class UnitDBMLearner(UnitLearner):
     def set_gradients(self, model: UnitDBM, v_data: Tensor, generator: torch.Generator) -> None:
         """One update's gradient: the mean-field marginals of the minibatch, ``k`` sweeps of the
         chains, then :meth:`mean_field_gradients`."""
-        mu, details = mean_field(model, v_data, tol=1e-4, max_iter=self.mean_field_iterations)
+        mu, details = mean_field(model, v_data, tol=MEAN_FIELD_TOL, max_iter=self.mean_field_iterations)
         chains = self.chains
         for _ in range(self.k):
             chains, _ = self.operator.step(model, chains, generator=generator)
@@ -148,7 +152,7 @@ class UnitDBMLearner(UnitLearner):
         return out
 
     def positive_phase(self, model: UnitDBM) -> NamedPhase:
-        return NamedPhase("mean-field")
+        return NamedPhase("mean-field", (("tol", MEAN_FIELD_TOL), ("max_iter", self.mean_field_iterations)))
 
     def describe(self) -> str:
         return f"PCD-{self.k} ({self.operator.name}, {self.n_chains} chains, mean-field positive phase)"

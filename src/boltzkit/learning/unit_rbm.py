@@ -389,9 +389,15 @@ class UnitRBMLearner(UnitLearner):
 
 
 class NamedPhase(NamedTuple):
-    """A positive phase as the run's settings name it."""
+    """A positive phase as the run's settings name it, with its parameters (``(key, value)``
+    pairs; what :meth:`~boltzkit.learning.phases.PositivePhase.settings` gives for the binary
+    family's phases)."""
 
     name: str
+    parameters: tuple[tuple[str, Any], ...] = ()
+
+    def settings(self) -> dict[str, Any]:
+        return dict(self.parameters)
 
 
 __all__ = [
