@@ -37,8 +37,14 @@ CASES = (
     ("sm2008-cd3", "sm2008-cd3", {}, 3, False),
     ("sm2008-cd25 at k = 13 (its mean)", "sm2008-cd25", {"k_schedule": None, "k": 13}, 13, True),
     ("sm2008-cd25 at k = 25 (its last epochs)", "sm2008-cd25", {"k_schedule": None, "k": 25}, 25, True),
-    ("sm2008-cd25-mean at k = 13", "sm2008-cd25-mean", {"k_schedule": None, "k": 13}, 13, False),
-    ("sm2008-cd25-mean at k = 25", "sm2008-cd25-mean", {"k_schedule": None, "k": 25}, 25, False),
+    ("sm2008-cd25-mean at k = 13 (its mean)", "sm2008-cd25-mean", {"k_schedule": None, "k": 13}, 13, False),
+    (
+        "sm2008-cd25-mean at k = 25 (its last epochs)",
+        "sm2008-cd25-mean",
+        {"k_schedule": None, "k": 25},
+        25,
+        False,
+    ),
     ("sm2008-cd1 with centering", "sm2008-cd1", {"centering": "average"}, 1, False),
     ("s2008-sap (PCD-5, 100 chains)", "s2008-sap", {}, 5, True),
 )

@@ -615,7 +615,7 @@ def test_ctrl_c_names_the_checkpoint_and_exits_130(tmp_path, monkeypatch):
         if written:
             assert "m.safetensors.ckpt" in line and "--resume" in line
         else:
-            assert "no epoch was checkpointed yet" in line and "--resume" not in line
+            assert "no epoch of this run was checkpointed yet" in line and "--resume" not in line
 
 
 def test_the_human_summaries_print_no_band_for_an_unreliable_log_z() -> None:

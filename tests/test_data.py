@@ -12,6 +12,7 @@ import io
 import math
 import os
 import urllib.error
+import warnings
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -199,6 +200,21 @@ def test_pandas_headers_and_index_columns_are_not_read_as_data(tmp_path: Path) -
     # a first line of other numbers is still data
     (tmp_path / "data.csv").write_text("0,1,1\n1,0,0\n")
     assert read_text_matrix(tmp_path / "data.csv", sep=",").shape == (2, 3)
+    # whitespace-separated, pandas' empty index name leaves no token: the header is one name short
+    (tmp_path / "index.txt").write_text(" 0 1 2\n0 0.5 1.5 2.5\n1 0.1 0.2 0.3\n")
+    (tmp_path / "named.txt").write_text("a\tb\n0\t1\t1\n1\t0\t0\n")
+    np.testing.assert_array_equal(
+        load_values(str(tmp_path / "index.txt"))[1].numpy(), [[0.5, 1.5, 2.5], [0.1, 0.2, 0.3]]
+    )
+    np.testing.assert_array_equal(read_text_matrix(tmp_path / "named.txt"), [[1, 1], [0, 0]])
+    # 0, 1, ..., d - 1 first: names for binary data (no binary row reads so); for other data a row
+    # might, so skipping it is said
+    (tmp_path / "levels.txt").write_text("0 1 2 3\n3 2 1 0\n1 1 1 1\n")
+    with pytest.warns(UserWarning, match="read as column names"):
+        assert load_values(str(tmp_path / "levels.txt"))[1].shape == (2, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_dataset(str(tmp_path / "noindex.csv")).x.shape == (2, 3)
 
 
 def test_one_dimensional_arrays_are_refused_for_every_unit_type(tmp_path: Path) -> None:

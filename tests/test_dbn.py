@@ -552,3 +552,15 @@ def test_table2_tops_by_a_named_recipe_start_transposed(tmp_path, monkeypatch):
         assert rec["layer_sizes"] == [784, 10, 790]
     assert summary["transposed"]["trained"]["training"]["recipe"].startswith("dbn-top-pcd")
     assert "dbn-top-pcd from the transposed bottom" in (tmp_path / "table2.md").read_text()
+
+
+def test_table2_refuses_a_zoo_dbn_built_on_another_bottom() -> None:
+    """Table 2 stands each DBN beside its bottom RBM: a zoo DBN whose first layer is another RBM
+    (as when the zoo's CD25(500) was replaced and its old DBN kept) is refused, not reported."""
+    from boltzkit.experiments.sm2008_table2 import _check_same_bottom
+
+    bottom, other = random_rbm(6, 4, seed=1), random_rbm(6, 4, seed=2)
+    dbn = DBN([bottom, random_rbm(4, 3, seed=3)])
+    _check_same_bottom(dbn, bottom, "dbn")
+    with pytest.raises(BoltzkitError, match="not built on this row's bottom RBM"):
+        _check_same_bottom(dbn, other, "dbn")

@@ -514,6 +514,16 @@ def test_resume_refuses_other_data_and_another_positive_phase_and_reads_older_fi
     resumed, _ = train_model(x, **kw, damping=0.5, checkpoint_path=ckpt, resume=True)
     full, _ = train_model(x, **kw, damping=0.5)
     assert torch.equal(resumed.W, full.W)
+    # a command-line recipe recorded no centering and no average as "none", now as null
+    kw = {"hidden": 3, "epochs": 2, "recipe": "default", "seed": 1, "progress": False}
+    with pytest.raises(Killed):
+        train_model(x, **kw, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)])
+    state = load_checkpoint(ckpt)
+    assert state["settings"]["recipe"]["centering"] is None
+    state["settings"]["recipe"].update(centering="none", average="none")
+    save_checkpoint(ckpt, state)
+    resumed, _ = train_model(x, **kw, checkpoint_path=ckpt, resume=True)
+    assert torch.equal(resumed.W, train_model(x, **kw)[0].W)
 
 
 def test_resume_names_only_the_recipe_settings_that_changed(tmp_path):

@@ -276,3 +276,13 @@ def test_command_line_trains_and_samples_with_parallel_tempering(tmp_path):
     assert bad.exit_code == 1 and "parallel tempering only" in bad.output
     bad = runner.invoke(app, ["reproduce", "ais-operators", "--only", "table1", "--out", str(tmp_path / "r")])
     assert bad.exit_code == 1 and "--only does not apply to ais-operators" in bad.output
+
+
+def test_cd_refuses_a_tempering_sampler_in_one_line_for_binary_models_too() -> None:
+    """CD's chains restart at the data, so they have no replicas to temper: binary CD now says so
+    as the unit learners do (it failed inside the sweep on the replicas' chain count)."""
+    for sampler in ("pt:3", "(pt:3)*2"):
+        with pytest.raises(BoltzkitError, match="not at tempered replicas") as info:
+            make_learner("cd", sampler=sampler)
+        assert "'pt'" in str(info.value)
+    make_learner("pcd", sampler="pt:3", n_chains=6)  # persistent chains take it

@@ -87,8 +87,9 @@ def test_every_composed_name_parses_back_to_its_operator():
         again = make_operator(op.name)
         assert again.name == op.name and type(again) is type(op)
     assert make_operator("(pt:3)*2").keeps_replicas and not make_operator("gibbs*2").keeps_replicas
+    assert make_operator("(gibbs + flip) * 2").name == "(gibbs+flip)*2"  # spaces as in "gibbs * 2"
     # tempering inside a cycle gets the cycle's own hint, not "unknown sampler"
-    for spec in ("flip+pt:3", "(pt:3)*2+gibbs"):
+    for spec in ("flip+pt:3", "(pt:3)*2+gibbs", "pt:3+gibbs", "pt:3:flip@2+gibbs"):
         with pytest.raises(BoltzkitError, match="cannot be part of a cycle") as info:
             make_operator(spec)
         assert "pt:T:A+B" in str(info.value)

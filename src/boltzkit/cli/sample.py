@@ -117,9 +117,10 @@ def command(
     tempering = isinstance(operator, ParallelTempering)
     if not tempering and (pt_steps is not None or ladder != "uniform"):
         raise BoltzkitError(
-            "--pt-steps and --ladder apply to parallel tempering only",
+            "--pt-steps and --ladder apply to parallel tempering only"
+            + (" (a pt:T sampler itself, not a composition of one)" if operator.keeps_replicas else ""),
             got=f"--sampler {sampler}",
-            hint="use e.g. --sampler pt:20 --pt-steps 1",
+            hint="use e.g. --sampler pt:20 --pt-steps 1 (pt:T@K sweeps K times between swaps)",
         )
     if tempering:
         operator = ParallelTempering(

@@ -737,11 +737,14 @@ def command(
             "it), so it is trained again from the start and overwritten (--init OUT trains a finished "
             "model further)"
         )
+    started = time.time()
+    # a checkpoint to resume from: this run's, or the one it resumed (not an earlier run's left there)
     ctx.meta["on_interrupt"] = lambda: (
         f"the last checkpointed epoch is in {checkpoint}: run the same command with --resume to continue"
-        if checkpoint.exists()
-        else f"no epoch was checkpointed yet (the first checkpoint is written after {checkpoint_seconds:g} s "
-        "of training or at the end of an epoch, whichever is later): run the same command again"
+        if checkpoint.exists() and (resume or checkpoint.stat().st_mtime >= started - 1.0)
+        else "no epoch of this run was checkpointed yet (the first checkpoint is written after "
+        f"{checkpoint_seconds:g} s of training or at the end of an epoch, whichever is later): run the "
+        "same command again"
     )
 
     t0 = time.perf_counter()

@@ -30,6 +30,7 @@ import hashlib
 import io
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -149,7 +150,8 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
         return fast
     delimiter = None if sep == " " else sep
     lines = raw.decode("utf-8", errors="replace").splitlines()
-    header_rows, index_column = _header(lines, delimiter)
+    header = _header(lines, delimiter)
+    header_rows = header.skip
     try:
         with warnings.catch_warnings():
             # A file of comments only: loadtxt warns and returns an empty array; check_binary
@@ -174,7 +176,16 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             "the same count on every line (one header line of column names is allowed)",
             hint="lines and columns count from 1; lines starting with '#' are comments.",
         ) from err
-    return np.ascontiguousarray(values[:, 1:]) if index_column and values.size else values
+    if header.labelled and values.size:
+        values = np.ascontiguousarray(values[:, 1:])
+    if header.numbered and values.size and not bool(((values == 0) | (values == 1)).all()):
+        # no binary row reads 0, 1, 2, ...; a row of other data may, so say what was taken as names
+        warnings.warn(
+            f"{path}: the first line, 0 to {values.shape[1] - 1} in order, was read as column names "
+            "(pandas' default) and skipped; if it is a sample, start the file with a line of names",
+            stacklevel=2,
+        )
+    return values
 
 
 def _tokens(line: str, delimiter: str | None) -> list[str]:
@@ -189,30 +200,40 @@ def _is_number(token: str) -> bool:
     return True
 
 
-def _header(lines: list[str], delimiter: str | None) -> tuple[int, bool]:
-    """How many leading lines to skip, and whether the first column holds row labels.
+@dataclass(frozen=True)
+class _Header:
+    """What leads a text matrix: ``skip`` lines (comments, blanks and a header line), whether the
+    header marks the first column as row labels, and whether its names were pandas' numbers."""
 
-    Comments and blank lines are skipped, then one header line of column names, as spreadsheets
-    and pandas write it: a line none of whose tokens is a number, or pandas' default names, the
-    integers ``0, 1, ..., d - 1`` in order (``DataFrame(x).to_csv(...)``; at least three of them,
-    since no binary row reads so, unless an empty first name says they are names). A header whose
-    first name is empty is pandas' unnamed index:
-    the first column of every line is a row label, not a value. Returns ``(0, False)`` when there
-    is no header (comments alone are skipped by :func:`numpy.loadtxt` itself).
+    skip: int = 0
+    labelled: bool = False
+    numbered: bool = False
+
+
+def _header(lines: list[str], delimiter: str | None) -> _Header:
+    """The lines before the data: comments and blank lines, then one header line of column names,
+    as spreadsheets and pandas write it: a line none of whose tokens is a number, or pandas'
+    default names, the integers ``0, 1, ..., d - 1`` in order (``DataFrame(x).to_csv(...)``; at
+    least three of them, since no binary row reads so, unless the names mark row labels).
+
+    The first column holds row labels, not values, when the header says so: pandas' unnamed index
+    is an empty first name in a CSV file, and in a whitespace-separated one (where the empty name
+    leaves no token) a header of one name fewer than the first data line. No header: ``_Header()``
+    (comments alone are skipped by :func:`numpy.loadtxt` itself).
     """
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        tokens = _tokens(stripped, delimiter)
-        labelled = len(tokens) >= 2 and tokens[0] == ""
-        names = tokens[1:] if labelled else tokens
-        # after an empty first name any length will do: an empty token is never a value
-        pandas_default = (labelled or len(names) >= 3) and names == [str(i) for i in range(len(names))]
-        if pandas_default or not any(_is_number(token) for token in tokens):
-            return index + 1, labelled
-        return 0, False
-    return 0, False
+    content = [i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")]
+    if not content:
+        return _Header()
+    first = content[0]
+    tokens = _tokens(lines[first].strip(), delimiter)
+    width = len(_tokens(lines[content[1]].split("#", 1)[0].strip(), delimiter)) if len(content) > 1 else None
+    empty_first = len(tokens) >= 2 and tokens[0] == ""
+    names = tokens[1:] if empty_first else tokens
+    labelled = empty_first or (width is not None and len(names) == width - 1)
+    numbered = names == [str(i) for i in range(len(names))]
+    if (numbered and (labelled or len(names) >= 3)) or not any(_is_number(t) for t in names):
+        return _Header(first + 1, labelled, numbered and not labelled)
+    return _Header()
 
 
 def _first_bad_token(lines: list[str], delimiter: str | None, skip: int) -> str | None:

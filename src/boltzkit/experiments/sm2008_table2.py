@@ -42,6 +42,7 @@ import torch
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
+from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import anneal
 from boltzkit.estimators.dbn_bound import dbn_bound, top_layer_data
 from boltzkit.estimators.paths import base_rate_path
@@ -209,6 +210,7 @@ def _top(
     if zoo is not None:
         found = zoo_model(zoo, device=ctx.device)
         if found is not None:
+            _check_same_bottom(found[0], bottom, zoo)
             return found
     recipe = _recipe(spec.recipe, mode)
     if mode.top_recipe is not None:  # boltzkit's top recipe, always from the transposed bottom
@@ -225,6 +227,21 @@ def _top(
         return dbn, {"recipe": recipe.name, "init": "transposed bottom RBM" if transpose else "random"}
 
     return model_stage(ctx.path("models", f"{_slug(name)}.safetensors"), config, train, device=ctx.device)
+
+
+def _check_same_bottom(dbn: DBN, bottom: RBM, zoo: str) -> None:
+    """Refuse a zoo DBN whose first layer is not the row's bottom RBM: its bound would then stand
+    beside another RBM's (the zoo's models are float32, so they are compared in float32)."""
+    first = dbn.rbms[0]
+    same = first.W.shape == bottom.W.shape and all(
+        torch.equal(getattr(first, p).detach().float().cpu(), getattr(bottom, p).detach().float().cpu())
+        for p in ("W", "vbias", "hbias")
+    )
+    if not same:
+        raise BoltzkitError(
+            f"the zoo's {zoo} is not built on this row's bottom RBM",
+            hint="publish the DBN trained on the zoo's bottom under that name, or run with --no-zoo.",
+        )
 
 
 def _bounds(ctx: Context, name: str, dbn: DBN, training: dict[str, Any], mode: Mode, data) -> dict[str, Any]:

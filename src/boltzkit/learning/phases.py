@@ -188,6 +188,18 @@ class NegativePhase(ABC):
         self.k = int(state["k"])
 
 
+def refuse_tempered_cd(operator: TransitionOperator) -> None:
+    """CD's chains start at the data each update: there are no tempered replicas to keep, so an
+    operator with replicas (parallel tempering) is refused for CD, binary or not."""
+    if operator.keeps_replicas:
+        raise BoltzkitError(
+            "CD's chains start at the data, not at tempered replicas",
+            got=f"sampler {operator.name!r} with method 'cd'",
+            hint="use persistent chains (method 'pcd', or 'pt' for tempering in the negative phase), "
+            "or a sampler without replicas (gibbs, flip, blend:A).",
+        )
+
+
 #: What CD's last visible update contributes to the negative statistics.
 RECONSTRUCTIONS = ("sample", "mean")
 
@@ -221,6 +233,7 @@ class ContrastiveDivergence(NegativePhase):
         self, k: int = 1, sampler: TransitionOperator | str = "gibbs", *, reconstruction: str = "sample"
     ) -> None:
         super().__init__(k, sampler)
+        refuse_tempered_cd(self.operator)
         if reconstruction not in RECONSTRUCTIONS:
             raise BoltzkitError(
                 "unknown CD reconstruction", got=repr(reconstruction), expected="'sample' or 'mean'"

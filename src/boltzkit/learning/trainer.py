@@ -67,6 +67,16 @@ def _setting_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[s
     return out
 
 
+def _as_recorded_now(saved: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's settings as this version records them: a command-line recipe's centering
+    and average of ``"none"`` were recorded as that string before they were recorded as ``None``."""
+    recipe = saved.get("recipe")
+    if not isinstance(recipe, dict):
+        return saved
+    fixed = {k: None if k in ("centering", "average") and v == "none" else v for k, v in recipe.items()}
+    return {**saved, "recipe": fixed}
+
+
 # --------------------------------------------------------------------------------- validation
 #: Parameters beyond this magnitude (times the data's largest magnitude, where that is above 1:
 #: Gaussian units start their biases at the data's means) mean training diverged.
@@ -384,7 +394,7 @@ class Trainer:
                 got=state["learner_method"],
                 expected=self.learner.method,
             )
-        saved = state.get("settings") or {}
+        saved = _as_recorded_now(state.get("settings") or {})
         if saved and self.settings:
             now = self.settings
             saved_data = saved.get("train_data")

@@ -32,6 +32,7 @@ from torch import Tensor
 
 from boltzkit._numerics import bernoulli, make_generator, resolve_device
 from boltzkit.errors import BoltzkitError, DataError
+from boltzkit.learning.phases import refuse_tempered_cd
 from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers.operators import TransitionOperator, UnitOperator, make_operator
 from boltzkit.state import ChainState
@@ -260,13 +261,8 @@ class UnitRBMLearner(UnitLearner):
         learn_sigma: bool = True,
     ) -> None:
         super().__init__(method, k, sampler, n_chains=n_chains, learn_sigma=learn_sigma)
-        if self.method == "cd" and self.operator.keeps_replicas:
-            raise BoltzkitError(
-                "CD's chains start at the data, not at tempered replicas",
-                got=f"sampler {self.operator.name!r} with method 'cd'",
-                hint="use persistent chains (method 'pcd') for parallel tempering, or a sampler without "
-                "replicas (gibbs, flip, blend:A).",
-            )
+        if self.method == "cd":
+            refuse_tempered_cd(self.operator)
         self._gap_sum: Tensor | None = None
         self._n_updates = self._n_monitored = 0
 

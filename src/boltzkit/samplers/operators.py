@@ -461,6 +461,14 @@ def _unknown_sampler(spec: object) -> BoltzkitError:
     )
 
 
+def _parses(spec: str) -> bool:
+    try:
+        make_operator(spec)
+    except BoltzkitError:
+        return False
+    return True
+
+
 def _repeat_count(count: str) -> int | None:
     count = count.strip()
     return int(count) if count.isdigit() and int(count) >= 1 else None
@@ -474,14 +482,21 @@ def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
     if isinstance(spec, TransitionOperator):
         return spec
     text = str(spec).strip().lower()
+    parts = _top_level_parts(text)
     for prefix, parse in SPEC_PARSERS.items():
         if text.startswith(prefix):
-            return parse(text)
-    parts = _top_level_parts(text)
+            try:
+                return parse(text)
+            except BoltzkitError:
+                # "pt:3+gibbs": a spec first in a cycle (Cycle then says what it says of one)
+                if len(parts) > 1 and _parses(parts[0]):
+                    return Cycle(*(make_operator(part) for part in parts))
+                raise
     ops: list[TransitionOperator] = []
     for part in parts:
         if part.startswith("("):
             inner, closed, count = part[1:].rpartition(")")
+            count = count.strip()
             n = _repeat_count(count.removeprefix("*")) if closed and count.startswith("*") else None
             if n is None or not inner.strip():
                 raise _unknown_sampler(spec)
