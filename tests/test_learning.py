@@ -526,6 +526,29 @@ def test_resume_refuses_other_data_and_another_positive_phase_and_reads_older_fi
     assert torch.equal(resumed.W, train_model(x, **kw)[0].W)
 
 
+def test_a_run_of_a_recipe_whose_settings_changed_resumes_under_the_name_they_have_now(tmp_path):
+    """sm2008-cd25's settings became sm2008-cd25-mean's on 2026-12-01: a checkpoint of the old
+    sm2008-cd25 is refused under that name with the new name in the hint, and resumes under it
+    (a recipe is compared by its settings, not its name and texts)."""
+    from boltzkit.learning import train_model
+    from boltzkit.learning.recipes import RECIPES
+
+    x = bars_and_stripes()
+    old = RECIPES["sm2008-cd25-mean"].replace(
+        name="sm2008-cd25", summary="the old text", epochs=2, batch_size=16
+    )
+    ckpt = tmp_path / "c.safetensors"
+    kw = {"hidden": 3, "seed": 0, "progress": False, "checkpoint_path": ckpt}
+    with pytest.raises(Killed):
+        train_model(x, recipe=old, checkpoint_every=1, callbacks=[KillAfter(1)], **kw)
+    with pytest.raises(BoltzkitError, match="different settings") as caught:
+        train_model(x, recipe=RECIPES["sm2008-cd25"].replace(epochs=2, batch_size=16), resume=True, **kw)
+    assert "--recipe sm2008-cd25-mean" in str(caught.value)
+    now = RECIPES["sm2008-cd25-mean"].replace(epochs=2, batch_size=16)
+    resumed, _ = train_model(x, recipe=now, resume=True, **kw)
+    assert torch.equal(resumed.W, train_model(x, recipe=old, hidden=3, seed=0, progress=False)[0].W)
+
+
 def test_resume_names_only_the_recipe_settings_that_changed(tmp_path):
     """A recipe is recorded as one dict: a changed rate shows as recipe.lr alone, not the dict twice."""
     from boltzkit.learning import train_model

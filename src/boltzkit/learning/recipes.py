@@ -325,6 +325,9 @@ _SM2008_CD25 = _SM2008_CD25_MEAN.replace(
 
 #: Recipes renamed, by their old name: a run given one is told the new name.
 RENAMED = {"sm2008-cd25-sampled": "sm2008-cd25"}
+#: Recipes whose settings changed, by name: the name the old settings go by now (a checkpoint of
+#: such a run resumes under it, and its refusal says so).
+RENAMED_SETTINGS = {"sm2008-cd25": "sm2008-cd25-mean"}
 
 #: The named recipes.
 RECIPES: dict[str, Recipe] = {
@@ -490,6 +493,7 @@ __all__ = [
     "LAYER_DATA",
     "RECIPES",
     "RENAMED",
+    "RENAMED_SETTINGS",
     "SETTINGS",
     "VBIAS_INITS",
     "Recipe",

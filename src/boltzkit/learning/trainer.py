@@ -67,14 +67,41 @@ def _setting_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[s
     return out
 
 
-def _as_recorded_now(saved: dict[str, Any]) -> dict[str, Any]:
-    """A checkpoint's settings as this version records them: a command-line recipe's centering
-    and average of ``"none"`` were recorded as that string before they were recorded as ``None``."""
-    recipe = saved.get("recipe")
+#: What a recorded recipe says of itself rather than of the run: its name and texts. A run resumes
+#: under the same settings by any name (a recipe renamed keeps its runs resumable).
+_RECIPE_TEXTS = ("name", "summary", "sources")
+
+
+def _as_recorded_now(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings as this version compares them: a recipe by its settings alone (not its name and
+    texts), and a command-line recipe's centering and average of ``"none"`` (as they were recorded
+    before they were recorded as ``None``) as ``None``."""
+    recipe = settings.get("recipe")
     if not isinstance(recipe, dict):
-        return saved
-    fixed = {k: None if k in ("centering", "average") and v == "none" else v for k, v in recipe.items()}
-    return {**saved, "recipe": fixed}
+        return settings
+    fixed = {
+        k: None if k in ("centering", "average") and v == "none" else v
+        for k, v in recipe.items()
+        if k not in _RECIPE_TEXTS
+    }
+    return {**settings, "recipe": fixed}
+
+
+def _recipe_hint(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """A resume refused because a recipe's settings changed under its name: which recipe has them."""
+    from boltzkit.learning.recipes import RENAMED_SETTINGS
+
+    def base(record: dict[str, Any]) -> str | None:  # a recipe's name, without the "+" of replace()
+        recipe = record.get("recipe")
+        return str(recipe.get("name") or "").rstrip("+") if isinstance(recipe, dict) else None
+
+    name = base(saved)
+    if name is not None and base(now) == name and name in RENAMED_SETTINGS:
+        return (
+            f"the recipe {name!r} changed its settings on 2026-12-01; the interrupted run's are now "
+            f"the recipe {RENAMED_SETTINGS[name]!r}: resume with --recipe {RENAMED_SETTINGS[name]}"
+        )
+    return None
 
 
 # --------------------------------------------------------------------------------- validation
@@ -394,9 +421,10 @@ class Trainer:
                 got=state["learner_method"],
                 expected=self.learner.method,
             )
-        saved = _as_recorded_now(state.get("settings") or {})
+        recorded = state.get("settings") or {}
+        saved = _as_recorded_now(recorded)
         if saved and self.settings:
-            now = self.settings
+            now = _as_recorded_now(self.settings)
             saved_data = saved.get("train_data")
             if isinstance(saved_data, str) and not saved_data.startswith("sha256:") and "train_data" in now:
                 now = {**now, "train_data": legacy_data_fingerprint(self.train_x)}  # an older checkpoint
@@ -407,7 +435,8 @@ class Trainer:
                     "the checkpoint belongs to a run with different settings",
                     got=shown,
                     expected="the settings of the interrupted run",
-                    hint="resume with the same arguments, or delete the checkpoint to start over.",
+                    hint=_recipe_hint(recorded, self.settings)
+                    or "resume with the same arguments, or delete the checkpoint to start over.",
                 )
         if int(state["epochs"]) != self.epochs:
             raise BoltzkitError(
