@@ -112,8 +112,8 @@ PAPER: dict[str, PaperRow] = {
 #: on a CPU). ``--no-zoo`` trains all three here by S2's recipe.
 MODELS: tuple[ModelSpec, ...] = (
     ModelSpec("RBM", "rbm", "mnist", 500, zoo="s2008-rbm-500"),
-    ModelSpec("SRBM", "srbm", "mnist", 500, zoo="mnist-srbm500-from-rbm"),
-    ModelSpec("BM", "bm", "mnist", 500, zoo="mnist-bm500-from-rbm"),
+    ModelSpec("SRBM", "srbm", "mnist", 500, zoo="s2008-srbm-500"),
+    ModelSpec("BM", "bm", "mnist", 500, zoo="s2008-bm-500"),
 )
 
 
