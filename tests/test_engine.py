@@ -268,3 +268,18 @@ def test_schedules_of_one_length_are_different_stages_and_samples_keep_their_see
     assert (y == x).all() and record["seconds"] >= 0
     with pytest.raises(BoltzkitError, match="other settings"):
         engine.samples_stage(ctx, "m", draw, {"model": "m"}, seed=4)
+
+
+def test_a_context_path_has_its_folder_so_any_stage_may_write_first(tmp_path: Path) -> None:
+    """A full S1 Table 2 run whose models all came from the zoo reached its mixtures with no
+    models/ folder and failed to save the first one: the context's paths now bring their folder."""
+    import torch
+
+    from boltzkit.io import save_model
+    from boltzkit.models import RBM
+
+    ctx = engine.Context(out_dir=tmp_path / "run", seed=0)
+    target = ctx.path("models", "mob_10.safetensors")
+    assert target.parent.is_dir() and not target.exists()
+    save_model(RBM(3, 2, dtype=torch.float64), target)
+    assert target.is_file()

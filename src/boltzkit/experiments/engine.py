@@ -320,7 +320,12 @@ class Context:
     progress: bool = False
 
     def path(self, *parts: str) -> Path:
-        return Path(self.out_dir).joinpath(*parts)
+        """``OUT/parts...``, its folder made if it is not there yet: a stage may be the first to
+        write into it (a full run whose models all come from the zoo has written no model before
+        its mixtures)."""
+        path = Path(self.out_dir).joinpath(*parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def seed_for(self, *keys: str) -> int:
         return stage_seed(self.seed, *keys)
