@@ -217,6 +217,33 @@ def test_pandas_headers_and_index_columns_are_not_read_as_data(tmp_path: Path) -
         assert load_dataset(str(tmp_path / "noindex.csv")).x.shape == (2, 3)
 
 
+def test_pandas_row_labels_of_any_kind_and_narrow_default_headers(tmp_path: Path) -> None:
+    """An empty first name marks pandas' index whatever the column names (a subset of columns keeps
+    its numbers); a named index is a name before 0, 1, ...; labels may be words. Pandas' names of one
+    or two columns read as a row too: taken as names above rows that are not binary (said), kept as
+    a sample above binary rows (said). A ragged file whose first line is one value short is an
+    error, not a header over row labels: its first values repeat, as row labels do not."""
+    from boltzkit.data import load_values
+
+    rows = [[0, 1, 1], [1, 0, 0]]
+    (tmp_path / "subset.csv").write_text(",1,3,5\n0,0,1,1\n1,1,0,0\n")
+    (tmp_path / "words.csv").write_text(",0,1,2\ns0,0,1,1\ns1,1,0,0\n")
+    (tmp_path / "named_index.csv").write_text("id,0,1,2\n7,0,1,1\n9,1,0,0\n")
+    (tmp_path / "word_index.csv").write_text("id,a,b,c\nr0,0,1,1\nr1,1,0,0\n")
+    for name in ("subset.csv", "words.csv", "named_index.csv", "word_index.csv"):
+        np.testing.assert_array_equal(read_text_matrix(tmp_path / name, sep=","), rows)
+    (tmp_path / "gauss2.csv").write_text("0,1\n0.5,-1.5\n2.25,0.75\n")
+    with pytest.warns(UserWarning, match="read as column names"):
+        values = load_values(str(tmp_path / "gauss2.csv"))[1].numpy()
+    np.testing.assert_array_equal(values, [[0.5, -1.5], [2.25, 0.75]])
+    (tmp_path / "binary2.csv").write_text("0,1\n0,1\n1,0\n")
+    with pytest.warns(UserWarning, match="kept as a sample"):
+        assert read_text_matrix(tmp_path / "binary2.csv", sep=",").shape == (3, 2)
+    (tmp_path / "ragged.txt").write_text("0 1\n1 0 1\n0 1 1\n1 1 0\n")
+    with pytest.raises(DataError, match="line 2 has 3 values where the lines above have 2"):
+        read_text_matrix(tmp_path / "ragged.txt")
+
+
 def test_one_dimensional_arrays_are_refused_for_every_unit_type(tmp_path: Path) -> None:
     """A 1-D array is one sample or one unit's values: binary and real-valued loading refuse it
     alike (real-valued loading used to read it as one column) and say how to reshape it."""

@@ -547,6 +547,14 @@ def test_a_run_of_a_recipe_whose_settings_changed_resumes_under_the_name_they_ha
     now = RECIPES["sm2008-cd25-mean"].replace(epochs=2, batch_size=16)
     resumed, _ = train_model(x, recipe=now, resume=True, **kw)
     assert torch.equal(resumed.W, train_model(x, recipe=old, hidden=3, seed=0, progress=False)[0].W)
+    # a run of today's sm2008-cd25 refused for another reason is not sent to sm2008-cd25-mean
+    today = RECIPES["sm2008-cd25"].replace(epochs=2, batch_size=16)
+    with pytest.raises(Killed):
+        train_model(x, recipe=today, checkpoint_every=1, callbacks=[KillAfter(1)], **kw)
+    for change in ({"seed": 3}, {"recipe": today.replace(lr=0.05)}):
+        with pytest.raises(BoltzkitError, match="different settings") as caught:
+            train_model(x, **{"recipe": today, **kw, **change}, resume=True)
+        assert "sm2008-cd25-mean" not in str(caught.value) and "resume with the same" in str(caught.value)
 
 
 def test_resume_names_only_the_recipe_settings_that_changed(tmp_path):

@@ -95,6 +95,22 @@ def test_every_composed_name_parses_back_to_its_operator():
         assert "pt:T:A+B" in str(info.value)
 
 
+def test_grouping_parentheses_and_the_errors_of_a_tempering_spec():
+    """Parentheses without a count only group; tempering inside tempering is refused as nesting
+    however it is wrapped; a bad sweep count after a cycle inside tempering is said as such."""
+    model = random_machine("bm", (3, 3), seed=5)
+    gibbs = transition_matrix(model, "gibbs")
+    torch.testing.assert_close(transition_matrix(model, "(gibbs)"), gibbs)
+    assert make_operator("((pt:3))*2").name == "(pt:3)*2"
+    for spec in ("pt:3:pt:2", "pt:3:(pt:2)*2", "pt:3:(pt:2)"):
+        with pytest.raises(BoltzkitError, match="cannot be nested"):
+            make_operator(spec)
+    with pytest.raises(BoltzkitError, match="k >= 1"):
+        make_operator("pt:3:flip+gibbs@0")
+    with pytest.raises(BoltzkitError, match="unknown sampler"):
+        make_operator("gibbs*\u00b2")  # a superscript two is not a count
+
+
 # ----------------------------------------------------------------- the fused sequential sweep
 @pytest.mark.parametrize("operator", ["gibbs", "flip", "blend:0.4"])
 @pytest.mark.parametrize("chunk", [1, 3, 7, 48])

@@ -201,8 +201,30 @@ def test_zoo_rename_publishes_the_same_model_under_the_new_name_only(tiny_zoo) -
     assert metadata["zoo_name"] == "bas-rbm-2" and metadata["training"]["recipe"] == "sm2008-cd1"
     (folder / "other.json").write_text("{}")  # a name that is taken, or not a name, is refused
     assert "already holds" in assert_clean_failure(run("zoo", "rename", "bas-rbm-2", "other"))
-    assert "one word" in assert_clean_failure(run("zoo", "rename", "bas-rbm-2", "a b"))
+    for bad in ("a b", "a*b?", "tab\there", ".hidden"):
+        assert "one word" in assert_clean_failure(run("zoo", "rename", "bas-rbm-2", bad))
     assert "no such model" in assert_clean_failure(run("zoo", "rename", "nope", "new"))
+
+
+def test_zoo_rename_renames_the_references_of_other_models(tiny_zoo, tmp_path) -> None:
+    """A DBN trained on zoo:bas-rbm names its bottom so in its card and file: after the bottom's
+    rename both name the new name, and the zoo still verifies (the DBN's file, written again, has
+    a new sha256 on its card)."""
+    dbn = tmp_path / "dbn.safetensors"
+    last_json(
+        run("train", "--model", "dbn", "--data", "bars-and-stripes", "--bottom", "zoo:bas-rbm",
+            "--hidden", "4,3", "--epochs", 2, "--batch-size", 4, "--out", dbn, "--json")
+    )  # fmt: skip
+    last_json(
+        run("zoo", "add", "bas-dbn", dbn, "--data", "bars-and-stripes", "--test-data", "bars-and-stripes",
+            "--paper-source", "none", "--json")
+    )  # fmt: skip
+    assert "zoo:bas-rbm" in json.dumps(zoo.read_card("bas-dbn"))
+    run("zoo", "rename", "bas-rbm", "bas-rbm-2", "--json")
+    card, (_, metadata) = zoo.read_card("bas-dbn"), zoo.load("bas-dbn")
+    for text in (json.dumps(card), json.dumps(metadata)):
+        assert "zoo:bas-rbm-2" in text and 'zoo:bas-rbm"' not in text and "zoo:bas-rbm " not in text
+    assert last_json(run("zoo", "verify", "--json"))["ok"]
 
 
 @pytest.mark.parametrize(

@@ -168,7 +168,9 @@ def _summary(record: dict[str, Any]) -> str:
     ]
     last = record["history"][-1] if record.get("history") else {}
     if record.get("recon_error") is not None or "free_energy_gap" not in last:
-        lines.append(f"reconstruction error: {fmt(record.get('recon_error'))}")
+        # measured during the epoch, on the iterates: with --average the saved model is their average
+        of = " (of the training iterates, not their average)" if settings.get("average") else ""
+        lines.append(f"reconstruction error{of}: {fmt(record.get('recon_error'))}")
     else:  # a unit RBM's learner monitors the free-energy gap of data and negative samples
         lines.append(f"free-energy gap, data - samples: {fmt(last['free_energy_gap'])}")
     if last.get("swap_rates") is not None:
@@ -685,11 +687,14 @@ def command(
         }
         if model.value == "dbn":
             layers = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
+            stack_started = time.time()
+            # the layers' checkpoints of this run or of the run it resumes (not an earlier run's left there)
             ctx.meta["on_interrupt"] = lambda: (
                 f"the layers' last checkpoints are in {layers}: run the same command with --resume to "
                 "continue"
-                if layers.is_dir() and any(layers.iterdir())
-                else "no layer was checkpointed yet: run the same command again to start over"
+                if layers.is_dir()
+                and any(resume or path.stat().st_mtime >= stack_started - 1.0 for path in layers.iterdir())
+                else "no layer of this run was checkpointed yet: run the same command again to start over"
             )
         train_stack(
             kind=model.value, train=train, test=test, out=out, hidden=hidden_sizes, components=components,

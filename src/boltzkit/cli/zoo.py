@@ -312,6 +312,6 @@ def rename_command(
     """Publish a zoo model under another name: its file and card again, measurements unchanged."""
     from boltzkit.experiments.zoo_cards import rename
 
-    target = rename(old.removeprefix("zoo:"), new.removeprefix("zoo:"))
-    card = read_card(new.removeprefix("zoo:"))
+    target = rename(old.strip().removeprefix("zoo:"), new.strip().removeprefix("zoo:"))
+    card = read_card(target.stem)
     emit(card, as_json=_json_wanted(ctx, as_json), human=lambda: f"renamed {old} -> {new} ({target})")

@@ -12,8 +12,11 @@ extension   contents
 ``.txt``    text, whitespace-separated values; lines starting with ``#`` are comments
 ``.csv``    text, comma-separated values; lines starting with ``#`` are comments, and a first
             line of column names (no number in it, or pandas' default names ``0,1,...,d-1``)
-            is a header and skipped; a header whose first name is empty (pandas'
-            ``to_csv`` with its index) marks the first column as row labels, which are dropped
+            is a header and skipped; a header whose first name is empty or a name before
+            ``0,1,...`` (pandas' ``to_csv`` with its index) marks the first column as row
+            labels, which are dropped (numbers or words); so does a first column of words
+            under a header of names. ``0`` or ``0,1`` alone reads as a sample too: it is
+            taken as names only above rows that are not binary
 =========== ==============================================================================
 
 Text files of single-character 0/1 tokens separated by exactly one separator (the layout of
@@ -31,6 +34,7 @@ import io
 import os
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -147,28 +151,34 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
         raise DataError(f"{path}: file is empty", expected="one sample a line")
     fast = _parse_01_fixed(raw, sep)
     if fast is not None:
+        if fast.shape[1] <= 2 and fast.shape[0] > 1 and np.array_equal(fast[0], np.arange(fast.shape[1])):
+            _kept_as_sample(path, fast)
         return fast
     delimiter = None if sep == " " else sep
     lines = raw.decode("utf-8", errors="replace").splitlines()
     header = _header(lines, delimiter)
     header_rows = header.skip
+    # row labels are left unread (they may be words): every column but the first
+    columns = None
+    if header.labelled:
+        data_line = next(line for line in lines[header_rows:] if line.split("#", 1)[0].strip())
+        columns = range(1, len(_tokens(data_line.split("#", 1)[0].strip(), delimiter)))
     try:
         with warnings.catch_warnings():
             # A file of comments only: loadtxt warns and returns an empty array; check_binary
             # reports it as empty.
             warnings.simplefilter("ignore", UserWarning)
+            read = partial(
+                np.loadtxt, source, delimiter=delimiter, ndmin=2, skiprows=header_rows, usecols=columns
+            )
             try:
-                values = np.loadtxt(
-                    source, dtype=np.uint8, delimiter=delimiter, ndmin=2, skiprows=header_rows
-                )
+                values = read(dtype=np.uint8)
             except ValueError:
                 if isinstance(source, io.StringIO):
                     source.seek(0)
-                values = np.loadtxt(
-                    source, dtype=np.float64, delimiter=delimiter, ndmin=2, skiprows=header_rows
-                )
+                values = read(dtype=np.float64)
     except ValueError as err:
-        where = _first_bad_token(lines, delimiter, header_rows)
+        where = _first_bad_token(lines, delimiter, header_rows, labelled=header.labelled)
         raise DataError(
             f"{path}: could not parse the text file",
             got=where or str(err).split(";")[0],
@@ -176,9 +186,15 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             "the same count on every line (one header line of column names is allowed)",
             hint="lines and columns count from 1; lines starting with '#' are comments.",
         ) from err
-    if header.labelled and values.size:
-        values = np.ascontiguousarray(values[:, 1:])
-    if header.numbered and values.size and not bool(((values == 0) | (values == 1)).all()):
+    binary = bool(((values == 0) | (values == 1)).all())
+    if header.tentative and values.shape[0] > 1 and np.array_equal(values[0], np.arange(values.shape[1])):
+        rest = values[1:]
+        if not bool(((rest == 0) | (rest == 1)).all()):  # pandas' names above rows that are not binary
+            values, header = np.ascontiguousarray(rest), _Header(numbered=True)
+            binary = False
+        else:
+            _kept_as_sample(path, values)
+    if header.numbered and not header.labelled and values.size and not binary:
         # no binary row reads 0, 1, 2, ...; a row of other data may, so say what was taken as names
         warnings.warn(
             f"{path}: the first line, 0 to {values.shape[1] - 1} in order, was read as column names "
@@ -186,6 +202,17 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             stacklevel=2,
         )
     return values
+
+
+def _kept_as_sample(path: Path, values: np.ndarray) -> None:
+    """Say that a first row of one or two columns reading ``0[, 1]`` above binary rows, which may be
+    pandas' default column names, was kept as a sample."""
+    warnings.warn(
+        f"{path}: the first line, 0 to {values.shape[1] - 1} in order, reads as pandas' default column "
+        "names but also as a binary sample, and was kept as a sample; if it is a header, drop it (or "
+        "write the file with other column names)",
+        stacklevel=3,
+    )
 
 
 def _tokens(line: str, delimiter: str | None) -> list[str]:
@@ -203,42 +230,69 @@ def _is_number(token: str) -> bool:
 @dataclass(frozen=True)
 class _Header:
     """What leads a text matrix: ``skip`` lines (comments, blanks and a header line), whether the
-    header marks the first column as row labels, and whether its names were pandas' numbers."""
+    header marks the first column as row labels, whether its names were pandas' numbers, and
+    whether the first line may be pandas' names of one or two columns (``tentative``: it reads as
+    a row too, and is taken as names only where the rows below are not binary)."""
 
     skip: int = 0
     labelled: bool = False
     numbered: bool = False
+    tentative: bool = False
+
+
+def _first_tokens(lines: list[str], rows: list[int], delimiter: str | None) -> list[str]:
+    """The first token of each of ``rows`` (comments cut off)."""
+    return [lines[i].split("#", 1)[0].strip().split(delimiter, 1)[0].strip() for i in rows]
+
+
+def _numbered(names: list[str]) -> bool:
+    return bool(names) and names == [str(i) for i in range(len(names))]
 
 
 def _header(lines: list[str], delimiter: str | None) -> _Header:
     """The lines before the data: comments and blank lines, then one header line of column names,
     as spreadsheets and pandas write it: a line none of whose tokens is a number, or pandas'
     default names, the integers ``0, 1, ..., d - 1`` in order (``DataFrame(x).to_csv(...)``; at
-    least three of them, since no binary row reads so, unless the names mark row labels).
+    least three of them, since no binary row reads so, unless the names mark row labels; one or
+    two are ``tentative``).
 
     The first column holds row labels, not values, when the header says so: pandas' unnamed index
-    is an empty first name in a CSV file, and in a whitespace-separated one (where the empty name
-    leaves no token) a header of one name fewer than the first data line. No header: ``_Header()``
-    (comments alone are skipped by :func:`numpy.loadtxt` itself).
+    is an empty first name in a CSV file (whatever the other names), a named one a name before
+    ``0, 1, ...``; in a whitespace-separated file (where the empty name leaves no token) a header
+    of one name fewer than the data lines, whose first values are then distinct (a ragged file's
+    are not, as a rule); and under a header of names, a first column of words. No header:
+    ``_Header()`` (comments alone are skipped by :func:`numpy.loadtxt` itself).
     """
     content = [i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")]
     if not content:
         return _Header()
     first = content[0]
-    tokens = _tokens(lines[first].strip(), delimiter)
-    width = len(_tokens(lines[content[1]].split("#", 1)[0].strip(), delimiter)) if len(content) > 1 else None
-    empty_first = len(tokens) >= 2 and tokens[0] == ""
-    names = tokens[1:] if empty_first else tokens
-    labelled = empty_first or (width is not None and len(names) == width - 1)
-    numbered = names == [str(i) for i in range(len(names))]
-    if (numbered and (labelled or len(names) >= 3)) or not any(_is_number(t) for t in names):
-        return _Header(first + 1, labelled, numbered and not labelled)
-    return _Header()
+    tokens = _tokens(lines[first].split("#", 1)[0].strip(), delimiter)
+    if len(content) < 2:
+        return _Header(first + 1) if not any(_is_number(t) for t in tokens) else _Header()
+    width = len(_tokens(lines[content[1]].split("#", 1)[0].strip(), delimiter))
+    if len(tokens) >= 2 and tokens[0] == "" and width == len(tokens):  # pandas' unnamed index (CSV)
+        return _Header(first + 1, labelled=True, numbered=_numbered(tokens[1:]))
+    if len(tokens) >= 2 and not _is_number(tokens[0]) and _numbered(tokens[1:]) and width == len(tokens):
+        return _Header(first + 1, labelled=True, numbered=True)  # a named index, then 0, 1, ...
+    names_only = not any(_is_number(t) for t in tokens)
+    if not (_numbered(tokens) or names_only):
+        return _Header()  # a first line of data (its rows' first values are not read twice)
+    labels = _first_tokens(lines, content[1:], delimiter)
+    short = len(tokens) == width - 1 and len(set(labels)) == len(labels)
+    if _numbered(tokens):
+        if short or len(tokens) >= 3:
+            return _Header(first + 1, labelled=short, numbered=not short)
+        return _Header(tentative=len(tokens) == width)
+    words = len(tokens) == width and not any(_is_number(t) for t in labels)
+    return _Header(first + 1, labelled=short or words)
 
 
-def _first_bad_token(lines: list[str], delimiter: str | None, skip: int) -> str | None:
-    """Where parsing fails: the first token that is not a number, or the first line whose count
-    of values differs from the first data line's, as ``"line L, column C: 'token'"``."""
+def _first_bad_token(
+    lines: list[str], delimiter: str | None, skip: int, *, labelled: bool = False
+) -> str | None:
+    """Where parsing fails: the first token that is not a number (row labels aside), or the first
+    line whose count of values differs from the first data line's, as ``"line L, column C: 'token'"``."""
     width = None
     for number, line in enumerate(lines[skip:], start=skip + 1):
         stripped = line.split("#", 1)[0].strip()
@@ -246,7 +300,7 @@ def _first_bad_token(lines: list[str], delimiter: str | None, skip: int) -> str 
             continue
         tokens = _tokens(stripped, delimiter)
         for column, token in enumerate(tokens, start=1):
-            if not _is_number(token):
+            if not _is_number(token) and not (labelled and column == 1):
                 return f"line {number}, column {column}: {token!r} is not a number"
         if width is None:
             width = len(tokens)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from pathlib import Path
 from typing import Any
 
@@ -253,12 +254,14 @@ def rename(old: str, new: str) -> Path:
     arrays and every other metadata as they are), and its card with the new name, file, sha256 and
     size (every measurement as it is, since the numbers do not change); then the old pair is
     removed. The new pair is written (atomically) before the old one goes, so an interrupted
-    rename leaves the model under one name or both, never under none.
+    rename leaves the model under one name or both, never under none. Other models that name it
+    (``zoo:OLD``, a DBN's bottom) name it anew (:func:`rename_references`).
 
     Returns the new model file's path.
     """
     from boltzkit.io.zoo import read_card
 
+    old, new = old.strip(), new.strip()
     check_name(new)
     folder = zoo_dir()
     if new == old:
@@ -284,13 +287,60 @@ def rename(old: str, new: str) -> Path:
     save_json(card, folder / f"{new}.json")
     source.unlink()
     (folder / f"{old}.json").unlink()
+    rename_references(old, new)
     return target
+
+
+def _renamed(value: Any, pattern: re.Pattern[str], new: str) -> Any:
+    """``value`` (JSON-like) with every ``zoo:OLD`` that ``pattern`` finds in its strings made ``zoo:NEW``."""
+    if isinstance(value, str):
+        return pattern.sub(f"zoo:{new}", value)
+    if isinstance(value, dict):
+        return {k: _renamed(v, pattern, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, pattern, new) for v in value]
+    return value
+
+
+def rename_references(old: str, new: str) -> list[str]:
+    """Make every ``zoo:OLD`` in the zoo's cards and model files' metadata ``zoo:NEW`` (a DBN names
+    its bottom RBM so, and its command), after model ``old`` was renamed ``new``. A file whose
+    metadata changes is written again (its arrays as they are) and its card takes the new sha256
+    and size. Returns the names of the models changed."""
+    from boltzkit.io.zoo import read_card
+
+    pattern = re.compile(rf"zoo:{re.escape(old)}(?![A-Za-z0-9._-])")
+    folder = zoo_dir()
+    changed = []
+    for path in sorted(folder.glob("*.json")):
+        name = path.stem
+        if name == new or not pattern.search(path.read_text()):
+            continue
+        card = _renamed(read_card(name), pattern, new)
+        target = folder / f"{name}.safetensors"
+        model, metadata = load_model(target, dtype="float32")
+        kept = {k: v for k, v in metadata.items() if k in (*PUBLISHED_METADATA, "zoo_name")}
+        renamed = _renamed(kept, pattern, new)
+        if renamed != kept:
+            save_model(model, target, metadata=renamed)
+            card = {**card, "sha256": file_sha256(target), "bytes": target.stat().st_size}
+        save_json(card, path)
+        changed.append(name)
+    return changed
+
+
+#: A zoo name: one word, as it names two files and ``zoo:NAME``.
+ZOO_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def check_name(name: str) -> None:
     """Refuse a zoo name that is not one word (it names two files and ``zoo:NAME``)."""
-    if not name or any(c in name for c in "/\\: "):
-        raise BoltzkitError("a zoo name is one word of letters, digits, '-' and '.'", got=repr(name))
+    if not isinstance(name, str) or not ZOO_NAME.fullmatch(name):
+        raise BoltzkitError(
+            "a zoo name is one word of letters, digits, '-', '_' and '.', starting with a letter or digit",
+            got=repr(name),
+            hint="for example sm2008-cd25-500",
+        )
 
 
 def recompute_check(name: str, *, data_dir: PathLike | None = None) -> dict[str, Any]:
@@ -325,4 +375,14 @@ def recompute_check(name: str, *, data_dir: PathLike | None = None) -> dict[str,
     }
 
 
-__all__ = ["PUBLISHED_METADATA", "check_name", "machine", "measure", "publish", "recompute_check", "rename"]
+__all__ = [
+    "PUBLISHED_METADATA",
+    "ZOO_NAME",
+    "check_name",
+    "machine",
+    "measure",
+    "publish",
+    "recompute_check",
+    "rename",
+    "rename_references",
+]

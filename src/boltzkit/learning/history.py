@@ -26,7 +26,8 @@ class History:
     """Records of a training run, one ``dict`` per epoch.
 
     Typical keys: ``epoch`` (1-based), ``seconds`` (training time of the epoch), ``elapsed``
-    (cumulative), ``recon_error`` (mean over examples of ``||v - p(v|h)||^2``, ``h ~ p(h|v)``),
+    (cumulative), ``recon_error`` (mean over examples of ``||v - p(v|h)||^2``, ``h ~ p(h|v)``,
+    measured on the iterates during the epoch, so not of an average the run returns),
     ``lr``, ``k``, and where the model is tractable ``log_z``, ``train_log_lik``,
     ``valid_log_lik`` (exact mean log-likelihoods in nats).
 

@@ -88,15 +88,32 @@ def _as_recorded_now(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _recipe_hint(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
-    """A resume refused because a recipe's settings changed under its name: which recipe has them."""
-    from boltzkit.learning.recipes import RENAMED_SETTINGS
+    """A resume refused because a recipe's settings changed under its name: which recipe has them.
+
+    Only where the checkpoint's recipe has the renamed recipe's settings on every key by which the
+    two recipes differ, and this run's recipe does not (an override elsewhere, such as ``--lr``,
+    keeps the hint; a changed seed alone does not give it)."""
+    from boltzkit.learning.recipes import RENAMED_SETTINGS, get_recipe
 
     def base(record: dict[str, Any]) -> str | None:  # a recipe's name, without the "+" of replace()
         recipe = record.get("recipe")
         return str(recipe.get("name") or "").rstrip("+") if isinstance(recipe, dict) else None
 
+    def settings_of(recipe: dict[str, Any]) -> dict[str, Any]:
+        return _as_recorded_now({"recipe": recipe})["recipe"]
+
     name = base(saved)
-    if name is not None and base(now) == name and name in RENAMED_SETTINGS:
+    if name is None or base(now) != name or name not in RENAMED_SETTINGS:
+        return None
+    old = settings_of(get_recipe(RENAMED_SETTINGS[name]).to_dict())
+    new = settings_of(get_recipe(name).to_dict())
+    apart = [key for key in old if old[key] != new.get(key)]
+    saved_recipe, now_recipe = settings_of(saved["recipe"]), settings_of(now["recipe"])
+    if (
+        apart
+        and all(saved_recipe.get(k) == old[k] for k in apart)
+        and any(now_recipe.get(k) != old[k] for k in apart)
+    ):
         return (
             f"the recipe {name!r} changed its settings on 2026-12-01; the interrupted run's are now "
             f"the recipe {RENAMED_SETTINGS[name]!r}: resume with --recipe {RENAMED_SETTINGS[name]}"

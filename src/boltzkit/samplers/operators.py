@@ -471,14 +471,17 @@ def _parses(spec: str) -> bool:
 
 def _repeat_count(count: str) -> int | None:
     count = count.strip()
-    return int(count) if count.isdigit() and int(count) >= 1 else None
+    # ASCII digits only: str.isdigit() also takes superscripts, which int() refuses
+    return int(count) if count.isascii() and count.isdigit() and int(count) >= 1 else None
 
 
 def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
     """Parse ``"gibbs"``, ``"flip"``, ``"blend:ALPHA"``, ``"blend:ALPHA_V,ALPHA_H"``, a cycle
     ``"A+B"``, a repeat ``"A*N"`` (e.g. ``"flip+gibbs"``, ``"gibbs*5"``; ``"(A+B)*N"`` repeats a
     cycle, ``"(pt:3)*2"`` parallel tempering) and parallel tempering ``"pt:T[:INNER][@K]"``
-    (:mod:`boltzkit.samplers.tempering`). Every operator's ``name`` parses back to it."""
+    (:mod:`boltzkit.samplers.tempering`); parentheses without a count only group. The ``name`` of
+    an operator made from a spec parses back to it (a tempering ladder other than the uniform one,
+    or given betas, and blend weights beyond their sixth digit are not part of the name)."""
     if isinstance(spec, TransitionOperator):
         return spec
     text = str(spec).strip().lower()
@@ -487,16 +490,24 @@ def make_operator(spec: str | TransitionOperator) -> TransitionOperator:
         if text.startswith(prefix):
             try:
                 return parse(text)
-            except BoltzkitError:
-                # "pt:3+gibbs": a spec first in a cycle (Cycle then says what it says of one)
+            except BoltzkitError as error:
+                # "pt:3+gibbs": a spec first in a cycle (Cycle then says what it says of one); where
+                # the parts do not all read either ("pt:3:flip+gibbs@0"), the spec's own error stands
                 if len(parts) > 1 and _parses(parts[0]):
-                    return Cycle(*(make_operator(part) for part in parts))
+                    try:
+                        ops = [make_operator(part) for part in parts]
+                    except BoltzkitError:
+                        raise error from None
+                    return Cycle(*ops)
                 raise
     ops: list[TransitionOperator] = []
     for part in parts:
         if part.startswith("("):
             inner, closed, count = part[1:].rpartition(")")
             count = count.strip()
+            if closed and not count and inner.strip():  # parentheses that only group: "(A+B)"
+                ops.append(make_operator(inner))
+                continue
             n = _repeat_count(count.removeprefix("*")) if closed and count.startswith("*") else None
             if n is None or not inner.strip():
                 raise _unknown_sampler(spec)

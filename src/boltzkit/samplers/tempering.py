@@ -180,8 +180,13 @@ class ParallelTempering(TransitionOperator):
             raise BoltzkitError("unknown temperature ladder", got=repr(kind), expected=", ".join(LADDERS))
         self.kind = kind
         self.operator = make_operator(operator)
-        if isinstance(self.operator, ParallelTempering):
-            raise BoltzkitError("parallel tempering cannot be nested")
+        if self.operator.keeps_replicas:  # a tempering operator, or a repeat or cycle of one
+            raise BoltzkitError(
+                "parallel tempering cannot be nested",
+                got=self.operator.name,
+                hint="give the replicas' sampler a plain operator (gibbs, flip, a cycle or repeat of them); "
+                "pt:T:gibbs*K sweeps K times between swaps",
+            )
 
     @property
     def k(self) -> int:
@@ -495,10 +500,10 @@ def parse_tempering(spec: str, *, kind: str = "uniform") -> ParallelTempering | 
     text = spec.strip().lower()
     if not text.startswith("pt:"):
         return None
-    body, _, k = text[3:].partition("@")
+    body, _, k = text[3:].rpartition("@") if "@" in text else (text[3:], "", "")
     count, _, inner = body.partition(":")
     try:
-        return ParallelTempering(int(count), inner or "gibbs", k=int(k) if k else 1, kind=kind)
+        n_temperatures, sweeps = int(count), int(k) if k else 1
     except ValueError:
         raise BoltzkitError(
             "cannot read the parallel-tempering sampler",
@@ -506,6 +511,8 @@ def parse_tempering(spec: str, *, kind: str = "uniform") -> ParallelTempering | 
             expected="'pt:T', 'pt:T:INNER' or 'pt:T:INNER@K' (T temperatures, K sweeps between swaps)",
             hint="for example --sampler pt:20 or pt:10:flip@5",
         ) from None
+    # the numbers read; what the operator says of their values (or of INNER) is its own error
+    return ParallelTempering(n_temperatures, inner or "gibbs", k=sweeps, kind=kind)
 
 
 register_spec("pt:", parse_tempering)
