@@ -835,6 +835,57 @@ def test_a_dbm_file_with_one_hidden_layer_is_an_rbm(tmp_path: Path) -> None:
         load_model(tmp_path / "gap.npz")
 
 
+def test_one_hidden_layer_reads_alike_from_both_formats_and_says_how_it_was_read(tmp_path: Path) -> None:
+    """W_0, bias_0, bias_1 are an RBM's arrays in .npz and .safetensors alike (with sigma a
+    Gaussian RBM's), and an error about them says they were read as W, vbias, hbias."""
+    g = np.random.default_rng(1)
+    w, b0, b1 = g.normal(size=(4, 3)), g.normal(size=4), g.normal(size=3)
+    save_file({"W_0": torch.from_numpy(w), "bias_0": torch.from_numpy(b0), "bias_1": torch.from_numpy(b1)},
+              tmp_path / "short.safetensors")  # fmt: skip
+    np.savez(tmp_path / "short.npz", W_0=w, bias_0=b0, bias_1=b1)
+    np.savez(tmp_path / "gauss.npz", W_0=w, bias_0=b0, bias_1=b1, sigma=np.ones(4))
+    for name in ("short.safetensors", "short.npz", "gauss.npz"):
+        model, md = load_model(tmp_path / name)
+        np.testing.assert_array_equal(model.W.detach().numpy(), w)
+    assert md["kind"] == "gaussian-rbm"
+    np.savez(tmp_path / "transposed.npz", W_0=w.T, bias_0=b0, bias_1=b1)
+    with pytest.raises(ModelFileError, match="transposed") as info:
+        load_model(tmp_path / "transposed.npz")
+    assert "W_0, bias_0 and bias_1 (a DBM of one hidden layer) were read as" in str(info.value)
+
+
+def test_odd_npz_files_get_short_true_errors(tmp_path: Path) -> None:
+    """A fully visible BM of L and vbias loads; a stray array numbered far beyond the file is named
+    in a short message (not a list up to its number); a 0-d bias is refused by its stored shape; a
+    text file named .npz is not advised to be unpickled."""
+    laterals = np.array([[0.0, 0.5, 0.0], [0.5, 0.0, 0.2], [0.0, 0.2, 0.0]])
+    np.savez(tmp_path / "fv.npz", L=laterals, vbias=np.zeros(3))
+    model, md = load_model(tmp_path / "fv.npz")
+    assert md["kind"] == "fvbm" and model.n_hidden == 0
+    z = np.zeros
+    np.savez(tmp_path / "far.npz", W_0=z((4, 3)), W_1=z((3, 2)), bias_0=z(4), bias_1=z(3), bias_2=z(2),
+             bias_100000000=z(2))  # fmt: skip
+    np.savez(tmp_path / "far_dbn.npz", W_0=z((4, 3)), vbias_0=z(4), hbias_0=z(3), vbias_100000=z(3))
+    for name in ("far.npz", "far_dbn.npz"):
+        with pytest.raises(ModelFileError, match="numbered beyond") as info:
+            load_model(tmp_path / name)
+        assert len(str(info.value)) < 2000
+    np.savez(tmp_path / "scalar.npz", W=z((1, 4)), vbias=np.array(0.3), hbias=z(4))
+    with pytest.raises(ModelFileError, match=r"vbias \(\)"):
+        load_model(tmp_path / "scalar.npz")
+    (tmp_path / "text.npz").write_text("hello world, not a zip\n")
+    with pytest.raises(ModelFileError, match="not an .npz") as info:
+        load_model(tmp_path / "text.npz")
+    assert "allow_pickle" not in str(info.value)
+
+
+def test_a_bfloat16_model_in_npz_records_the_dtype_it_stores(tmp_path: Path) -> None:
+    save_model(make_rbm().to(torch.bfloat16), tmp_path / "half.npz")
+    with np.load(tmp_path / "half.npz") as archive:
+        recorded = json.loads(str(archive[METADATA_KEY]))["dtype"]
+        assert archive["W"].dtype == np.float32 and recorded == "float32"
+
+
 def test_old_format_rbm_file_loads(tmp_path: Path) -> None:
     # Written by boltzkit before layer_sizes and arrays were recorded.
     rbm = make_rbm()

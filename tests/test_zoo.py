@@ -4,6 +4,7 @@ models (each card against its file, and its check log-probability recomputed).""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -108,6 +109,11 @@ def test_convert_refuses_what_it_cannot_do(tmp_path) -> None:
     assert "--force" in assert_clean_failure(run("convert", source, target))
     assert "format" in assert_clean_failure(run("convert", source, tmp_path / "m.pt"))
     assert "same file" in assert_clean_failure(run("convert", source, source, "--force"))
+    assert "same file" in assert_clean_failure(run("convert", source, source))  # said before --force
+    os.link(source, tmp_path / "linked.safetensors")
+    assert "same file" in assert_clean_failure(
+        run("convert", source, tmp_path / "linked.safetensors", "--force")
+    )
     last_json(run("convert", source, target, "--force", "--dtype", "float64", "--json"))
     assert load_model(target)[0].W.dtype == torch.float64
 

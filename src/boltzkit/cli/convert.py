@@ -10,6 +10,7 @@ RBM, SRBM or BM; ``W_0, vbias_0, hbias_0, W_1, ...`` for a DBN (RBM ``l`` betwee
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,12 +49,15 @@ def command(
         )
     if dtype is not None and dtype not in ("float32", "float64"):
         raise BoltzkitError("unknown --dtype", got=dtype, expected="float32 or float64")
+    origin = resolve_model_path(source)  # a link or a hard link to IN is IN too
+    if origin.resolve() == target.resolve() or (target.exists() and os.path.samefile(origin, target)):
+        raise BoltzkitError(
+            "IN and OUT are the same file", got=str(target), hint="write OUT under another name."
+        )
     if target.exists() and not force:
         raise BoltzkitError("the output file exists", got=str(target), hint="pass --force to overwrite it.")
     if not target.parent.is_dir():
         raise BoltzkitError("the directory of OUT does not exist", got=str(target))
-    if resolve_model_path(source).resolve() == target.resolve():
-        raise BoltzkitError("IN and OUT are the same file", got=str(target))
     model, metadata = load_model(source, dtype=dtype)
     kept = {key: value for key, value in metadata.items() if key not in _FILE_KEYS}
     (export_npz if suffix == ".npz" else save_model)(model, target, metadata=kept)

@@ -42,6 +42,7 @@ from boltzkit.io.model_files import (
     ModelKind,
     listed,
     natural_key,
+    refuse_far_numbers,
     register_kind,
 )
 from boltzkit.models.boltzmann import SYMMETRY_RTOL, BoltzmannMachine, coupling_name
@@ -143,12 +144,9 @@ def _numbering_gap(kind: str, found: Collection[str], *, couplings: bool) -> Non
 
 
 def _deep_layers(found: Collection[str]) -> int:
-    top = 0
-    for name in found:
-        key = _deep_key(name)
-        if key is not None:
-            top = max(top, key[2] + 1)
-    return max(3, top)
+    numbers = {name: key[2] for name in found if (key := _deep_key(name)) is not None}
+    refuse_far_numbers(found, numbers, _DEEP_EXPECTED)
+    return max(3, 1 + max(numbers.values(), default=0))
 
 
 def _dbm_arrays(found: Collection[str]) -> ArraySpec:
@@ -186,7 +184,8 @@ def _bm_arrays(found: Collection[str]) -> ArraySpec:
 
 
 def _recognize_srbm(names: Collection[str]) -> bool:
-    return not _looks_deep(names) and "L" in names and "J" not in names
+    # without W the laterals are a fully visible BM's ({L, vbias}: the fvbm kind)
+    return not _looks_deep(names) and "L" in names and "J" not in names and "W" in names
 
 
 def _recognize_bm(names: Collection[str]) -> bool:

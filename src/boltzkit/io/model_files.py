@@ -87,7 +87,9 @@ PARAMETER_NAMES = ("W", "vbias", "hbias")
 NOT_OURS = "not a boltzkit model file"
 FORMATS_HINT = (
     "load_model reads boltzkit .safetensors files (written by save_model) and .npz archives with "
-    "arrays W, vbias and hbias (and the laterals L, J), or W_0, W_1, ..., bias_0, bias_1, ... for a DBM."
+    "arrays W, vbias and hbias (and the laterals L, J; sigma for Gaussian visible units), W_0, W_1, ..., "
+    "bias_0, bias_1, ... for a DBM, or W_0, vbias_0, hbias_0, W_1, ... for a DBN (README, 'The command "
+    "line')."
 )
 ZIP_MAGIC = b"PK\x03\x04"
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -293,9 +295,35 @@ def kind_of_model(model: object) -> ModelKind:
 # ------------------------------------------------------------------------------------------------
 # Generic checks
 # ------------------------------------------------------------------------------------------------
+#: At most this many names in one message; the rest are counted.
+LISTED_NAMES = 20
+
+
 def listed(names: Sequence[str]) -> str:
-    """``'a', 'b'`` for messages (``(none)`` when empty)."""
-    return ", ".join(repr(n) for n in names) if names else "(none)"
+    """``'a', 'b'`` for messages (``(none)`` when empty; beyond :data:`LISTED_NAMES` the rest
+    counted, so that a stray name cannot make a message of megabytes)."""
+    if not names:
+        return "(none)"
+    shown = ", ".join(repr(n) for n in names[:LISTED_NAMES])
+    rest = len(names) - LISTED_NAMES
+    return shown + (f" and {rest} more" if rest > 0 else "")
+
+
+def refuse_far_numbers(found: Collection[str], numbers: Mapping[str, int], expected: str) -> None:
+    """Refuse arrays numbered beyond what ``found`` can number without a gap (a model of ``n``
+    layers or RBMs holds at least ``n`` numbered arrays), before anything lists the names up to
+    that number (a stray ``bias_100000000`` would make a hundred million of them).
+
+    ``numbers`` maps each numbered array name to its number."""
+    far = sorted((name for name, number in numbers.items() if number >= len(found)), key=natural_key)
+    if far:
+        raise ModelFileError(
+            f"the model file's arrays are numbered beyond what its {len(found)} arrays can number "
+            f"without a gap: {listed(far)}",
+            got="arrays " + listed(sorted(found, key=natural_key)),
+            expected=expected,
+            hint="number the layers' arrays 0, 1, ... without gaps, or remove the stray ones.",
+        )
 
 
 def natural_key(name: str) -> tuple[Any, ...]:
@@ -406,8 +434,9 @@ def check_finite(tensors: Mapping[str, Tensor], p: Path | None = None, *, saving
             + " non-finite parameters",
             got="; ".join(bad) + (f" (in {p})" if p is not None else ""),
             expected="finite values in every array (" + ", ".join(tensors) + ")",
-            hint="the training diverged; lower the learning rate (and check momentum and weight decay), "
-            "then train again or resume from an earlier checkpoint.",
+            hint="if training wrote them, it diverged: lower the learning rate (and check momentum and "
+            "weight decay), then train again or resume from an earlier checkpoint; if another tool wrote "
+            "the file, the values are not a model's parameters.",
         )
 
 
@@ -462,10 +491,18 @@ def _dtype_name(dtype: torch.dtype) -> str:
 _DERIVED = ("format", "format_version", "kind", "n_visible", "n_hidden", "layer_sizes", "arrays", "dtype")
 
 
-def prepare_save(model: nn.Module, metadata: Mapping[str, Any] | None) -> tuple[dict[str, Tensor], str]:
-    """The tensors (detached, on the CPU) and the metadata JSON text of a model to be saved."""
+def prepare_save(
+    model: nn.Module,
+    metadata: Mapping[str, Any] | None,
+    *,
+    stored: Callable[[Tensor], Tensor] | None = None,
+) -> tuple[dict[str, Tensor], str]:
+    """The tensors (detached, on the CPU) and the metadata JSON text of a model to be saved;
+    ``stored`` turns each tensor into what the format stores (its dtype is the one recorded)."""
     kind = kind_of_model(model)
     tensors = {name: t.detach().cpu().contiguous() for name, t in kind.tensors_of(model).items()}
+    if stored is not None:
+        tensors = {name: stored(t) for name, t in tensors.items()}
     spec = kind.arrays(list(tensors))
     missing = [n for n in spec.required if n not in tensors]
     unknown = [n for n in tensors if n not in spec.names]
@@ -716,6 +753,17 @@ def _stored_dtype(tensors: Mapping[str, Tensor], spec: ArraySpec) -> torch.dtype
     return max((t.dtype for t in present), key=lambda d: torch.finfo(d).bits)
 
 
+#: A DBM's arrays of one hidden layer, as an RBM's: another tool writing DBMs of any depth writes
+#: an RBM so (a Gaussian one with ``sigma`` beside them).
+ONE_HIDDEN_LAYER = {"W_0": "W", "bias_0": "vbias", "bias_1": "hbias"}
+
+
+def one_hidden_layer(names: Collection[str]) -> dict[str, str]:
+    """The renaming of :data:`ONE_HIDDEN_LAYER` where ``names`` are a DBM's of one hidden layer
+    (``W_0, bias_0, bias_1``, and perhaps ``sigma``), else ``{}``."""
+    return dict(ONE_HIDDEN_LAYER) if set(names) - {"sigma"} == set(ONE_HIDDEN_LAYER) else {}
+
+
 def model_from_arrays(
     tensors: dict[str, Tensor],
     md: dict[str, Any] | None,
@@ -725,7 +773,37 @@ def model_from_arrays(
     dtype: torch.dtype | str | None = None,
     device: torch.device | str | None = None,
 ) -> tuple[nn.Module, dict[str, Any]]:
-    """Validate the arrays and metadata read from a file and build the model (see :func:`load_model`)."""
+    """Validate the arrays and metadata read from a file and build the model (see :func:`load_model`).
+
+    A file of a DBM's arrays for one hidden layer (``W_0, bias_0, bias_1``) without metadata is an
+    RBM's (:func:`one_hidden_layer`); what is wrong with it is said with that reading."""
+    renaming = one_hidden_layer(tensors) if md is None else {}
+    if not renaming:
+        return _model_from_arrays(tensors, md, p, source=source, dtype=dtype, device=device)
+    renamed = {renaming.get(name, name): tensor for name, tensor in tensors.items()}
+    try:
+        return _model_from_arrays(renamed, md, p, source=source, dtype=dtype, device=device)
+    except ModelFileError as exc:
+        reading = (
+            "W_0, bias_0 and bias_1 (a DBM of one hidden layer) were read as an RBM's W, vbias and hbias"
+        )
+        raise ModelFileError(
+            exc.what,
+            got=exc.got,
+            expected=exc.expected,
+            hint=f"{exc.hint} ({reading})" if exc.hint else reading,
+        ) from exc
+
+
+def _model_from_arrays(
+    tensors: dict[str, Tensor],
+    md: dict[str, Any] | None,
+    p: Path,
+    *,
+    source: str,
+    dtype: torch.dtype | str | None = None,
+    device: torch.device | str | None = None,
+) -> tuple[nn.Module, dict[str, Any]]:
     kind = kind_for(md, list(tensors))
     if md is None and kind.refine is not None and (refined := kind.refine(tensors)) is not None:
         kind = get_kind(refined)

@@ -35,6 +35,7 @@ from boltzkit.io.model_files import (
     is_npz,
     kind_for,
     model_from_arrays,
+    one_hidden_layer,
     parse_metadata_text,
     prepare_save,
     read_bytes,
@@ -57,6 +58,13 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
         When the bytes are not an ``.npz`` archive, an array is missing, foreign, pickled,
         truncated or not numeric.
     """
+    if not raw.startswith((ZIP_MAGIC, EMPTY_ZIP_MAGIC, NPY_MAGIC)):
+        # (np.load would take it for a pickle and advise loading it unsafely)
+        raise ModelFileError(
+            f"{NOT_OURS}: it is not an .npz (zip) archive",
+            got=f"{p} (first bytes {raw[:8]!r})",
+            hint=FORMATS_HINT,
+        )
     try:
         # From memory: np.load leaks its file handle when a file is not a valid zip archive.
         archive = np.load(io.BytesIO(raw), allow_pickle=False)
@@ -74,10 +82,6 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
     md: dict[str, Any] | None = None
     with archive:
         stored = [n for n in archive.files if n != METADATA_KEY]
-        # W_0, bias_0, bias_1 alone is a DBM with one hidden layer: an RBM, read as one
-        one_hidden = set(stored) == {"W_0", "bias_0", "bias_1"}
-        renamed = dict(zip(("W_0", "bias_0", "bias_1"), RBM_NAMES, strict=True)) if one_hidden else {}
-        names = [renamed.get(n, n) for n in stored]
         if METADATA_KEY in archive.files:
             text = _read_array(archive, METADATA_KEY, p)
             if text.ndim != 0 or text.dtype.kind != "U":
@@ -88,11 +92,12 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
                     hint=f"rename the array: the name {METADATA_KEY!r} is reserved for the metadata.",
                 )
             md = parse_metadata_text(str(text), p)
-        if renamed and md is not None:
-            md = {**md, "kind": "rbm"}
+        # a DBM's arrays of one hidden layer are an RBM's (model_from_arrays renames them)
+        renaming = one_hidden_layer(stored) if md is None else {}
+        names = [renaming.get(n, n) for n in stored]
         check_names(kind_for(md, names), names, p, npz=True, recorded=md is not None)
-        for stored_name, name in zip(stored, names, strict=True):
-            arr = _read_array(archive, stored_name, p)
+        for name in stored:
+            arr = _read_array(archive, name, p)
             if arr.dtype.kind not in "fiub":
                 raise ModelFileError(
                     f"the model array {name} is not numeric",
@@ -103,11 +108,13 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
                 arr = arr.astype(np.float64)  # e.g. float128
             elif not arr.dtype.isnative:
                 arr = arr.astype(arr.dtype.newbyteorder("="))
-            tensors[name] = torch.from_numpy(np.ascontiguousarray(arr))
+            # (np.ascontiguousarray would make a 0-d array 1-d: its shape is checked as stored)
+            tensors[name] = torch.from_numpy(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
     return tensors, md
 
 
-RBM_NAMES = ("W", "vbias", "hbias")
+#: The first bytes of an empty zip archive and of a single ``.npy`` array (which np.load reads too).
+EMPTY_ZIP_MAGIC, NPY_MAGIC = b"PK\x05\x06", b"\x93NUMPY"
 
 
 def _read_array(archive: Any, name: str, p: Any) -> np.ndarray:
@@ -144,10 +151,10 @@ def export_npz(model: nn.Module, path: PathLike, *, metadata: Mapping[str, Any] 
     ModelFileError
         As for :func:`~boltzkit.io.save_model`.
     """
-    tensors, md_text = prepare_save(model, metadata)
-    arrays = {
-        name: (t.to(torch.float32) if t.dtype == torch.bfloat16 else t).numpy() for name, t in tensors.items()
-    }
+    tensors, md_text = prepare_save(
+        model, metadata, stored=lambda t: t.to(torch.float32) if t.dtype == torch.bfloat16 else t
+    )
+    arrays = {name: t.numpy() for name, t in tensors.items()}
     arrays[METADATA_KEY] = np.array(md_text)
     with atomic_open(path, "wb", error_cls=ModelFileError) as f:
         np.savez(f, **arrays)

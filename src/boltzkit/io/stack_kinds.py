@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from boltzkit.errors import ModelFileError
-from boltzkit.io.model_files import ArraySpec, ModelKind, natural_key, register_kind
+from boltzkit.io.model_files import ArraySpec, ModelKind, natural_key, refuse_far_numbers, register_kind
 from boltzkit.models.dbn import DBN
 from boltzkit.models.mixture import WEIGHT_SUM_TOL, MixtureOfBernoullis
 from boltzkit.models.rbm import RBM
@@ -54,8 +54,9 @@ def is_dbn_name(name: str) -> bool:
 
 # ------------------------------------------------------------------------------------------- dbn
 def _dbn_count(found: Collection[str]) -> int:
-    numbers = [int(DBN_NAME.fullmatch(n).group(2)) for n in found if is_dbn_name(n)]  # type: ignore[union-attr]
-    return 1 + max(numbers) if numbers else 1
+    numbers = {n: int(DBN_NAME.fullmatch(n).group(2)) for n in found if is_dbn_name(n)}  # type: ignore[union-attr]
+    refuse_far_numbers(found, numbers, _DBN_EXPECTED)
+    return 1 + max(numbers.values()) if numbers else 1
 
 
 def _dbn_arrays(found: Collection[str]) -> ArraySpec:
