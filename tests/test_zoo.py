@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -231,6 +232,42 @@ def test_zoo_rename_renames_the_references_of_other_models(tiny_zoo, tmp_path) -
     for text in (json.dumps(card), json.dumps(metadata)):
         assert "zoo:bas-rbm-2" in text and 'zoo:bas-rbm"' not in text and "zoo:bas-rbm " not in text
     assert last_json(run("zoo", "verify", "--json"))["ok"]
+
+
+def test_zoo_add_verify_and_outputs_refuse_what_they_cannot_do(tiny_zoo, tmp_path) -> None:
+    """A mixture is not published (no deep AttributeError); a bad name is refused before any
+    measuring; ``zoo:NAME`` is not an output path; verify goes on past a card whose check cannot be
+    recomputed (and names it), and flags a card whose own name is another."""
+    folder, _ = tiny_zoo
+    mixture = tmp_path / "mix.safetensors"
+    last_json(run("train", "--data", "bars-and-stripes", "--model", "mixture", "--components", 3,
+                  "--epochs", 2, "--out", mixture, "--json"))  # fmt: skip
+    add = ("--data", "bars-and-stripes", "--test-data", "bars-and-stripes", "--paper-source", "none")
+    assert "Boltzmann machines and DBNs" in assert_clean_failure(run("zoo", "add", "mix", mixture, *add))
+    assert "one word" in assert_clean_failure(
+        run("zoo", "add", "bad name", tmp_path / "missing.safetensors", *add)
+    )
+    out = tmp_path / "zoo:new.safetensors"
+    assert "zoo add" in assert_clean_failure(
+        run("train", "--data", "bars-and-stripes", "--out", "zoo:new.safetensors")
+    )
+    assert "zoo add" in assert_clean_failure(run("convert", "zoo:bas-rbm", "zoo:copy.npz"))
+    assert not out.exists() and not Path("zoo:new.safetensors").exists() and not Path("zoo:copy.npz").exists()
+    shutil.copy(folder / "bas-rbm.safetensors", tmp_path / "again.safetensors")
+    last_json(run("zoo", "add", "bas-rbm-b", tmp_path / "again.safetensors", *add, "--json"))
+    card = json.loads((folder / "bas-rbm.json").read_text())
+    (folder / "bas-rbm.json").write_text(json.dumps({**card, "test_data": str(tmp_path / "nothing.npy")}))
+    renamed = json.loads((folder / "bas-rbm-b.json").read_text())
+    (folder / "bas-rbm-b.json").write_text(json.dumps({**renamed, "name": "other"}))
+    result = run("zoo", "verify", "--json")
+    assert result.exit_code == 1
+    models = {m["name"]: m for m in json.loads(result.stdout.strip().splitlines()[-1])["models"]}
+    assert "not recomputed" in " ".join(models["bas-rbm"]["problems"])
+    assert "the card names the model 'other'" in " ".join(models["bas-rbm-b"]["problems"])
+    (folder / "bas-rbm-b.json").write_text(
+        json.dumps({**renamed, "log_z": {**renamed["log_z"], "log_z": float("nan")}})
+    )
+    assert "finite" in assert_clean_failure(run("zoo", "show", "bas-rbm-b"))
 
 
 @pytest.mark.parametrize(

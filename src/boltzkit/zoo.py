@@ -33,7 +33,8 @@ def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict
 
 def verify_file(name: str) -> list[str]:
     """What disagrees between a card and its model file (empty when they agree): the sha256, the
-    kind, the layer sizes and the name the file was published under (its ``zoo_name``)."""
+    kind, the layer sizes and the name the file was published under (its ``zoo_name``) and the
+    card's own ``name``."""
     card = read_card(name)
     path = model_path(name)
     problems = []
@@ -47,6 +48,8 @@ def verify_file(name: str) -> list[str]:
         problems.append(f"layer sizes {metadata.get('layer_sizes')} != card's {card.get('layer_sizes')}")
     if metadata.get("zoo_name") != name:
         problems.append(f"the file was published as {metadata.get('zoo_name')!r}, not {name!r}")
+    if card.get("name") != name:
+        problems.append(f"the card names the model {card.get('name')!r}, not {name!r}")
     return problems
 
 

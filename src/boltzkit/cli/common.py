@@ -303,6 +303,19 @@ def band_text(
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}] ({note})"
 
 
+def refuse_zoo_output(out: Path | str, option: str = "--out") -> None:
+    """Refuse an output model path written ``zoo:NAME``: a zoo name is read, not written (it
+    would make a file of that literal name here)."""
+    if str(out).startswith("zoo:"):
+        name = str(out).removeprefix("zoo:")
+        raise BoltzkitError(
+            f"{option} names a zoo model; the zoo is written by `boltzkit zoo add`, not by a model path",
+            got=str(out),
+            hint=f"write a file ({Path(name).stem}.safetensors), then publish it: "
+            f"boltzkit zoo add {Path(name).stem} {Path(name).stem}.safetensors --data DATA",
+        )
+
+
 def show_progress(flag: bool | None) -> bool:
     """``--progress/--no-progress``; by default, progress bars only when stderr is a terminal."""
     if flag is not None:

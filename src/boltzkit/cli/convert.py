@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from boltzkit.cli.common import JsonFlag, emit
+from boltzkit.cli.common import JsonFlag, emit, refuse_zoo_output
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.io.zoo import resolve_model_path
@@ -42,6 +42,7 @@ def command(
     as_json: JsonFlag = False,
 ) -> None:
     """Write a model file in another format (.safetensors <-> .npz); IN may be zoo:NAME."""
+    refuse_zoo_output(target, "OUT")
     suffix = target.suffix.lower()
     if suffix not in (".safetensors", ".npz"):
         raise BoltzkitError(

@@ -42,6 +42,7 @@ from boltzkit.cli.common import (
     non_negative_float_option,
     option_given,
     positive_float_option,
+    refuse_zoo_output,
     show_progress,
     unit_dataset,
     unit_interval_option,
@@ -555,6 +556,7 @@ def command(
     """Train an RBM, SRBM, BM, DBM, DBN or mixture (binary data, or with --visible real values and
     categories) and save it with its settings and final metrics."""
     command = command_line(ctx)
+    refuse_zoo_output(out)
     if not out.parent.is_dir():
         raise BoltzkitError("the directory of --out does not exist", got=str(out))
     if out.is_dir():
@@ -602,7 +604,9 @@ def command(
     }  # fmt: skip
     if recipe is not None:  # the recipe's settings, with the options given explicitly on top
         overrides = {key: value for key, value in given.items() if _given(ctx, key)}
-        chosen = get_recipe(recipe).replace(**overrides)
+        named = get_recipe(recipe)
+        recipe = named.name  # recorded as the recipe is named, however it was typed
+        chosen = named.replace(**overrides)
     else:  # the options themselves, as a recipe without a name
         chosen = Recipe(name="command-line", summary="the options of this command", **given)
     if init is not None:  # train further: the sizes and units of the model it starts from

@@ -37,6 +37,8 @@ from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.io import load_model
 from boltzkit.io.zoo import names, read_card, zoo_dir
+from boltzkit.models.boltzmann import BoltzmannMachine
+from boltzkit.models.dbn import DBN
 from boltzkit.zoo import verify_file
 
 app = typer.Typer(
@@ -199,7 +201,12 @@ def verify_command(
         except ModelFileError as exc:  # an unreadable card or file: this model fails, the rest go on
             results.append({"name": name, "ok": False, "problems": [describe_error(exc)], "check": None})
             continue
-        check = None if quick else recompute_check(name, data_dir=data_dir)
+        try:
+            check = None if quick else recompute_check(name, data_dir=data_dir)
+        except BoltzkitError as exc:  # its check images missing, say: not verified, the rest go on
+            problems.append(f"check log-probability not recomputed: {describe_error(exc)}")
+            results.append({"name": name, "ok": False, "problems": problems, "check": None})
+            continue
         if check is not None and not check["within"]:
             problems.append(
                 f"check log-probability {check['mean_log_prob']:.4f} outside the card's "
@@ -257,8 +264,9 @@ def add_command(
     progress: ProgressFlag = None,
 ) -> None:
     """Measure a trained model (log Z, train/test log-probabilities) and publish it to the zoo."""
-    from boltzkit.experiments.zoo_cards import measure, publish
+    from boltzkit.experiments.zoo_cards import check_name, measure, publish
 
+    check_name(name)  # before minutes of measuring
     trained, metadata = load_model(model, device=device_from(device))
     units_of = unit_visible(trained)
     if units_of is not None:
@@ -266,6 +274,12 @@ def add_command(
             "the zoo holds models of binary units: its cards are measured on 0/1 data",
             got=f"{units_of.visible_units.name} visible units",
             hint="share the model file itself; evaluate and logz measure it.",
+        )
+    if not isinstance(trained, (BoltzmannMachine, DBN)):
+        raise BoltzkitError(
+            "the zoo holds Boltzmann machines and DBNs: its cards record log Z and log-probabilities",
+            got=f"a {metadata.get('kind', type(trained).__name__)} model",
+            hint="share the model file itself; evaluate measures it.",
         )
     train_x = load_dataset(data, split="train", data_dir=data_dir, n_visible=trained.n_visible).x
     test_x = load_dataset(test_data, split="test", data_dir=data_dir, n_visible=trained.n_visible).x

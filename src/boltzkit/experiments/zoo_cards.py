@@ -194,8 +194,9 @@ def _shifted(check: float, test: dict[str, Any], key: str) -> float | None:
     return None if edge is None else check + float(edge) - float(test["mean_log_prob"])
 
 
-#: The metadata of a trained model's file that its published copy keeps (with its ``zoo_name``).
-PUBLISHED_METADATA = ("training", "metrics", "training_seconds", "data", "image_shape")
+#: The metadata of a trained model's file that its published copy keeps (with its ``zoo_name``);
+#: ``created`` too, so that a model measured again in place (``zoo add X zoo:X``) keeps its bytes.
+PUBLISHED_METADATA = ("training", "metrics", "training_seconds", "data", "image_shape", "created")
 
 
 def publish(

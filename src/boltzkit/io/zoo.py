@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,14 @@ def read_card(name: str) -> dict[str, Any]:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite number (a card's NaN or infinity is no measurement)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number_kind(value: Any) -> str:
+    """What a card's field should have been: "a finite number" beside a NaN or infinity."""
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return "a finite number" if numeric else "a number"
 
 
 #: What a card must hold for listing, showing and verifying it: field -> (test, what it should be).
@@ -142,11 +150,11 @@ def check_card(card: Any) -> str | None:
         for key, optional in fields.items():
             value = part.get(key)
             if not (_is_number(value) or (optional and value is None)):
-                return f"{section}.{key} is {value!r}, not a number"
+                return f"{section}.{key} is {value!r}, not {_number_kind(value)}"
         for key, value in part.items():
             numeric = key.startswith(("mean_log_prob_", "log_z_"))
             if numeric and value is not None and not _is_number(value):
-                return f"{section}.{key} is {value!r}, not a number"
+                return f"{section}.{key} is {value!r}, not {_number_kind(value)}"
     if not isinstance(card["check"]["seed"], int):
         return f"check.seed is {card['check']['seed']!r}, not an integer"
     paper = card.get("paper")
