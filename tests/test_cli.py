@@ -591,6 +591,9 @@ def test_train_init_continues_a_finished_model(tmp_path):
         "train", "--data", "bars-and-stripes", "--hidden", 4, "--init", first, "--out", tmp_path / "w.npz"
     )
     assert "does not match" in assert_clean_failure(wrong)
+    np.save(tmp_path / "wide.npy", np.zeros((4, 20), dtype=np.uint8))  # the data's width is what is wrong
+    wide = run("train", "--data", tmp_path / "wide.npy", "--init", first, "--out", tmp_path / "x.safetensors")
+    assert "data's columns" in assert_clean_failure(wide)
 
 
 def test_ctrl_c_names_the_checkpoint_and_exits_130(tmp_path, monkeypatch):

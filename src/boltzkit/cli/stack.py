@@ -214,6 +214,7 @@ def train_stack(
             "model": "dbn",
             "hidden": hidden,
             **recipe_settings(recipe),
+            **({"k": None} if recipe.k_schedule is not None else {}),  # the schedule says what k ran
             **per_layer,
             "recipe": recipe_name,
             "command": command,

@@ -688,6 +688,13 @@ def train_model(
         sizes = [s for s in sizes if s > 0]
         target = str(kind).strip().lower()
         keys = kind_coupling_keys(target, len(sizes))
+        if init.layer_sizes[0] != sizes[0]:
+            raise BoltzkitError(
+                "the starting model's visible units do not match the data's columns",
+                got=f"a {init.kind} with layers {list(init.layer_sizes)}, data of {sizes[0]} columns",
+                expected=f"data of {init.layer_sizes[0]} columns, as the model was trained on",
+                hint="give the data the model was trained on (or another of its width).",
+            )
         if list(init.layer_sizes) != sizes or not set(init.coupling_keys) <= keys:
             raise BoltzkitError(
                 "the starting model does not match the model to train",
