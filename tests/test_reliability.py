@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import F64, bars_and_stripes, random_machine, random_rbm
+from test_cli import last_json, run
 from typer.testing import CliRunner
 
 from boltzkit import RBM
@@ -203,3 +204,30 @@ def test_cli_warnings_are_one_line(tmp_path):
     )
     assert diverged.exit_code == 1 and diverged.stderr.startswith("error: training diverged")
     assert not (tmp_path / "d.safetensors").exists()
+
+
+def test_few_runs_fit_no_tail_and_one_carrying_run_is_flagged():
+    """Below 21 weights the Pareto tail holds fewer than five and k-hat is not estimated (a fit to
+    one exceedance returned its prior's 0.22 whatever the weights); an estimate that one run
+    carries (ESS < 2) is unreliable where the ESS fraction cannot show it (ten runs or fewer:
+    bridge sampling with 5 chains on a 12 x 6 RBM of large weights was 30 nats off, 'reliable')."""
+    assert math.isnan(pareto_k_hat(synthetic_log_weights(3, 20, 1.2)))
+    assert math.isfinite(pareto_k_hat(synthetic_log_weights(3, 21, 1.2)))
+    carried = assess(torch.tensor([0.0, -30.0, -31.0, -29.0, -40.0], dtype=F64))
+    assert not carried.reliable and "one run carries" in carried.reason and "--chains" in carried.advice
+    assert assess(torch.tensor([0.0, -0.1, 0.2, 0.1, -0.2], dtype=F64)).reliable
+
+
+def test_logz_judges_an_estimate_by_the_exact_value_beside_it_and_withholds_its_json_band(tmp_path):
+    """Two symmetric modes (every visible unit tied to one hidden unit): five SIS runs from the
+    base rate see one mode, their band sits 0.65 nats below the exact log Z enumerated beside it,
+    and the weights alone (ESS 5 of 5) would call it reliable. The record says it is not, and its
+    JSON carries no band, as the text prints none."""
+    path = tmp_path / "sym.npz"
+    np.savez(path, W=np.full((12, 1), 3.0), vbias=-1.5 * np.ones(12), hbias=np.array([-18.0]))
+    record = last_json(run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3, "--json"))
+    assert record["exact_log_z"] == pytest.approx(3.1101, abs=1e-4)
+    assert record["reliable"] is False and "outside its ±3σ band" in record["reliability_reason"]
+    assert record["log_z_minus_3sigma"] is None and record["log_z_plus_3sigma"] is None
+    assert record["band_withheld"] and record["log_z"] < 2.5
+    assert "no band" in run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3).stdout

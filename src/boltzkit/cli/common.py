@@ -20,6 +20,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import shlex
 import sys
 import warnings
@@ -174,10 +175,38 @@ def json_line(record: Mapping[str, Any]) -> str:
     return json.dumps(jsonable(record), allow_nan=False)
 
 
+#: The band of an estimate: ``KEY_minus_sigma``, ``KEY_plus_3sigma``, ...
+_BAND_KEY = re.compile(r".+_(minus|plus)_(3)?sigma")
+
+
+def withhold_bands(record: Any, reliable: bool | None = None) -> Any:
+    """``record`` with the bands of every estimate it calls unreliable as ``null`` (and
+    ``band_withheld`` saying so): as the human summaries print none (:func:`band_text`), an
+    unreliable estimate supports no band. A sub-record without a verdict of its own is judged by
+    the record around it."""
+    if isinstance(record, Mapping):
+        own = record.get("reliable")
+        verdict = own if isinstance(own, bool) else reliable
+        out = {k: withhold_bands(v, verdict) for k, v in record.items()}
+        if verdict is False:
+            banded = [k for k in out if isinstance(k, str) and _BAND_KEY.fullmatch(k) and out[k] is not None]
+            for key in banded:
+                out[key] = None
+            if banded and isinstance(own, bool):
+                out["band_withheld"] = (
+                    "the estimate is unreliable: it supports no band (see reliability_reason)"
+                )
+        return out
+    if isinstance(record, list):
+        return [withhold_bands(v, reliable) for v in record]
+    return record
+
+
 def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) -> None:
-    """Print ``record`` as one JSON line (``--json``) or the human summary ``human()``."""
+    """Print ``record`` as one JSON line (``--json``; the bands of unreliable estimates withheld,
+    :func:`withhold_bands`) or the human summary ``human()``."""
     if as_json:
-        typer.echo(json_line(record))
+        typer.echo(json_line(withhold_bands(record)))
     else:
         typer.echo(human())
 

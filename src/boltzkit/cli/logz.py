@@ -57,6 +57,30 @@ from boltzkit.variational.trw import FW_STEPS
 EXACT_BESIDE_BITS = 20
 
 
+def _judge_by_the_truth(record: dict[str, Any]) -> None:
+    """An estimate whose ±3σ band misses the exact log Z enumerated beside it is unreliable (a
+    missed mode, or an error larger than the runs' spread shows), whatever its weights say."""
+    exact, lo, hi = record["exact_log_z"], record.get("log_z_minus_3sigma"), record.get("log_z_plus_3sigma")
+    if record.get("reliable") is not True or (lo is None and hi is None):
+        return
+    if (lo is None or exact >= lo) and (hi is None or exact <= hi):
+        return
+    reason = (
+        f"the exact log Z enumerated beside it, {exact:.4f}, lies outside its ±3σ band "
+        f"[{fmt(lo)}, {fmt(hi)}]: the runs missed part of the mass (a mode) or their spread "
+        "understates the error"
+    )
+    record.update(
+        reliable=False,
+        reliability_reason=reason,
+        advice="trust the exact value beside it; an estimate of this model needs more chains "
+        "(--chains) or steps (--betas)",
+    )
+    record["checks"] = [*(record.get("checks") or []), {
+        "name": "agrees with the exact log Z", "passed": False, "reason": reason, "advice": record["advice"],
+    }]  # fmt: skip
+
+
 def _summary(record: dict[str, Any]) -> str:
     """Human-readable lines for a log Z record: the estimate, both ends of a sandwich, what a
     reverse run's upper end is worth, the checks, and the verdict (as in the JSON)."""
@@ -277,6 +301,7 @@ def command(
         and enumeration_bits(rbm) <= EXACT_BESIDE_BITS
     ):  # cheap to enumerate: the truth beside the estimate (and in the plot of log Z against runs)
         record["exact_log_z"] = exact_log_z(rbm).log_z
+        _judge_by_the_truth(record)
     if isinstance(rbm, IsingModel) or isinstance(reference, IsingModel):
         record = in_ising_convention(
             record,

@@ -36,6 +36,13 @@ K_HAT_THRESHOLD = 0.7
 ESS_FRACTION = 0.1
 #: Fewest weights for which k-hat is estimated.
 MIN_WEIGHTS = 5
+#: Fewest weights in the fitted tail: a Pareto fit to fewer says nothing (with one exceedance it
+#: returns its prior's value, 0.22, whatever the weights), so below ``5 / 0.2 = 21`` weights k-hat
+#: is not estimated.
+MIN_TAIL = 5
+#: Below this effective sample size one run carries the estimate, whatever the number of runs (the
+#: ESS fraction cannot show it with ten runs or fewer: an ESS is never below 1).
+MIN_ESS = 2.0
 
 
 def _gpd_shape(x: np.ndarray) -> float:
@@ -69,9 +76,10 @@ def pareto_k_hat(log_weights: Tensor | np.ndarray) -> float:
     Returns
     -------
     float
-        ``k-hat``; ``nan`` with fewer than :data:`MIN_WEIGHTS` finite weights or a tail without
-        spread. ``k-hat < 0.5``: the weights have a finite variance; ``0.5 <= k-hat <= 0.7``: usable
-        with care; above 0.7: the estimate is unreliable.
+        ``k-hat``; ``nan`` with fewer than :data:`MIN_WEIGHTS` finite weights, a tail of fewer
+        than :data:`MIN_TAIL` of them, or a tail without spread. ``k-hat < 0.5``: the weights
+        have a finite variance; ``0.5 <= k-hat <= 0.7``: usable with care; above 0.7: the
+        estimate is unreliable.
     """
     if isinstance(log_weights, Tensor):
         lw = log_weights.detach().to(torch.float64).flatten().cpu().numpy()
@@ -82,6 +90,8 @@ def pareto_k_hat(log_weights: Tensor | np.ndarray) -> float:
     if s < MIN_WEIGHTS:
         return math.nan
     m = int(min(math.ceil(0.2 * s), math.ceil(3.0 * math.sqrt(s))))
+    if m < MIN_TAIL:
+        return math.nan
     lw = np.sort(lw - lw.max())
     tail = lw[-m:]
     cutoff = lw[-m - 1] if s > m else lw[0]
@@ -172,6 +182,11 @@ def assess(log_weights: Tensor, *, trivial: bool = False, annealed: bool = True)
         )
     if n >= 2 and frac < ESS_FRACTION:
         problems.append(f"the effective sample size is {ess:.1f} of {n} (below {ESS_FRACTION:.0%})")
+    elif n >= 2 and not trivial and ess < MIN_ESS:
+        problems.append(
+            f"one run carries the estimate (effective sample size {ess:.1f} of {n}): the runs' spread "
+            "says nothing about its error"
+        )
     if not problems:
         return Reliability(True, None, None, k_hat, frac)
     advice = f"use {more}, more chains (--chains), or a base model closer to the target (--base-rate-data)"
@@ -227,6 +242,8 @@ def combine(verdicts: dict[str, Reliability]) -> Reliability:
 __all__ = [
     "ESS_FRACTION",
     "K_HAT_THRESHOLD",
+    "MIN_ESS",
+    "MIN_TAIL",
     "Reliability",
     "assess",
     "combine",
