@@ -99,7 +99,9 @@ def bare_epoch_fn(n: int, device: torch.device, dtype: torch.dtype):
     v0 = (torch.rand(BATCH, N_VISIBLE, generator=g, **kw) < 0.13).to(dtype)
     v1 = v0.clone()
     h0 = torch.empty(BATCH, N_HIDDEN, **kw)
-    hs = torch.empty(BATCH, N_HIDDEN, **kw)
+    # hidden states as CD draws them (0/1): an uninitialised buffer may hold denormals, whose
+    # products ran 5-20x slower on an Intel host and made the bare cost 12-28 s
+    hs = (torch.rand(BATCH, N_HIDDEN, generator=g, **kw) < 0.5).to(dtype)
     vp = torch.empty(BATCH, N_VISIBLE, **kw)
     h1 = torch.empty(BATCH, N_HIDDEN, **kw)
     uh = torch.empty(BATCH, N_HIDDEN, **kw)
