@@ -795,15 +795,8 @@ def model_from_arrays(
         ) from exc
 
 
-def _model_from_arrays(
-    tensors: dict[str, Tensor],
-    md: dict[str, Any] | None,
-    p: Path,
-    *,
-    source: str,
-    dtype: torch.dtype | str | None = None,
-    device: torch.device | str | None = None,
-) -> tuple[nn.Module, dict[str, Any]]:
+def _model_from_arrays(tensors, md, p, *, source, dtype, device) -> tuple[nn.Module, dict[str, Any]]:  # noqa: ANN001
+    """:func:`model_from_arrays` on the arrays under the names they are read by."""
     kind = kind_for(md, list(tensors))
     if md is None and kind.refine is not None and (refined := kind.refine(tensors)) is not None:
         kind = get_kind(refined)
