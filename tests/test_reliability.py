@@ -209,13 +209,15 @@ def test_cli_warnings_are_one_line(tmp_path):
 def test_few_runs_fit_no_tail_and_one_carrying_run_is_flagged():
     """Below 21 weights the Pareto tail holds fewer than five and k-hat is not estimated (a fit to
     one exceedance returned its prior's 0.22 whatever the weights); an estimate that one run
-    carries (ESS < 2) is unreliable where the ESS fraction cannot show it (ten runs or fewer:
-    bridge sampling with 5 chains on a 12 x 6 RBM of large weights was 30 nats off, 'reliable')."""
+    carries (over 90% of the summed weights) is unreliable where the ESS fraction cannot show it
+    (ten runs or fewer: bridge sampling with 5 chains on a 12 x 6 RBM of large weights was 30 nats
+    off, 'reliable'), while two runs that agree stay reliable."""
     assert math.isnan(pareto_k_hat(synthetic_log_weights(3, 20, 1.2)))
     assert math.isfinite(pareto_k_hat(synthetic_log_weights(3, 21, 1.2)))
     carried = assess(torch.tensor([0.0, -30.0, -31.0, -29.0, -40.0], dtype=F64))
     assert not carried.reliable and "one run carries" in carried.reason and "--chains" in carried.advice
     assert assess(torch.tensor([0.0, -0.1, 0.2, 0.1, -0.2], dtype=F64)).reliable
+    assert assess(torch.tensor([0.0, 0.05], dtype=F64)).reliable  # ESS 1.9988 of 2
 
 
 def test_logz_judges_an_estimate_by_the_exact_value_beside_it_and_withholds_its_json_band(tmp_path):

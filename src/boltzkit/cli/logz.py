@@ -9,6 +9,7 @@ estimates ``log Z_MODEL - log Z_A`` by annealing from one RBM to the other.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -57,10 +58,15 @@ from boltzkit.variational.trw import FW_STEPS
 EXACT_BESIDE_BITS = 20
 
 
+def _finite_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
 def _judge_by_the_truth(record: dict[str, Any]) -> None:
     """An estimate whose ±3σ band misses the exact log Z enumerated beside it is unreliable (a
     missed mode, or an error larger than the runs' spread shows), whatever its weights say."""
-    exact, lo, hi = record["exact_log_z"], record.get("log_z_minus_3sigma"), record.get("log_z_plus_3sigma")
+    exact = record["exact_log_z"]
+    lo, hi = (_finite_or_none(record.get(f"log_z_{end}_3sigma")) for end in ("minus", "plus"))
     if record.get("reliable") is not True or (lo is None and hi is None):
         return
     if (lo is None or exact >= lo) and (hi is None or exact <= hi):

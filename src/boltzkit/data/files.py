@@ -151,7 +151,7 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
         raise DataError(f"{path}: file is empty", expected="one sample a line")
     fast = _parse_01_fixed(raw, sep)
     if fast is not None:
-        if fast.shape[1] <= 2 and fast.shape[0] > 1 and np.array_equal(fast[0], np.arange(fast.shape[1])):
+        if fast.shape[1] == 2 and fast.shape[0] > 1 and np.array_equal(fast[0], [0, 1]):
             _kept_as_sample(path, fast)
         return fast
     delimiter = None if sep == " " else sep
@@ -192,7 +192,7 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
         if not bool(((rest == 0) | (rest == 1)).all()):  # pandas' names above rows that are not binary
             values, header = np.ascontiguousarray(rest), _Header(numbered=True)
             binary = False
-        else:
+        elif values.shape[1] == 2:  # (a first 0 of one binary column is too common to be said)
             _kept_as_sample(path, values)
     if header.numbered and not header.labelled and values.size and not binary:
         # no binary row reads 0, 1, 2, ...; a row of other data may, so say what was taken as names
@@ -205,8 +205,8 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
 
 
 def _kept_as_sample(path: Path, values: np.ndarray) -> None:
-    """Say that a first row of one or two columns reading ``0[, 1]`` above binary rows, which may be
-    pandas' default column names, was kept as a sample."""
+    """Say that a first row ``0, 1`` of two columns above binary rows, which may be pandas' default
+    column names, was kept as a sample."""
     warnings.warn(
         f"{path}: the first line, 0 to {values.shape[1] - 1} in order, reads as pandas' default column "
         "names but also as a binary sample, and was kept as a sample; if it is a header, drop it (or "

@@ -40,9 +40,9 @@ MIN_WEIGHTS = 5
 #: returns its prior's value, 0.22, whatever the weights), so below ``5 / 0.2 = 21`` weights k-hat
 #: is not estimated.
 MIN_TAIL = 5
-#: Below this effective sample size one run carries the estimate, whatever the number of runs (the
-#: ESS fraction cannot show it with ten runs or fewer: an ESS is never below 1).
-MIN_ESS = 2.0
+#: Above this share of the summed weights one run carries the estimate, whatever the number of
+#: runs (the ESS fraction cannot show it with ten runs or fewer: an ESS is never below 1).
+MAX_WEIGHT_SHARE = 0.9
 
 
 def _gpd_shape(x: np.ndarray) -> float:
@@ -182,10 +182,14 @@ def assess(log_weights: Tensor, *, trivial: bool = False, annealed: bool = True)
         )
     if n >= 2 and frac < ESS_FRACTION:
         problems.append(f"the effective sample size is {ess:.1f} of {n} (below {ESS_FRACTION:.0%})")
-    elif n >= 2 and not trivial and ess < MIN_ESS:
+    elif (
+        n >= 2
+        and not trivial
+        and (share := float(torch.exp(lw.max() - torch.logsumexp(lw, 0)))) > MAX_WEIGHT_SHARE
+    ):
         problems.append(
-            f"one run carries the estimate (effective sample size {ess:.1f} of {n}): the runs' spread "
-            "says nothing about its error"
+            f"one run carries the estimate ({share:.0%} of the summed weights; effective sample size "
+            f"{ess:.1f} of {n}): the runs' spread says nothing about its error"
         )
     if not problems:
         return Reliability(True, None, None, k_hat, frac)
@@ -242,7 +246,7 @@ def combine(verdicts: dict[str, Reliability]) -> Reliability:
 __all__ = [
     "ESS_FRACTION",
     "K_HAT_THRESHOLD",
-    "MIN_ESS",
+    "MAX_WEIGHT_SHARE",
     "MIN_TAIL",
     "Reliability",
     "assess",

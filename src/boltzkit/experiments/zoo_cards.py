@@ -319,8 +319,8 @@ def rename_references(old: str, new: str) -> list[str]:
             continue
         card = _renamed(read_card(name), pattern, new)
         target = folder / f"{name}.safetensors"
-        model, metadata = load_model(target, dtype="float32")
-        kept = {k: v for k, v in metadata.items() if k in (*PUBLISHED_METADATA, "zoo_name")}
+        model, metadata = load_model(target)  # in its stored dtype, every metadata kept
+        kept = {k: v for k, v in metadata.items() if k != "source_format"}
         renamed = _renamed(kept, pattern, new)
         if renamed != kept:
             save_model(model, target, metadata=renamed)

@@ -111,7 +111,7 @@ def _recipe_hint(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
     saved_recipe, now_recipe = settings_of(saved["recipe"]), settings_of(now["recipe"])
     if (
         apart
-        and all(saved_recipe.get(k) == old[k] for k in apart)
+        and all(k not in saved_recipe or saved_recipe[k] == old[k] for k in apart)  # older: fewer keys
         and any(now_recipe.get(k) != old[k] for k in apart)
     ):
         return (
