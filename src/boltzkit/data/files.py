@@ -161,8 +161,8 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
     # row labels are left unread (they may be words): every column but the first
     columns = None
     if header.labelled:
-        data_line = next(line for line in lines[header_rows:] if line.split("#", 1)[0].strip())
-        columns = range(1, len(_tokens(data_line.split("#", 1)[0].strip(), delimiter)))
+        data_line = next(_content(line) for line in lines[header_rows:] if _content(line))
+        columns = range(1, len(_tokens(data_line, delimiter)))
     try:
         with warnings.catch_warnings():
             # A file of comments only: loadtxt warns and returns an empty array; check_binary
@@ -186,10 +186,10 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             "the same count on every line (one header line of column names is allowed)",
             hint="lines and columns count from 1; lines starting with '#' are comments.",
         ) from err
-    binary = bool(((values == 0) | (values == 1)).all())
+    binary = _is_binary(values)
     if header.tentative and values.shape[0] > 1 and np.array_equal(values[0], np.arange(values.shape[1])):
         rest = values[1:]
-        if not bool(((rest == 0) | (rest == 1)).all()):  # pandas' names above rows that are not binary
+        if not _is_binary(rest):  # pandas' names above rows that are not binary
             values, header = np.ascontiguousarray(rest), _Header(numbered=True)
             binary = False
         elif values.shape[1] == 2:  # (a first 0 of one binary column is too common to be said)
@@ -213,6 +213,15 @@ def _kept_as_sample(path: Path, values: np.ndarray) -> None:
         "write the file with other column names)",
         stacklevel=3,
     )
+
+
+def _content(line: str) -> str:
+    """A text line without its comment and surrounding blanks."""
+    return line.split("#", 1)[0].strip()
+
+
+def _is_binary(values: np.ndarray) -> bool:
+    return bool(((values == 0) | (values == 1)).all())
 
 
 def _tokens(line: str, delimiter: str | None) -> list[str]:
@@ -242,7 +251,7 @@ class _Header:
 
 def _first_tokens(lines: list[str], rows: list[int], delimiter: str | None) -> list[str]:
     """The first token of each of ``rows`` (comments cut off)."""
-    return [lines[i].split("#", 1)[0].strip().split(delimiter, 1)[0].strip() for i in rows]
+    return [_content(lines[i]).split(delimiter, 1)[0].strip() for i in rows]
 
 
 def _numbered(names: list[str]) -> bool:
@@ -267,10 +276,10 @@ def _header(lines: list[str], delimiter: str | None) -> _Header:
     if not content:
         return _Header()
     first = content[0]
-    tokens = _tokens(lines[first].split("#", 1)[0].strip(), delimiter)
+    tokens = _tokens(_content(lines[first]), delimiter)
     if len(content) < 2:
         return _Header(first + 1) if not any(_is_number(t) for t in tokens) else _Header()
-    width = len(_tokens(lines[content[1]].split("#", 1)[0].strip(), delimiter))
+    width = len(_tokens(_content(lines[content[1]]), delimiter))
     if len(tokens) >= 2 and tokens[0] == "" and width == len(tokens):  # pandas' unnamed index (CSV)
         return _Header(first + 1, labelled=True, numbered=_numbered(tokens[1:]))
     if len(tokens) >= 2 and not _is_number(tokens[0]) and _numbered(tokens[1:]) and width == len(tokens):
@@ -295,7 +304,7 @@ def _first_bad_token(
     line whose count of values differs from the first data line's, as ``"line L, column C: 'token'"``."""
     width = None
     for number, line in enumerate(lines[skip:], start=skip + 1):
-        stripped = line.split("#", 1)[0].strip()
+        stripped = _content(line)
         if not stripped:
             continue
         tokens = _tokens(stripped, delimiter)
