@@ -169,7 +169,12 @@ def machine_info(device: torch.device) -> dict[str, Any]:
         "python": platform.python_version(),
         "device": str(device),
         "load_average": load_average(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
+    if device.type == "cpu":  # the lookup for sparse states, as this host chose it (or was told)
+        from boltzkit._numerics import sparse_products
+
+        info["sparse_products"] = "lookup" if sparse_products() else "dense"
     try:
         import numpy
 
@@ -199,8 +204,15 @@ def machine() -> str:
     """One line: CPU, torch version, threads, python."""
     return (
         f"{cpu_model()}; torch {torch.__version__}; {torch.get_num_threads()} threads; "
-        f"python {platform.python_version()}"
+        f"python {platform.python_version()}; sparse states: {_products()}"
     )
+
+
+def _products() -> str:
+    from boltzkit._numerics import SPARSE_PRODUCTS_ENV, sparse_products
+
+    told = os.environ.get(SPARSE_PRODUCTS_ENV, "auto")
+    return f"{'lookup' if sparse_products() else 'dense product'} ({SPARSE_PRODUCTS_ENV}={told})"
 
 
 # ---------------------------------------------------------------------------------- reporting

@@ -459,6 +459,27 @@ def test_resume_reaches_the_parameters_of_an_uninterrupted_run(tmp_path, kw):
     assert torch.equal(again.W, full.W)
 
 
+def test_a_resumed_run_takes_the_products_as_the_interrupted_run_took_them(tmp_path):
+    """The checkpoint records whether the sparse-state lookup was taken; the resumed run takes the
+    same choice whatever this process decided, so its numbers stay those of the interrupted run."""
+    from boltzkit import _numerics
+
+    kept = _numerics._sparse_products
+    try:
+        x = bars_and_stripes()
+        common = dict(n_hidden=7, epochs=3, lr=0.1, batch_size=7, seed=5, progress=False)
+        ckpt = tmp_path / "ckpt.safetensors"
+        _numerics.set_sparse_products(False)
+        with pytest.raises(Killed):
+            train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)], **common)
+        assert load_checkpoint(ckpt)["sparse_products"] is False
+        _numerics.set_sparse_products(True)
+        train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
+        assert _numerics.sparse_products() is False and load_checkpoint(ckpt)["sparse_products"] is False
+    finally:
+        _numerics.set_sparse_products(kept)
+
+
 def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
     x = bars_and_stripes()
     ckpt = tmp_path / "c.safetensors"

@@ -301,3 +301,54 @@ def test_the_product_of_sparse_binary_states_is_the_dense_one(density, dtype, mo
     assert len(lookups) == (0 if density >= SPARSE_DENSITY else 3 if density == 0 else 2)
     rbm = RBM.random(784, 30, generator=g, dtype=dtype)  # the RBM's and the family's hidden inputs use it
     assert torch.allclose(rbm.hidden_logits(x), torch.addmm(rbm.hbias, x, rbm.W), atol=tol)
+
+
+@pytest.fixture
+def product_policy():
+    """Restores the process's sparse-product choice after a test that changes it."""
+    from boltzkit import _numerics
+
+    kept = _numerics._sparse_products
+    yield _numerics
+    _numerics.set_sparse_products(kept)
+
+
+def test_the_lookup_is_taken_where_this_host_runs_it_faster_or_as_told(product_policy, monkeypatch) -> None:  # noqa: ANN001
+    """``BOLTZKIT_SPARSE_PRODUCTS`` on / off decides; ``auto`` measures once, and takes the lookup
+    only where it is faster by the margin; off, the states get the dense product."""
+    numerics = product_policy
+    measured = []
+
+    def timings(lookup: float, dense: float):
+        return lambda: measured.append(1) or (lookup, dense)
+
+    for setting, times, expected in [
+        ("on", (9.0, 1.0), True),
+        ("OFF", (1.0, 9.0), False),
+        ("auto", (1.0, 2.0), True),
+        ("auto", (0.9, 1.0), False),  # faster, but not by the margin
+        ("", (0.5, 1.0), True),
+    ]:
+        monkeypatch.setenv(numerics.SPARSE_PRODUCTS_ENV, setting)
+        monkeypatch.setattr(numerics, "_time_lookup_against_dense", timings(*times))
+        numerics.set_sparse_products(None)
+        measured.clear()
+        assert numerics.sparse_products() is expected and numerics.sparse_products() is expected
+        assert len(measured) == (0 if setting.lower() in ("on", "off") else 1)  # measured once
+    numerics.set_sparse_products(False)
+    lookups = []
+    real = torch.nn.functional.embedding_bag
+    monkeypatch.setattr(
+        torch.nn.functional, "embedding_bag", lambda *a, **k: lookups.append(1) or real(*a, **k)
+    )
+    g = torch.Generator().manual_seed(3)
+    x = (torch.rand(20, 784, generator=g) < 0.1).to(F64)
+    w, b = torch.randn(784, 300, generator=g, dtype=F64), torch.randn(300, generator=g, dtype=F64)
+    assert torch.equal(numerics.add_product(b, x, w), torch.addmm(b, x, w)) and not lookups
+    numerics.set_sparse_products(True)
+    assert torch.allclose(numerics.add_product(b, x, w), torch.addmm(b, x, w), atol=1e-12) and lookups
+
+
+def test_the_measurement_times_both_products_on_the_reference_work(product_policy) -> None:  # noqa: ANN001
+    lookup, dense = product_policy._time_lookup_against_dense()
+    assert 0 < lookup < 1 and 0 < dense < 1

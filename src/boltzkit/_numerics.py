@@ -6,6 +6,8 @@ All reductions that feed a partition function are done in float64 (see DESIGN.md
 from __future__ import annotations
 
 import math
+import os
+import time
 
 import torch
 from torch import Tensor
@@ -32,8 +34,9 @@ def bernoulli(p: Tensor, generator: torch.Generator) -> Tensor:
 
 
 #: A batch of {0, 1} states whose fraction of ones is below this gets its product with a weight
-#: matrix as a sum of the weight rows of its ones (:func:`add_product`); measured on the CPU: at
-#: 13% ones (binarized MNIST) the lookup takes 0.4x the dense product's time, at 50% 2.3x.
+#: matrix as a sum of the weight rows of its ones (:func:`add_product`), where the host runs the
+#: lookup faster (:func:`sparse_products`); measured on an AMD EPYC: at 13% ones (binarized MNIST)
+#: the lookup takes 0.4x the dense product's time, at 50% 2.3x.
 SPARSE_DENSITY = 0.2
 #: ... and ``w`` has at least this many columns. Finding the ones costs a scan of ``x`` whatever the
 #: width, so narrow products stay dense: at 13% ones, 100 x 784 states, one CPU thread, the lookup
@@ -42,28 +45,104 @@ SPARSE_DENSITY = 0.2
 SPARSE_MIN_COLUMNS = 256
 
 
+#: Environment variable that fixes whether :func:`add_product` may take the lookup on this CPU:
+#: ``on``, ``off`` or ``auto`` (the default: measured once per process, :func:`sparse_products`).
+SPARSE_PRODUCTS_ENV = "BOLTZKIT_SPARSE_PRODUCTS"
+#: ``auto`` takes the lookup only where it beats the dense product by this factor at MNIST's
+#: density, so that a host near the tie does not switch from one process to the next.
+SPARSE_MARGIN = 0.8
+_sparse_products: bool | None = None
+
+
+def _time_lookup_against_dense() -> tuple[float, float]:
+    """Seconds of the lookup and of the dense product, each the median of 7 alternating rounds,
+    on the reference work: 100 x 784 states at 13% ones (binarized MNIST) times a float32
+    784 x 500 matrix, at the current number of torch threads (about 10 ms in all)."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(100, 784, generator=g) < 0.13).to(torch.float32)
+    w = torch.randn(784, 500, generator=g)
+    bias = torch.zeros(500)
+    lookup, dense = [], []
+    for _ in range(8):
+        t0 = time.perf_counter()
+        _lookup_product(bias, x, w, None)
+        t1 = time.perf_counter()
+        torch.addmm(bias, x, w)
+        t2 = time.perf_counter()
+        lookup.append(t1 - t0)
+        dense.append(t2 - t1)
+    return sorted(lookup[1:])[3], sorted(dense[1:])[3]
+
+
+def sparse_products() -> bool:
+    """Whether :func:`add_product` takes the lookup for sparse binary states on the CPU.
+
+    Which one is faster depends on the host, not on the work: at 13% ones, the lookup took 0.4x the
+    dense product's time on an AMD EPYC (2026-11-26) and 1.5-2.1x on an Intel Xeon whose matrix
+    products are fast and whose ``nonzero`` and gathers are slow (2026-12-02, BENCHMARKS.md). So
+    the choice is read from :data:`SPARSE_PRODUCTS_ENV` (``on`` / ``off``) or, by default, measured
+    once per process (:data:`SPARSE_MARGIN`) at the first product. The two paths agree to the
+    rounding of float sums; a training checkpoint records the choice and a resumed run takes it
+    again (:func:`set_sparse_products`), so that it ends with an uninterrupted run's parameters.
+    """
+    global _sparse_products
+    if _sparse_products is None:
+        setting = os.environ.get(SPARSE_PRODUCTS_ENV, "auto").strip().lower()
+        if setting in ("on", "1", "true", "yes"):
+            _sparse_products = True
+        elif setting in ("off", "0", "false", "no"):
+            _sparse_products = False
+        else:
+            lookup, dense = _time_lookup_against_dense()
+            _sparse_products = lookup < SPARSE_MARGIN * dense
+    return _sparse_products
+
+
+def set_sparse_products(value: bool | None) -> None:
+    """Fix :func:`sparse_products` for this process (``None``: decide again at the next product)."""
+    global _sparse_products
+    _sparse_products = None if value is None else bool(value)
+
+
+def _lookup_product(bias: Tensor, x: Tensor, w: Tensor, out: Tensor | None) -> Tensor | None:
+    """``bias + x w`` (or ``out + x w``) as sums of the rows of ``w`` at the ones of ``x``, or
+    ``None`` where ``x`` is not sparse or not binary."""
+    n_ones = int(torch.count_nonzero(x))
+    if n_ones < SPARSE_DENSITY * x.numel():
+        rows, cols = x.nonzero(as_tuple=True)
+        if bool((x[rows, cols] == 1).all()):  # binary states, not probabilities
+            counts = torch.bincount(rows, minlength=x.shape[0])
+            offsets = torch.zeros(x.shape[0], dtype=torch.long)
+            torch.cumsum(counts[:-1], 0, out=offsets[1:])
+            summed = torch.nn.functional.embedding_bag(cols, w, offsets, mode="sum")
+            if out is not None:
+                return out.add_(summed)
+            return summed.add_(bias)
+    return None
+
+
 def add_product(bias: Tensor, x: Tensor, w: Tensor, out: Tensor | None = None) -> Tensor:
     """``bias + x @ w`` (``out`` given: ``out + x @ w``, in place), shape ``(n, w.shape[1])``.
 
     Where ``x`` holds {0, 1} states that are mostly 0 (on the CPU, ``w`` contiguous and at least
     :data:`SPARSE_MIN_COLUMNS` wide), each row of the product is the sum of the rows of ``w`` at the
     row's ones: ``embedding_bag`` over the indices of the ones, a fraction of the dense product's
-    work (MNIST's states are 13% ones). The two agree to the rounding of the float sums. Anything
-    else (probabilities, dense states, a narrow ``w``, a GPU) is the dense ``addmm``.
+    work (MNIST's states are 13% ones), taken where this host runs it faster
+    (:func:`sparse_products`). The two agree to the rounding of the float sums. Anything else
+    (probabilities, dense states, a narrow ``w``, a GPU) is the dense ``addmm``.
     """
     wide = w.dim() == 2 and w.shape[1] >= SPARSE_MIN_COLUMNS
-    if x.device.type == "cpu" and x.dim() == 2 and wide and w.is_contiguous() and x.shape[0] > 0:
-        n_ones = int(torch.count_nonzero(x))
-        if n_ones < SPARSE_DENSITY * x.numel():
-            rows, cols = x.nonzero(as_tuple=True)
-            if bool((x[rows, cols] == 1).all()):  # binary states, not probabilities
-                counts = torch.bincount(rows, minlength=x.shape[0])
-                offsets = torch.zeros(x.shape[0], dtype=torch.long)
-                torch.cumsum(counts[:-1], 0, out=offsets[1:])
-                summed = torch.nn.functional.embedding_bag(cols, w, offsets, mode="sum")
-                if out is not None:
-                    return out.add_(summed)
-                return summed.add_(bias)
+    if (
+        x.device.type == "cpu"
+        and x.dim() == 2
+        and wide
+        and w.is_contiguous()
+        and x.shape[0] > 0
+        and sparse_products()
+    ):
+        summed = _lookup_product(bias, x, w, out)
+        if summed is not None:
+            return summed
     return torch.addmm(bias, x, w) if out is None else out.addmm_(x, w)
 
 

@@ -89,6 +89,7 @@ from boltzkit.estimators.unit_dbm import unit_dbm_path
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.learning import History, ProgressBar, Trainer, init_model, make_learner
 from boltzkit.learning.api import TRAINABLE_KINDS, UNIT_MODELS
+from boltzkit.learning.trainer import sgd_optimizer
 from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm
 from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm
 from boltzkit.models.boltzmann import BoltzmannMachine
@@ -263,13 +264,8 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             others = [p for n, p in named if n not in names]
             self._visible_sum = torch.zeros(x.shape[1], dtype=torch.float64)
             self._n_seen = 0
-        optimizer = torch.optim.SGD(
-            [
-                {"params": couplings, "weight_decay": float(self.weight_decay)},
-                {"params": others, "weight_decay": 0.0},
-            ],
-            lr=float(self.learning_rate),
-            momentum=float(self.momentum),
+        optimizer = sgd_optimizer(
+            couplings, others, lr=self.learning_rate, momentum=self.momentum, weight_decay=self.weight_decay
         )
         self.model_: BoltzmannMachine | UnitRBM | UnitDBM = model
         self._learner = learner

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from boltzkit._numerics import resolve_device
+from boltzkit._numerics import resolve_device, set_sparse_products, sparse_products
 from boltzkit.data import load_dataset
 from boltzkit.data.registry import derive_seed
 from boltzkit.errors import BoltzkitError, ModelFileError
@@ -351,6 +351,7 @@ def train_task(
             "optimizer": optimizer.state_dict(),
             "learner": learner.state_dict(),
             "generator": generator_state(g),
+            "sparse_products": sparse_products(),
             "perm": perm,
             "pos": pos,
             "updates": list(updates),
@@ -366,6 +367,8 @@ def train_task(
         optimizer.load_state_dict(saved["optimizer"])
         learner.load_state_dict(state_to(saved["learner"], dev, dtype))
         restore_generator(g, saved["generator"])
+        if saved.get("sparse_products") is not None:
+            set_sparse_products(saved["sparse_products"])
         perm, pos = saved["perm"].to(dev), int(saved["pos"])
         updates, curve = list(saved["updates"]), list(saved["curve"])
         done_before, start = float(saved["seconds"]), int(saved["update"]) + 1

@@ -46,7 +46,7 @@ from boltzkit.learning.schedules import (
     parse_lr_schedule,
     parse_momentum,
 )
-from boltzkit.learning.trainer import Trainer, data_fingerprint
+from boltzkit.learning.trainer import Trainer, data_fingerprint, sgd_optimizer
 from boltzkit.learning.unit_dbm import UnitDBMLearner, init_unit_dbm
 from boltzkit.learning.unit_rbm import UnitRBMLearner, init_unit_rbm, prepared
 from boltzkit.models.boltzmann import BoltzmannMachine, kind_coupling_keys
@@ -459,13 +459,8 @@ def train(
         named = list(model.named_parameters())
         couplings = [p for n, p in named if n in coupling_names]
         others = [p for n, p in named if n not in coupling_names]
-    optimizer = torch.optim.SGD(
-        [
-            {"params": couplings, "weight_decay": weight_decay},
-            {"params": others, "weight_decay": 0.0},
-        ],
-        lr=lr,
-        momentum=momentum_schedule(0),
+    optimizer = sgd_optimizer(
+        couplings, others, lr=lr, momentum=momentum_schedule(0), weight_decay=weight_decay
     )
     scheduler = None
     if lr_plan.decays:
