@@ -235,9 +235,10 @@ def test_zoo_rename_renames_the_references_of_other_models(tiny_zoo, tmp_path) -
 
 
 def test_zoo_add_verify_and_outputs_refuse_what_they_cannot_do(tiny_zoo, tmp_path) -> None:
-    """A mixture is not published (no deep AttributeError); a bad name is refused before any
-    measuring; ``zoo:NAME`` is not an output path; verify goes on past a card whose check cannot be
-    recomputed (and names it), and flags a card whose own name is another."""
+    """A mixture is not published (no deep AttributeError); a bad name, and a name the zoo has
+    without --force, are refused before any measuring; ``zoo:NAME`` is not an output path; verify
+    goes on past a card whose check cannot be recomputed (and names it), and flags a card whose own
+    name is another."""
     folder, _ = tiny_zoo
     mixture = tmp_path / "mix.safetensors"
     last_json(run("train", "--data", "bars-and-stripes", "--model", "mixture", "--components", 3,
@@ -254,6 +255,10 @@ def test_zoo_add_verify_and_outputs_refuse_what_they_cannot_do(tiny_zoo, tmp_pat
     assert "zoo add" in assert_clean_failure(run("convert", "zoo:bas-rbm", "zoo:copy.npz"))
     assert not out.exists() and not Path("zoo:new.safetensors").exists() and not Path("zoo:copy.npz").exists()
     shutil.copy(folder / "bas-rbm.safetensors", tmp_path / "again.safetensors")
+    card_before = (folder / "bas-rbm.json").read_bytes()
+    again = tmp_path / "again.safetensors"
+    assert "--force" in assert_clean_failure(run("zoo", "add", "bas-rbm", again, *add))
+    assert (folder / "bas-rbm.json").read_bytes() == card_before  # nothing measured or replaced
     last_json(run("zoo", "add", "bas-rbm-b", tmp_path / "again.safetensors", *add, "--json"))
     card = json.loads((folder / "bas-rbm.json").read_text())
     (folder / "bas-rbm.json").write_text(json.dumps({**card, "test_data": str(tmp_path / "nothing.npy")}))

@@ -260,6 +260,9 @@ def add_command(
     notes: Annotated[str | None, typer.Option("--notes", help="Free text for the card.")] = None,
     data_dir: DataDirOpt = None,
     device: DeviceOpt = "cpu",
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a zoo model of the same name (file and card).")
+    ] = False,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
@@ -267,6 +270,13 @@ def add_command(
     from boltzkit.experiments.zoo_cards import check_name, measure, publish
 
     check_name(name)  # before minutes of measuring
+    if not force and name in names():
+        raise BoltzkitError(
+            "the zoo already has a model of this name",
+            got=f"{name!r} in {zoo_dir()}",
+            hint=f"pass --force to replace it (`boltzkit zoo show {name}` shows what it holds), or "
+            "choose another name.",
+        )
     trained, metadata = load_model(model, device=device_from(device))
     units_of = unit_visible(trained)
     if units_of is not None:
