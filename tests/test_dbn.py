@@ -358,6 +358,38 @@ def test_the_command_line_checkpoints_a_dbn_by_default_and_cleans_up(tmp_path, m
     assert bad.exit_code == 1 and "is a file" in bad.output and "Traceback" not in bad.output
 
 
+def test_a_resumed_dbn_counts_the_seconds_of_the_layers_trained_before(tmp_path, monkeypatch):
+    """training_seconds of a DBN resumed from its layers' checkpoints covers the epochs those
+    checkpoints counted, not only the run that finished it."""
+    import time
+
+    from boltzkit.learning.checkpoint import checkpointed_seconds, load_checkpoint
+    from boltzkit.learning.trainer import Trainer
+
+    runner = CliRunner()
+    out = tmp_path / "d.safetensors"
+    layers = tmp_path / "d.safetensors.layers"
+    args = ["train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "4,3", "--epochs", "2",
+            "--seed", "2", "--out", str(out)]  # fmt: skip
+    epoch = Trainer.run_epoch
+
+    def slow_epoch(self):
+        time.sleep(0.5)
+        return epoch(self)
+
+    with monkeypatch.context() as m:  # the first run's epochs take long, and its layers stay
+        m.setattr("boltzkit.cli.stack._remove_layer_checkpoints", lambda folder: None)
+        m.setattr(Trainer, "run_epoch", slow_epoch)
+        assert runner.invoke(app, args).exit_code == 0
+    files = sorted(layers.glob("layer_*.ckpt"))
+    counted = sum(float(load_checkpoint(f)["elapsed"]) for f in files)
+    assert len(files) == 2 and counted >= 2.0 and checkpointed_seconds(*files) == counted
+    assert checkpointed_seconds(tmp_path / "none.ckpt") == 0.0
+    again = runner.invoke(app, [*args, "--resume", "--force"])  # every layer is reloaded
+    assert again.exit_code == 0, again.output
+    assert load_model(out)[1]["training_seconds"] >= counted
+
+
 def test_a_dbn_records_each_layers_rate_schedule_as_it_ran(tmp_path):
     out = tmp_path / "d.safetensors"
     args = ["train", "--model", "dbn", "--data", "bars-and-stripes", "--hidden", "4,3", "--epochs", "2",

@@ -42,6 +42,7 @@ from boltzkit.estimators.dbn_bound import dbn_bound, dbn_exact_log_prob, top_lay
 from boltzkit.estimators.result import Band, LogProbResult, LogZResult
 from boltzkit.io import load_model, save_model
 from boltzkit.learning import train_dbn, train_mixture
+from boltzkit.learning.checkpoint import checkpointed_seconds
 from boltzkit.learning.recipes import Recipe, recipe_settings
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
@@ -135,6 +136,7 @@ def train_stack(
 ) -> None:
     """``boltzkit train --model dbn|mixture``: train, save with settings and metrics, report."""
     t0 = time.perf_counter()
+    earlier = 0.0  # a resumed DBN's earlier runs (below)
     splits = {"train": train.x}
     if test is not None:
         splits["test"] = test.x
@@ -191,6 +193,10 @@ def train_stack(
                 f"nothing to resume: {ckpt_dir} holds no layer checkpoints, so the DBN is trained from "
                 "the start" + (f" and {out} overwritten" if out.exists() else "")
             )
+        # a resumed run's cost: the epochs its layers' checkpoints counted, and this run
+        earlier = (
+            checkpointed_seconds(*ckpt_dir.glob("layer_*.ckpt")) if resume and ckpt_dir.is_dir() else 0.0
+        )
         model, hists = train_dbn(
             train.x,
             hidden,
@@ -225,7 +231,7 @@ def train_stack(
         # what ran in each layer where the recipe left it to train() (None: a given bottom layer)
         for key in ("lr_schedule", "positive"):
             settings[key] = [None if h is None else h.settings.get(key) for h in hists]
-    seconds = time.perf_counter() - t0
+    seconds = earlier + time.perf_counter() - t0
     settings.update(device=str(device), data=train.name, n_train=train.n_samples)
     settings["test_data"] = None if test is None else test.name
     save_model(

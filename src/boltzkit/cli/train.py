@@ -58,7 +58,7 @@ from boltzkit.learning import train_model
 from boltzkit.learning.api import unit_training_defaults
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
-from boltzkit.learning.checkpoint import load_checkpoint
+from boltzkit.learning.checkpoint import checkpointed_seconds
 from boltzkit.learning.recipes import RECIPES, VBIAS_INITS, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 from boltzkit.models.boltzmann import BoltzmannMachine
@@ -132,17 +132,6 @@ def _per_layer_option(kind: type, what: str):
         return text
 
     return check
-
-
-def _checkpointed_seconds(checkpoint: Path) -> float:
-    """The epochs' seconds a checkpoint has counted (0 where there is none to read: the run then
-    starts afresh, or ``train_model`` says what is wrong with the file)."""
-    if not checkpoint.is_file():
-        return 0.0
-    try:
-        return float(load_checkpoint(checkpoint).get("elapsed") or 0.0)
-    except Exception:  # noqa: BLE001 - the resume itself reports a bad checkpoint
-        return 0.0
 
 
 def _test_data(
@@ -769,7 +758,7 @@ def command(
     )
 
     # a resumed run's cost: its earlier runs' epochs (the checkpoint's elapsed time) and this run
-    earlier = _checkpointed_seconds(checkpoint) if resume else 0.0
+    earlier = checkpointed_seconds(checkpoint) if resume else 0.0
     t0 = time.perf_counter()
     monitor = partial(exact_log_likelihoods, max_bits=exact_max_bits) if exact_max_bits > 0 else None
     start = None

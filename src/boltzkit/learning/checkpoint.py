@@ -153,6 +153,21 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     return decode_state(data, source=str(path))
 
 
+def checkpointed_seconds(*paths: str | os.PathLike) -> float:
+    """The training seconds that these checkpoints have counted (the sum of their ``elapsed``: the
+    epochs of the runs that wrote them), for a resumed run's total cost. A missing or unreadable
+    file counts 0: the run then starts afresh, or its resume says what is wrong with the file."""
+    total = 0.0
+    for path in paths:
+        if not Path(path).is_file():
+            continue
+        try:
+            total += float(load_checkpoint(path).get("elapsed") or 0.0)
+        except Exception:  # noqa: BLE001 - the resume itself reports a bad checkpoint
+            continue
+    return total
+
+
 def generator_state(generator: torch.Generator) -> Tensor:
     """The generator's state as a CPU ``uint8`` tensor (works for CPU and CUDA generators)."""
     return generator.get_state().clone()
