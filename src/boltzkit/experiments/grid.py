@@ -54,6 +54,7 @@ from boltzkit.learning.checkpoint import (
     state_to,
 )
 from boltzkit.learning.gradients import Learner, PTLearner, make_learner
+from boltzkit.learning.trainer import sgd_optimizer
 from boltzkit.models.rbm import RBM
 
 #: Significance level of the signed-rank test (S3: p < 0.05).
@@ -331,7 +332,8 @@ def train_task(
     bs = n if task.batch_size is None else min(task.batch_size, n)
     rbm = _init_model(x, task.n_hidden, task.init_scale, g, dtype, task.init_vbias)
     learner = _learner(task, bs)
-    optimizer = torch.optim.SGD(rbm.parameters(), lr=float(task.lr))
+    # one group of every parameter, as the task checkpoints of earlier versions hold it
+    optimizer = sgd_optimizer(list(rbm.parameters()), [], lr=task.lr, momentum=0.0, weight_decay=0.0)
     learner.setup(rbm, x, g)
     updates: list[int] = []
     curve: list[float | None] = []

@@ -176,11 +176,12 @@ def sgd_optimizer(
         and all(p.dtype in FUSED_DTYPES and p.device.type in ("cpu", "cuda") for p in params)
         and len({p.device for p in params}) == 1
     )
+    groups = [
+        {"params": list(couplings), "weight_decay": float(weight_decay)},
+        {"params": list(others), "weight_decay": 0.0},
+    ]
     return torch.optim.SGD(
-        [
-            {"params": list(couplings), "weight_decay": float(weight_decay)},
-            {"params": list(others), "weight_decay": 0.0},
-        ],
+        [group for group in groups if group["params"]],  # a checkpoint's groups are these
         lr=float(lr),
         momentum=float(momentum),
         fused=fused or None,
