@@ -16,7 +16,7 @@ import torch
 # The suite takes the sparse-state lookup wherever it applies, whatever this host's measurement
 # would choose (``_numerics.sparse_products``): the same numbers on every machine and in every
 # subprocess, and the lookup's path under test. The measured choice has tests of its own.
-os.environ.setdefault("BOLTZKIT_SPARSE_PRODUCTS", "on")
+os.environ["BOLTZKIT_SPARSE_PRODUCTS"] = "on"
 
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.learning.callbacks import Callback

@@ -459,23 +459,46 @@ def test_resume_reaches_the_parameters_of_an_uninterrupted_run(tmp_path, kw):
     assert torch.equal(again.W, full.W)
 
 
-def test_a_resumed_run_takes_the_products_as_the_interrupted_run_took_them(tmp_path):
+def test_a_resumed_run_takes_the_products_as_the_interrupted_run_took_them(tmp_path, monkeypatch):
     """The checkpoint records whether the sparse-state lookup was taken; the resumed run takes the
-    same choice whatever this process decided, so its numbers stay those of the interrupted run."""
+    same choice whatever this process decided, and ends with the uninterrupted run's parameters;
+    the process's own choice is back once it is done. A checkpoint without the record was written
+    by a version that always took the lookup."""
     from boltzkit import _numerics
+    from boltzkit.learning.checkpoint import save_checkpoint
 
+    lookups = []
+    real = torch.nn.functional.embedding_bag
+    monkeypatch.setattr(
+        torch.nn.functional, "embedding_bag", lambda *a, **k: lookups.append(1) or real(*a, **k)
+    )
     kept = _numerics._sparse_products
+    g = torch.Generator().manual_seed(4)
+    x = (torch.rand(60, 784, generator=g) < 0.13).to(torch.float64)  # sparse: the lookup applies
+    n_hidden = _numerics.SPARSE_MIN_COLUMNS
+    common = dict(n_hidden=n_hidden, epochs=3, lr=0.1, batch_size=20, seed=5, progress=False)
+    ckpt = tmp_path / "ckpt.safetensors"
     try:
-        x = bars_and_stripes()
-        common = dict(n_hidden=7, epochs=3, lr=0.1, batch_size=7, seed=5, progress=False)
-        ckpt = tmp_path / "ckpt.safetensors"
-        _numerics.set_sparse_products(False)
+        _numerics.set_sparse_products(True)
+        full, _ = train_rbm(x, **common)
         with pytest.raises(Killed):
             train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)], **common)
-        assert load_checkpoint(ckpt)["sparse_products"] is False
-        _numerics.set_sparse_products(True)
-        train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
-        assert _numerics.sparse_products() is False and load_checkpoint(ckpt)["sparse_products"] is False
+        assert load_checkpoint(ckpt)["sparse_products"] is True and lookups
+        _numerics.set_sparse_products(False)
+        lookups.clear()
+        dense, _ = train_rbm(x, **common)  # the other path
+        assert not lookups
+        resumed, hist = train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
+        assert torch.equal(resumed.W, full.W) and hist.sparse_products is True and lookups
+        assert _numerics.sparse_products() is False  # this process's choice again
+        with pytest.raises(Killed):
+            train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)], **common)
+        state = load_checkpoint(ckpt)
+        assert state.pop("sparse_products") is False
+        save_checkpoint(ckpt, state)  # as a version before the record wrote it
+        lookups.clear()
+        train_rbm(x, checkpoint_path=ckpt, resume=True, **common)
+        assert lookups  # resumed on the lookup
     finally:
         _numerics.set_sparse_products(kept)
 

@@ -349,6 +349,18 @@ def test_the_lookup_is_taken_where_this_host_runs_it_faster_or_as_told(product_p
     assert torch.allclose(numerics.add_product(b, x, w), torch.addmm(b, x, w), atol=1e-12) and lookups
 
 
-def test_the_measurement_times_both_products_on_the_reference_work(product_policy) -> None:  # noqa: ANN001
+def test_the_measurement_times_both_products_on_the_reference_work(product_policy, monkeypatch) -> None:  # noqa: ANN001
+    """On float32 CPU tensors whatever torch's defaults; a setting it cannot read is said."""
     lookup, dense = product_policy._time_lookup_against_dense()
     assert 0 < lookup < 1 and 0 < dense < 1
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert all(0 < t < 1 for t in product_policy._time_lookup_against_dense())
+    finally:
+        torch.set_default_dtype(default)
+    monkeypatch.setenv(product_policy.SPARSE_PRODUCTS_ENV, "fast")
+    product_policy.set_sparse_products(None)
+    with pytest.raises(BoltzkitError, match="BOLTZKIT_SPARSE_PRODUCTS") as info:
+        product_policy.sparse_products()
+    assert "'fast'" in str(info.value) and "on, off or auto" in str(info.value)

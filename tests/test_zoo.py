@@ -259,6 +259,9 @@ def test_zoo_add_verify_and_outputs_refuse_what_they_cannot_do(tiny_zoo, tmp_pat
     again = tmp_path / "again.safetensors"
     assert "--force" in assert_clean_failure(run("zoo", "add", "bas-rbm", again, *add))
     assert (folder / "bas-rbm.json").read_bytes() == card_before  # nothing measured or replaced
+    model_before = (folder / "bas-rbm.safetensors").read_bytes()
+    last_json(run("zoo", "add", "bas-rbm", "zoo:bas-rbm", *add, "--force", "--json"))  # in place
+    assert (folder / "bas-rbm.safetensors").read_bytes() == model_before
     last_json(run("zoo", "add", "bas-rbm-b", tmp_path / "again.safetensors", *add, "--json"))
     card = json.loads((folder / "bas-rbm.json").read_text())
     (folder / "bas-rbm.json").write_text(json.dumps({**card, "test_data": str(tmp_path / "nothing.npy")}))

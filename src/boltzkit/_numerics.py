@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
@@ -48,8 +50,11 @@ SPARSE_MIN_COLUMNS = 256
 #: Environment variable that fixes whether :func:`add_product` may take the lookup on this CPU:
 #: ``on``, ``off`` or ``auto`` (the default: measured once per process, :func:`sparse_products`).
 SPARSE_PRODUCTS_ENV = "BOLTZKIT_SPARSE_PRODUCTS"
+SPARSE_PRODUCTS_SETTINGS = {"on": True, "1": True, "off": False, "0": False, "auto": None, "": None}
 #: ``auto`` takes the lookup only where it beats the dense product by this factor at MNIST's
-#: density, so that a host near the tie does not switch from one process to the next.
+#: density: the two hosts measured so far lie far on either side (0.4x and 1.5-2.1x), so each
+#: decides the same way in every process; a host near 0.8 could decide either way from one process
+#: to the next, and there the environment variable fixes the choice for bit-for-bit reruns.
 SPARSE_MARGIN = 0.8
 _sparse_products: bool | None = None
 
@@ -57,11 +62,12 @@ _sparse_products: bool | None = None
 def _time_lookup_against_dense() -> tuple[float, float]:
     """Seconds of the lookup and of the dense product, each the median of 7 alternating rounds,
     on the reference work: 100 x 784 states at 13% ones (binarized MNIST) times a float32
-    784 x 500 matrix, at the current number of torch threads (about 10 ms in all)."""
+    784 x 500 matrix on the CPU, at the current number of torch threads (about 10 ms in all)."""
+    kw = {"dtype": torch.float32, "device": "cpu"}
     g = torch.Generator().manual_seed(0)
-    x = (torch.rand(100, 784, generator=g) < 0.13).to(torch.float32)
-    w = torch.randn(784, 500, generator=g)
-    bias = torch.zeros(500)
+    x = (torch.rand(100, 784, generator=g, **kw) < 0.13).to(torch.float32)
+    w = torch.randn(784, 500, generator=g, **kw)
+    bias = torch.zeros(500, **kw)
     lookup, dense = [], []
     for _ in range(8):
         t0 = time.perf_counter()
@@ -82,19 +88,31 @@ def sparse_products() -> bool:
     products are fast and whose ``nonzero`` and gathers are slow (2026-12-02, BENCHMARKS.md). So
     the choice is read from :data:`SPARSE_PRODUCTS_ENV` (``on`` / ``off``) or, by default, measured
     once per process (:data:`SPARSE_MARGIN`) at the first product. The two paths agree to the
-    rounding of float sums; a training checkpoint records the choice and a resumed run takes it
-    again (:func:`set_sparse_products`), so that it ends with an uninterrupted run's parameters.
+    rounding of float sums, and chains that are sampled from them drift apart from there on: a
+    training checkpoint records the choice and a resumed run takes it again
+    (:func:`sparse_products_as`), so that it ends with an uninterrupted run's parameters, and a
+    trained model's metadata records it too.
     """
     global _sparse_products
     if _sparse_products is None:
         setting = os.environ.get(SPARSE_PRODUCTS_ENV, "auto").strip().lower()
-        if setting in ("on", "1", "true", "yes"):
-            _sparse_products = True
-        elif setting in ("off", "0", "false", "no"):
-            _sparse_products = False
-        else:
-            lookup, dense = _time_lookup_against_dense()
-            _sparse_products = lookup < SPARSE_MARGIN * dense
+        if setting not in SPARSE_PRODUCTS_SETTINGS:
+            from boltzkit.errors import BoltzkitError
+
+            raise BoltzkitError(
+                f"cannot read ${SPARSE_PRODUCTS_ENV}",
+                got=repr(setting),
+                expected="on, off or auto (the default: measured on this machine)",
+                hint=f"unset {SPARSE_PRODUCTS_ENV}, or set it to on or off.",
+            )
+        told = SPARSE_PRODUCTS_SETTINGS[setting]
+        if told is None:
+            try:
+                lookup, dense = _time_lookup_against_dense()
+                told = lookup < SPARSE_MARGIN * dense
+            except RuntimeError:  # a build without the lookup's kernels: the dense product serves
+                told = False
+        _sparse_products = told
     return _sparse_products
 
 
@@ -102,6 +120,21 @@ def set_sparse_products(value: bool | None) -> None:
     """Fix :func:`sparse_products` for this process (``None``: decide again at the next product)."""
     global _sparse_products
     _sparse_products = None if value is None else bool(value)
+
+
+@contextmanager
+def sparse_products_as(value: bool | None) -> Iterator[None]:
+    """Within the block :func:`add_product` takes the lookup (``True``) or not (``False``), as a
+    resumed run's checkpoint says; ``None`` leaves this process's choice. The choice before the
+    block comes back after it."""
+    global _sparse_products
+    kept = _sparse_products
+    if value is not None:
+        _sparse_products = bool(value)
+    try:
+        yield
+    finally:
+        _sparse_products = kept
 
 
 def _lookup_product(bias: Tensor, x: Tensor, w: Tensor, out: Tensor | None) -> Tensor | None:
@@ -112,7 +145,7 @@ def _lookup_product(bias: Tensor, x: Tensor, w: Tensor, out: Tensor | None) -> T
         rows, cols = x.nonzero(as_tuple=True)
         if bool((x[rows, cols] == 1).all()):  # binary states, not probabilities
             counts = torch.bincount(rows, minlength=x.shape[0])
-            offsets = torch.zeros(x.shape[0], dtype=torch.long)
+            offsets = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
             torch.cumsum(counts[:-1], 0, out=offsets[1:])
             summed = torch.nn.functional.embedding_bag(cols, w, offsets, mode="sum")
             if out is not None:

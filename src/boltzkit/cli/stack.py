@@ -137,6 +137,7 @@ def train_stack(
     """``boltzkit train --model dbn|mixture``: train, save with settings and metrics, report."""
     t0 = time.perf_counter()
     earlier = 0.0  # a resumed DBN's earlier runs (below)
+    products: list[bool | None] | None = None  # each layer's products of sparse states (README)
     splits = {"train": train.x}
     if test is not None:
         splits["test"] = test.x
@@ -194,9 +195,9 @@ def train_stack(
                 "the start" + (f" and {out} overwritten" if out.exists() else "")
             )
         # a resumed run's cost: the epochs its layers' checkpoints counted, and this run
-        earlier = (
-            checkpointed_seconds(*ckpt_dir.glob("layer_*.ckpt")) if resume and ckpt_dir.is_dir() else 0.0
-        )
+        if resume and ckpt_dir.is_dir():  # the layers this run trains (not an earlier run's others)
+            trained_here = range(0 if below is None else len(below), n)
+            earlier = checkpointed_seconds(*(ckpt_dir / f"layer_{l}.ckpt" for l in trained_here))
         model, hists = train_dbn(
             train.x,
             hidden,
@@ -212,6 +213,7 @@ def train_stack(
             progress=progress,
         )
         history = [None if h is None else h.to_list() for h in hists]
+        products = [None if h is None else h.sparse_products for h in hists]
         metrics.update(_exact_dbn_metrics(model, splits))
         metrics["recon_error"] = [
             None if h is None or h.last is None else h.last.get("recon_error") for h in hists
@@ -243,6 +245,7 @@ def train_stack(
             "training": settings,
             "metrics": metrics,
             "training_seconds": seconds,
+            "sparse_products": products,
         },
     )
     if kind == "dbn":  # the model is saved: its layers' checkpoints are done with

@@ -840,6 +840,7 @@ def command(
             "training": settings,
             "metrics": metrics,
             "training_seconds": seconds,
+            "sparse_products": hist.sparse_products,  # which products the run took (README)
         },
     )
     if checkpoint is not None and checkpoint.exists():  # the model is saved: its checkpoint is done with

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from boltzkit._numerics import resolve_device, set_sparse_products, sparse_products
+from boltzkit._numerics import resolve_device, sparse_products, sparse_products_as
 from boltzkit.data import load_dataset
 from boltzkit.data.registry import derive_seed
 from boltzkit.errors import BoltzkitError, ModelFileError
@@ -353,7 +353,7 @@ def train_task(
             "optimizer": optimizer.state_dict(),
             "learner": learner.state_dict(),
             "generator": generator_state(g),
-            "sparse_products": sparse_products(),
+            "sparse_products": products,
             "perm": perm,
             "pos": pos,
             "updates": list(updates),
@@ -364,39 +364,42 @@ def train_task(
 
     done_before, start = 0.0, 1
     saved = None if checkpoint is None else _saved_state(checkpoint, task, dev)
-    if saved is not None:
-        rbm.load_state_dict({k: v.to(dev) for k, v in saved["model"].items()})
-        optimizer.load_state_dict(saved["optimizer"])
-        learner.load_state_dict(state_to(saved["learner"], dev, dtype))
-        restore_generator(g, saved["generator"])
-        if saved.get("sparse_products") is not None:
-            set_sparse_products(saved["sparse_products"])
-        perm, pos = saved["perm"].to(dev), int(saved["pos"])
-        updates, curve = list(saved["updates"]), list(saved["curve"])
-        done_before, start = float(saved["seconds"]), int(saved["update"]) + 1
-    else:
-        evaluate(0)
-        perm, pos = torch.randperm(n, generator=g, device=dev), 0
-    last_save = time.perf_counter()
-    for u in range(start, task.n_updates + 1):
-        if bs == n:
-            batch = x
+    # the products of sparse states as this process takes them, or as the interrupted run took them
+    # (a checkpoint without the key was written by a version that took the lookup wherever it
+    # applied, 2026-11-26 to 12-02)
+    products = sparse_products() if saved is None else bool(saved.get("sparse_products", True))
+    with sparse_products_as(products):
+        if saved is not None:
+            rbm.load_state_dict({k: v.to(dev) for k, v in saved["model"].items()})
+            optimizer.load_state_dict(saved["optimizer"])
+            learner.load_state_dict(state_to(saved["learner"], dev, dtype))
+            restore_generator(g, saved["generator"])
+            perm, pos = saved["perm"].to(dev), int(saved["pos"])
+            updates, curve = list(saved["updates"]), list(saved["curve"])
+            done_before, start = float(saved["seconds"]), int(saved["update"]) + 1
         else:
-            if pos + bs > n:
-                perm, pos = torch.randperm(n, generator=g, device=dev), 0
-            batch = x.index_select(0, perm[pos : pos + bs])
-            pos += bs
-        learner.set_gradients(rbm, batch, g)
-        optimizer.step()
-        if u % task.eval_every == 0 or u == task.n_updates:
-            evaluate(u)
-        if (
-            checkpoint is not None
-            and u < task.n_updates
-            and time.perf_counter() - last_save >= checkpoint_seconds
-        ):
-            save_checkpoint(checkpoint, state(u, perm, pos))
-            last_save = time.perf_counter()
+            evaluate(0)
+            perm, pos = torch.randperm(n, generator=g, device=dev), 0
+        last_save = time.perf_counter()
+        for u in range(start, task.n_updates + 1):
+            if bs == n:
+                batch = x
+            else:
+                if pos + bs > n:
+                    perm, pos = torch.randperm(n, generator=g, device=dev), 0
+                batch = x.index_select(0, perm[pos : pos + bs])
+                pos += bs
+            learner.set_gradients(rbm, batch, g)
+            optimizer.step()
+            if u % task.eval_every == 0 or u == task.n_updates:
+                evaluate(u)
+            if (
+                checkpoint is not None
+                and u < task.n_updates
+                and time.perf_counter() - last_save >= checkpoint_seconds
+            ):
+                save_checkpoint(checkpoint, state(u, perm, pos))
+                last_save = time.perf_counter()
     finite = [v for v in curve if v is not None]
     record: dict[str, Any] = {
         "version": RECORD_VERSION,

@@ -196,7 +196,15 @@ def _shifted(check: float, test: dict[str, Any], key: str) -> float | None:
 
 #: The metadata of a trained model's file that its published copy keeps (with its ``zoo_name``);
 #: ``created`` too, so that a model measured again in place (``zoo add X zoo:X --force``) keeps its bytes.
-PUBLISHED_METADATA = ("training", "metrics", "training_seconds", "data", "image_shape", "created")
+PUBLISHED_METADATA = (
+    "training",
+    "metrics",
+    "training_seconds",
+    "sparse_products",
+    "data",
+    "image_shape",
+    "created",
+)
 
 
 def publish(

@@ -97,7 +97,8 @@ def read_card(name: str) -> dict[str, Any]:
             "the zoo card is malformed",
             got=f"{path}: {problem}",
             expected="a card as `boltzkit zoo add` writes it (zoo/README.md)",
-            hint="write it again with `boltzkit zoo add NAME MODEL`, or restore it from version control.",
+            hint="write it again with `boltzkit zoo add NAME MODEL --force`, or restore it from version "
+            "control.",
         )
     return card
 

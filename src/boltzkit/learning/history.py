@@ -33,11 +33,14 @@ class History:
 
     ``settings`` holds the settings the run used, as :func:`~boltzkit.learning.api.train` resolved
     them (the learning-rate schedule, positive phase and k schedule that ran, defaults included);
-    they are not part of the records' CSV and JSON.
+    they are not part of the records' CSV and JSON, and neither is ``sparse_products``.
     """
 
     records: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    #: whether the run's products of sparse binary states took the lookup
+    #: (``boltzkit._numerics.sparse_products``; ``None`` before it trained)
+    sparse_products: bool | None = None
 
     def append(self, record: dict[str, Any]) -> dict[str, Any]:
         self.records.append(record)

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import set_sparse_products, sparse_products
+from boltzkit._numerics import sparse_products, sparse_products_as
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.learning.averaging import ParameterAverage
@@ -168,7 +168,9 @@ def sgd_optimizer(
     ``foreach`` step, whose four passes over the 784 x 500 weights took a fifth of a CD-1 epoch on
     an Intel host (BENCHMARKS.md). Both compute ``b <- m b + g + lambda W; W <- W - lr b``; they
     agree to the rounding of float32 (the fused one keeps no extra precision there). A checkpoint
-    restores its own choice with the optimizer's state.
+    restores its own choice with the optimizer's state. A torch without the fused CPU step (before
+    2.4) gets the ``foreach`` one. The fused step needs every parameter's gradient at every step
+    once any has a momentum buffer: the learners write all of them (``set_gradients``).
     """
     params = [*couplings, *others]
     fused = (
@@ -180,12 +182,14 @@ def sgd_optimizer(
         {"params": list(couplings), "weight_decay": float(weight_decay)},
         {"params": list(others), "weight_decay": 0.0},
     ]
-    return torch.optim.SGD(
-        [group for group in groups if group["params"]],  # a checkpoint's groups are these
-        lr=float(lr),
-        momentum=float(momentum),
-        fused=fused or None,
-    )
+    settings = {"lr": float(lr), "momentum": float(momentum)}
+    kept = [group for group in groups if group["params"]]  # a checkpoint's groups are these
+    if fused:
+        try:
+            return torch.optim.SGD(kept, **settings, fused=True)
+        except (TypeError, RuntimeError):  # an older torch: no fused SGD, or none on the CPU
+            pass
+    return torch.optim.SGD(kept, **settings)
 
 
 class Trainer:
@@ -300,6 +304,9 @@ class Trainer:
         self._stop = False
         self._warned_fall = False
         self._data_scale = 1.0  # max(1, |x|) of the training data, set when fit() begins
+        #: whether this run's products of sparse binary states take the lookup
+        #: (``_numerics.sparse_products``): this process's choice, or a resumed checkpoint's
+        self.sparse_products: bool | None = None
 
     # --------------------------------------------------------------------------------- loop
     def stop(self) -> None:
@@ -314,11 +321,15 @@ class Trainer:
         self.learner.setup(self.model, self.train_x, self.generator)
         if self.average is not None:
             self.average.setup(self.model)
+        if self.sparse_products is None:
+            self.sparse_products = sparse_products()
+        self.history.sparse_products = self.sparse_products
         for cb in self.callbacks:
             cb.on_train_begin(self)
         try:
-            while self.epoch < self.epochs and not self._stop:
-                self._one_epoch()
+            with sparse_products_as(self.sparse_products):
+                while self.epoch < self.epochs and not self._stop:
+                    self._one_epoch()
         finally:
             for cb in self.callbacks:
                 cb.on_train_end(self)
@@ -451,7 +462,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "generator": generator_state(self.generator),
-            "sparse_products": sparse_products(),
+            "sparse_products": sparse_products() if self.sparse_products is None else self.sparse_products,
             "learner": self.learner.state_dict(),
             "learner_method": self.learner.method,
             "average": None if self.average is None else self.average.state_dict(),
@@ -498,8 +509,9 @@ class Trainer:
                 expected=int(state["epochs"]),
                 hint="the learning-rate and k schedules depend on the total; resume with the same epochs.",
             )
-        if state.get("sparse_products") is not None:  # the products as the interrupted run took them
-            set_sparse_products(state["sparse_products"])
+        # the products as the interrupted run took them; a checkpoint without the key was written
+        # by a version that took the lookup wherever it applied (2026-11-26 to 12-02)
+        self.sparse_products = bool(state.get("sparse_products", True))
         device = self.model.device
         self.model.load_state_dict({k: v.to(device) for k, v in state["model"].items()})
         self.optimizer.load_state_dict(state["optimizer"])
