@@ -309,7 +309,10 @@ def test_a_window_extended_to_decay_sums_the_slow_part_sokals_window_cuts_off():
     )
 
 
-def test_a_constant_series_says_the_chains_never_moved() -> None:
+@pytest.mark.parametrize("center", ["chain", "pooled"])
+def test_a_constant_series_says_why_it_may_be_so(center) -> None:  # noqa: ANN001
+    """Chains that never moved, or a quantity that is the same in every state (an all-zero
+    model's energy), both give a constant series: the message names both."""
     with pytest.raises(BoltzkitError, match="series is constant") as info:
-        autocorrelation(np.ones((3, 50)))
-    assert "stuck" in str(info.value)
+        autocorrelation(np.ones((3, 50)), center=center)
+    assert "same in every state" in str(info.value) and "stayed in one state" in str(info.value)

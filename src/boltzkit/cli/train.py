@@ -82,7 +82,7 @@ PositiveKind = Enum(
 
 def _hidden_sizes(text: str) -> list[int] | None:
     try:
-        sizes = [int(part) for part in str(text).replace(" ", "").split(",") if part]
+        sizes = [int(part) for part in str(text).replace(" ", "").split(",")]  # "3," and "3,,2" fail
     except ValueError:
         return None
     if sizes == [0]:  # no hidden units: a fully visible model
@@ -113,6 +113,12 @@ def parse_hidden(text: str, kind: str) -> list[int]:
             f"a {kind} has one hidden layer",
             got=f"--hidden {text}",
             hint="use --model dbm (or dbn) for several layers.",
+        )
+    if kind == "dbm" and len(sizes) < 2:
+        raise BoltzkitError(
+            "a DBM has two or more hidden layers",
+            got=f"--hidden {text}",
+            hint="one hidden layer is an RBM: use --model rbm, or give two sizes (--hidden 500,1000).",
         )
     return sizes
 

@@ -90,6 +90,15 @@ class IntegratedTime:
         return float(self.tau)
 
 
+#: What a constant series means, said wherever one is refused.
+CONSTANT_SERIES_HINT = (
+    "the recorded quantity (the energy, say) never changed: either it is the same in every state "
+    "(a model without couplings or biases has energy 0 everywhere; record another statistic), or the "
+    "chains stayed in one state or among states of one energy. Then sample longer, start elsewhere, "
+    "or use a sampler that can leave it (flip-the-state, parallel tempering)."
+)
+
+
 def _as_chains(x: np.ndarray | Tensor | Sequence[float], *, min_steps: int = 3) -> np.ndarray:
     """``x`` as a float64 array of shape ``(n_chains, n_steps)``, de-meaned per chain."""
     a = _as_series(x, min_steps=min_steps)
@@ -167,9 +176,7 @@ def autocorrelation(
             raise BoltzkitError(
                 "the series is constant: its autocorrelation is undefined",
                 got=f"shape {raw.shape}",
-                hint="the chains never changed the recorded quantity (the energy, say): they are stuck "
-                "in one state or its mode. Sample longer, start elsewhere, or use a sampler that can "
-                "leave it (flip-the-state, parallel tempering).",
+                hint=CONSTANT_SERIES_HINT,
             )
         acf = acov / acov[0]
     else:
@@ -181,9 +188,7 @@ def autocorrelation(
             raise BoltzkitError(
                 "the series is constant: its autocorrelation is undefined",
                 got=f"shape {a.shape}",
-                hint="the chains never changed the recorded quantity (the energy, say): they are stuck "
-                "in one state or its mode. Sample longer, start elsewhere, or use a sampler that can "
-                "leave it (flip-the-state, parallel tempering).",
+                hint=CONSTANT_SERIES_HINT,
             )
         acf = (acov[live] / var[live]).mean(axis=0)
     if max_lag is not None:
