@@ -656,3 +656,84 @@ def test_the_human_summaries_print_no_band_for_an_unreliable_log_z() -> None:
     log_z = {"log_z": 1.0, "log_z_minus_3sigma": 0.5, "log_z_plus_3sigma": 1.5}
     assert band_text(log_z, "log_z") == "[0.5000, 1.5000] (±3σ)"
     assert "no band" in band_text({**log_z, "reliable": False}, "log_z")
+
+
+# ------------------------------------------------------------------------------------- devices
+@pytest.mark.parametrize("device", ["mps", "meta", "xpu", "hpu", "cpu:5", "cpu:0", "CPU", "cuda:-1", "gpu"])
+def test_only_documented_devices_are_accepted(small_model, device):
+    """auto, cpu, cuda and cuda:N only: torch's other device types fail deep inside torch."""
+    err = assert_clean_failure(run("logz", small_model[0], "--method", "ais", "--device", device))
+    assert err.startswith("error: unknown device") and repr(device) in err and "'cuda:N'" in err
+
+
+def test_a_cuda_index_beyond_the_devices_is_named(monkeypatch):
+    from boltzkit._numerics import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+    with pytest.raises(BoltzkitError, match="no such CUDA device") as info:
+        resolve_device("cuda:2")
+    assert "'cuda:0' to 'cuda:1' (2 devices)" in str(info.value)
+    with pytest.raises(BoltzkitError, match="unknown device"):
+        resolve_device(torch.device("meta"))
+
+
+# ------------------------------------------------------------------------ evaluate: n and bound
+def test_one_example_has_no_standard_error(small_model, tmp_path):
+    """A standard error from one example is undefined: null with a note, n/a in the text."""
+    np.save(tmp_path / "one.npy", np.array([[1, 0, 1, 1, 0, 0, 1]], dtype=np.float32))
+    args = ("evaluate", small_model[0], "--data", tmp_path / "one.npy")
+    record = last_json(run(*args, "--json"))
+    assert record["n"] == 1 and record["data_stderr"] is None and "at least two" in record["data_stderr_note"]
+    assert record["bound"] == "exact" and math.isfinite(record["mean_log_prob"])
+    text = run(*args)
+    assert (
+        text.exit_code == 0
+        and "sampling error: n/a (one example" in text.stdout
+        and "±0.0000" not in text.stdout
+    )
+    np.save(tmp_path / "two.npy", np.array([[1, 0, 1, 1, 0, 0, 1], [0, 0, 1, 0, 1, 1, 1]], dtype=np.float32))
+    two = last_json(run("evaluate", small_model[0], "--data", tmp_path / "two.npy", "--json"))
+    assert two["data_stderr"] > 0 and "data_stderr_note" not in two
+
+
+@pytest.mark.parametrize("method", ["ais", "sis"])
+def test_a_sampled_log_z_makes_the_mean_log_prob_an_estimate(small_model, tmp_path, method):
+    """An exact log p*(v) less a sampled log Z is not exact: bound "estimate", with the note."""
+    np.save(tmp_path / "x.npy", (np.random.default_rng(0).random((20, 7)) < 0.5).astype(np.float32))
+    args = ("evaluate", small_model[0], "--data", tmp_path / "x.npy", "--json")
+    exact = last_json(run(*args))
+    sampled = last_json(run(*args, "--logz", method, "--chains", 20))
+    assert exact["bound"] == "exact" and "bound_note" not in exact
+    assert sampled["bound"] == "estimate" and sampled["log_z_method"] == method
+    assert f"sampled by {method}" in sampled["bound_note"]
+    assert sampled["mean_log_prob"] == pytest.approx(exact["mean_log_prob"], abs=1.0)
+
+
+def test_evaluate_warns_that_damping_is_unused_where_log_p_is_exact(small_model, tmp_path):
+    np.save(tmp_path / "x.npy", (np.random.default_rng(1).random((9, 7)) < 0.5).astype(np.float32))
+    result = run("evaluate", small_model[0], "--data", tmp_path / "x.npy", "--damping", 0.9, "--json")
+    assert "warning: --log-p auto does not use --damping: ignored" in result.stderr
+    assert last_json(result)["damping"] is None
+    quiet = run("evaluate", small_model[0], "--data", tmp_path / "x.npy", "--json")
+    assert "damping" not in quiet.stderr and last_json(quiet)["damping"] is None
+
+
+def test_evaluate_split_asked_of_a_file_without_splits_warns_and_an_archive_gives_its_split(tmp_path):
+    """``--split valid`` on a plain file says that all of it is used; an archive of arrays named by
+    split gives the one asked for; the default split says nothing."""
+    model = tmp_path / "m.safetensors"
+    save_model(random_rbm(6, 3, seed=1), model)
+    g = np.random.default_rng(0)
+    rows = {name: (g.random((n, 6)) < 0.5).astype(np.float32) for name, n in (("train", 9), ("valid", 5))}
+    np.save(tmp_path / "plain.npy", rows["train"])
+    np.savez(tmp_path / "splits.npz", **rows)
+    asked = run("evaluate", model, "--data", tmp_path / "plain.npy", "--split", "valid", "--json")
+    assert asked.exit_code == 0 and "no 'valid' split of its own" in asked.stderr
+    assert json.loads(asked.stdout.strip().splitlines()[-1])["n"] == 9
+    quiet = run("evaluate", model, "--data", tmp_path / "plain.npy", "--json")
+    assert quiet.exit_code == 0 and "split of its own" not in quiet.stderr
+    archive = run("evaluate", model, "--data", tmp_path / "splits.npz", "--split", "valid", "--json")
+    assert archive.exit_code == 0 and json.loads(archive.stdout.strip().splitlines()[-1])["n"] == 5

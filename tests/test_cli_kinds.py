@@ -175,3 +175,27 @@ def test_train_without_a_method_learns_as_the_papers_do(tmp_path, kind, hidden, 
     run_json("train", "--model", kind, "--data", "bars-and-stripes", "--hidden", hidden, "--epochs", "1",
              "--out", path, "--json")  # fmt: skip
     assert load_model(path)[1]["training"]["method"] == method
+
+
+def test_evaluate_damps_only_hidden_layers_with_laterals(tmp_path):
+    """--damping changes a mean field whose hidden layer has laterals and is recorded; a DBM (no
+    laterals) ignores it with a warning and records null, whatever the value."""
+    x = (np.random.default_rng(0).random((12, 6)) < 0.5).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    bm, dbm = tmp_path / "bm.npz", tmp_path / "dbm.npz"
+    export_npz(random_machine("bm", (6, 5), 4), bm)
+    export_npz(random_machine("dbm", (6, 4, 3), 5), dbm)
+
+    def evaluate(path, damping):
+        args = ["evaluate", str(path), "--data", str(tmp_path / "x.npy"), "--log-p", "mean-field", "--json"]
+        result = runner.invoke(app, [*args, "--damping", str(damping)])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
+
+    (a, quiet), (b, _) = evaluate(bm, 0.0), evaluate(bm, 0.9)
+    assert (a["damping"], b["damping"]) == (0.0, 0.9) and "damping" not in quiet
+    assert a["mean_field_iterations"] != b["mean_field_iterations"] and a["bound"] == b["bound"] == "lower"
+    for damping in (0.0, 0.9):
+        rec, err = evaluate(dbm, damping)
+        assert rec["damping"] is None and rec["mean_field_iterations"] >= 1
+        assert "--log-p mean-field does not use --damping: ignored" in err and "lateral" in err

@@ -656,3 +656,91 @@ def test_a_csv_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
     (tmp_path / "named.csv").write_bytes(b"\xef\xbb\xbfa,b,c\n0.5,1,1\n1,0,0\n")
     np.testing.assert_array_equal(read_text_matrix(tmp_path / "bom.csv", sep=","), [[0, 1, 1], [1, 0, 0]])
     np.testing.assert_array_equal(read_text_matrix(tmp_path / "named.csv", sep=","), [[0.5, 1, 1], [1, 0, 0]])
+
+
+def test_a_csv_without_commas_is_read_with_its_own_separator(tmp_path: Path) -> None:
+    """Values of a ``.csv`` separated by spaces, tabs or semicolons (``numpy.savetxt``'s default,
+    European spreadsheets) read as with commas, header and comments included."""
+    rows = [[1, 0, 1, 0, 1, 0, 1, 0, 1, 0], [0, 0, 1, 0, 1, 0, 1, 0, 1, 0]]
+    for name, sep in (("space.csv", " "), ("tab.csv", "\t"), ("semi.csv", ";"), ("comma.csv", ",")):
+        (tmp_path / name).write_text("".join(sep.join(map(str, r)) + "\n" for r in rows))
+        np.testing.assert_array_equal(load_binary_file(tmp_path / name), rows)
+    (tmp_path / "one.csv").write_text("1;0;1;0;1;0;1;0;1;0\n")
+    np.testing.assert_array_equal(load_binary_file(tmp_path / "one.csv"), rows[:1])
+    # a header, a comment holding a comma, and loose spacing: still whitespace-separated
+    (tmp_path / "named.csv").write_text("# a, b\nv0  v1\tv2\n0 1  1\n1\t0 0\n")
+    np.testing.assert_array_equal(read_text_matrix(tmp_path / "named.csv", sep=","), [[0, 1, 1], [1, 0, 0]])
+    (tmp_path / "semi_named.csv").write_text("a;b;c\n0;1;1\n1;0;0\n")
+    np.testing.assert_array_equal(load_binary_file(tmp_path / "semi_named.csv"), [[0, 1, 1], [1, 0, 0]])
+    np.savetxt(tmp_path / "savetxt.csv", np.eye(4), fmt="%d")
+    np.testing.assert_array_equal(load_binary_file(tmp_path / "savetxt.csv"), np.eye(4))
+    (tmp_path / "bad.csv").write_text("0;1;1\n1;x;0\n")
+    with pytest.raises(DataError, match="line 2, column 2: 'x' is not a number") as info:
+        load_binary_file(tmp_path / "bad.csv")
+    assert "separated by ';'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "names"), [("a;b;c\n", "a;b;c"), ("a,b,c\n", "a,b,c"), ("# names\nv0 v1 v2\n\n", "v0 v1 v2")]
+)
+def test_a_file_of_column_names_only_says_so(tmp_path: Path, text: str, names: str) -> None:
+    (tmp_path / "names.csv").write_text(text)
+    with pytest.raises(DataError, match="only line was taken as column names") as info:
+        load_binary_file(tmp_path / "names.csv")
+    assert "empty" not in str(info.value) and info.value.got == repr(names)
+    (tmp_path / "names.txt").write_text(text.replace(";", " ").replace(",", " "))
+    with pytest.raises(DataError, match="only line was taken as column names"):
+        load_binary_file(tmp_path / "names.txt")
+
+
+def test_an_archive_of_split_named_arrays_gives_the_split(tmp_path: Path) -> None:
+    from boltzkit.data import load_values
+
+    parts = {s: _random_binary(n, 6, seed=n) for s, n in (("train", 5), ("valid", 6), ("test", 7))}
+    np.savez(tmp_path / "splits.npz", **parts)
+    scipy.io.savemat(tmp_path / "splits.mat", parts)
+    for archive in ("splits.npz", "splits.mat"):
+        for split, x in parts.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # a file with the split warns of nothing
+                ds = load_dataset(str(tmp_path / archive), split=split, named_split=True)
+            assert ds.name == f"{tmp_path / archive}:{split}" and ds.split == split
+            np.testing.assert_array_equal(ds.x.numpy(), x)
+            np.testing.assert_array_equal(load_values(str(tmp_path / archive), split=split)[1].numpy(), x)
+    # a name given in the spec wins over the split
+    np.testing.assert_array_equal(
+        load_dataset(f"{tmp_path / 'splits.npz'}:test", split="train").x, parts["test"]
+    )
+    # split-named arrays without the asked-for one: refused, with the ones it has
+    np.savez(tmp_path / "no_valid.npz", train=parts["train"], test=parts["test"])
+    with pytest.raises(DataError, match="holds the splits train, test but no 'valid' array") as info:
+        load_dataset(str(tmp_path / "no_valid.npz"), split="valid")
+    assert info.value.expected == "'train' or 'test'" and "no_valid.npz:train" in str(info.value)
+    # one array is the whole file whatever its name; arrays of other names still need a name
+    np.savez(tmp_path / "single.npz", train=parts["train"])
+    np.testing.assert_array_equal(load_dataset(str(tmp_path / "single.npz"), split="test").x, parts["train"])
+    np.savez(tmp_path / "other.npz", a=parts["train"], b=parts["test"])
+    with pytest.raises(DataError, match="several arrays and none was named"):
+        load_dataset(str(tmp_path / "other.npz"), split="test")
+
+
+def test_a_split_asked_of_data_without_splits_warns_that_all_of_it_is_used(tmp_path: Path) -> None:
+    from boltzkit.data import load_values
+
+    x = _random_binary(50, 4, seed=3)
+    np.save(tmp_path / "plain.npy", x)
+    plain = str(tmp_path / "plain.npy")
+    with pytest.warns(UserWarning, match=r"plain\.npy has no 'valid' split of its own: all of its 50 rows"):
+        ds = load_dataset(plain, split="valid", named_split=True)
+    np.testing.assert_array_equal(ds.x.numpy(), x)
+    with pytest.warns(UserWarning, match="bars-and-stripes has no 'test' split of its own: all of its 32"):
+        assert load_dataset("bars-and-stripes", split="test", named_split=True).n_samples == 32
+    with pytest.warns(UserWarning, match="no 'test' split of its own"):
+        load_values(plain, split="test", named_split=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # the file given as that split (train --test-data FILE), or an array named in the spec
+        np.testing.assert_array_equal(load_dataset(plain, split="test").x.numpy(), x)
+        np.savez(tmp_path / "pair.npz", a=x, b=1 - x)
+        load_dataset(f"{tmp_path / 'pair.npz'}:b", split="valid", named_split=True)
+        load_dataset("artificial-modes:n=20", split="valid", named_split=True)  # drawn per split

@@ -596,3 +596,30 @@ def test_table2_refuses_a_zoo_dbn_built_on_another_bottom() -> None:
     _check_same_bottom(dbn, bottom, "dbn")
     with pytest.raises(BoltzkitError, match="not built on this row's bottom RBM"):
         _check_same_bottom(dbn, other, "dbn")
+
+
+def test_one_vector_has_no_data_stderr_and_a_sampled_top_log_z_is_an_estimate():
+    """n = 1: no standard error over the data (None with a note) and, with M = 1, no pooled one;
+    a one-layer DBN's exact value less an AIS log Z is an estimate, a deeper one's stays a bound."""
+    one, two = DBN([random_rbm(7, 5, 2)]), DBN([random_rbm(7, 5, 2), random_rbm(5, 3, 4)])
+    v = random_bits(1, 7, 3)
+    res = dbn_bound(two, v, "exact", n_samples=1, seed=0)
+    d = res.to_dict()
+    assert res.data_stderr is None and d["data_stderr"] is None and "at least two" in d["data_stderr_note"]
+    assert (
+        res.pooled_stderr is None and d["pooled_error_3std"] is None and d["total_error_3std_pooled"] is None
+    )
+    assert math.isfinite(d["mean_log_prob"]) and d["bound"] == "lower"
+    many = dbn_bound(two, random_bits(6, 7, 3), "exact", n_samples=3, seed=0).to_dict()
+    assert many["data_stderr"] > 0 and many["pooled_error_3std"] > 0 and "data_stderr_note" not in many
+    x = random_bits(30, 7, 5)
+    assert dbn_bound(one, x, "ais", n_samples=2, seed=0).bound == "estimate"
+    assert dbn_bound(one, x, "exact", n_samples=2, seed=0).bound == "exact"
+    assert dbn_bound(two, x, "ais", n_samples=2, seed=0).bound == "lower"
+
+
+def test_logz_of_a_dbn_says_it_is_the_top_rbms(tmp_path):
+    path = tmp_path / "dbn.safetensors"
+    save_model(DBN([random_rbm(7, 5, 2), random_rbm(5, 3, 4)]), path)
+    result = runner.invoke(app, ["logz", str(path)])
+    assert result.exit_code == 0 and "log Z of the top RBM (exact):" in result.stdout

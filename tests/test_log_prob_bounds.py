@@ -88,3 +88,20 @@ def test_an_ising_models_evaluation_reports_log_z_as_logz_does(tmp_path) -> None
     assert record["mean_neg_free_energy"] - record["log_z"] == pytest.approx(
         record["mean_log_prob"], abs=1e-9
     )
+
+
+def test_a_sampled_log_z_makes_an_exact_log_p_an_estimate() -> None:
+    """Exact log p*(v) less an AIS log Z: "estimate" (its band carries the error), not "exact";
+    a mean-field log p*(v) stays a "lower" bound, as with the DBN bounds."""
+    from boltzkit.estimators import ais, base_rate_path
+
+    srbm, bm = random_machine("srbm", (6, 4), 2), random_machine("bm", (6, 20), 3)
+    x = (torch.rand(30, 6, generator=torch.Generator().manual_seed(1)) < 0.5).to(F64)
+    sampled = ais(base_rate_path(srbm), n_chains=50, betas=200, seed=0)
+    assert log_prob_bound("exact", sampled) == ("estimate", "log Z sampled by ais, log p*(v) exact")
+    assert log_prob_bound("lower", sampled) == ("lower", None)
+    res = dataset_log_prob(srbm, x, sampled)
+    assert res.bound == "estimate" and res.to_dict()["bound_note"].startswith("log Z sampled by ais")
+    assert res.mean_log_prob_minus_3sigma <= res.mean_log_prob <= res.mean_log_prob_plus_3sigma
+    bm_sampled = ais(base_rate_path(bm), n_chains=20, betas=50, seed=0)
+    assert dataset_log_prob(bm, x, bm_sampled, method="mean-field").bound == "lower"

@@ -101,6 +101,46 @@ def test_load_betas_errors(tmp_path: Path, text: str, match: str) -> None:
         load_betas(f)
 
 
+def test_load_betas_reads_numpy_files_with_the_text_checks(tmp_path: Path) -> None:
+    """A 1-D ``.npy`` (or an ``.npz`` of one array) of betas reads as the same schedule as text,
+    whatever its name; it passes the same checks, and binary files of other kinds are refused."""
+    betas = np.linspace(0.0, 1.0, 50)
+    np.save(tmp_path / "b.npy", betas)
+    np.savez(tmp_path / "b.npz", betas.astype(np.float32).astype(np.float64))
+    np.save(tmp_path / "ints.npy", np.array([0, 1]))
+    np.save(tmp_path / "renamed.npy", betas)
+    (tmp_path / "renamed.npy").rename(tmp_path / "renamed.dat")
+    torch.testing.assert_close(load_betas(tmp_path / "b.npy"), torch.from_numpy(betas))
+    torch.testing.assert_close(load_betas(tmp_path / "renamed.dat"), torch.from_numpy(betas))
+    assert load_betas(tmp_path / "b.npz").numel() == 50
+    torch.testing.assert_close(load_betas(tmp_path / "ints.npy"), torch.tensor([0.0, 1.0], dtype=F64))
+    _check_schedule(parse_schedule(str(tmp_path / "b.npy"))[0])
+    np.save(tmp_path / "down.npy", betas[::-1].copy())
+    np.save(tmp_path / "nan.npy", np.array([0.0, np.nan, 1.0]))
+    np.save(tmp_path / "grid.npy", betas.reshape(5, 10))
+    np.save(tmp_path / "objects.npy", np.array([0.0, 1.0], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "words.npy", np.array(["0", "1"]))
+    np.savez(tmp_path / "two.npz", a=betas, b=betas)
+    (tmp_path / "noise.bin").write_bytes(bytes(range(256)))
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "b.npy").read_bytes()[:100])
+    cases = {
+        "down.npy": "runs from 1.0 to 0.0",
+        "nan.npy": "NaN or infinite",
+        "grid.npy": r"1-D array of numbers\. Got: shape \(5, 10\)",
+        "objects.npy": "could not read",
+        "words.npy": "1-D array of numbers",
+        "two.npz": "holds 2 arrays",
+        "noise.bin": "binary and not a numpy array file",
+        "cut.npy": "could not read",
+    }
+    for name, match in cases.items():
+        with pytest.raises(BoltzkitError, match=match) as info:
+            load_betas(tmp_path / name)
+        assert "\n" not in str(info.value)  # one line
+        if name in ("noise.bin", "objects.npy", "cut.npy"):
+            assert ".npy" in str(info.value) and "text file" in str(info.value)  # the formats read
+
+
 def test_load_betas_missing_file(tmp_path: Path) -> None:
     with pytest.raises(BoltzkitError, match="not found"):
         load_betas(tmp_path / "nope.txt")

@@ -467,3 +467,25 @@ def test_options_for_binary_models_are_refused_on_unit_models_with_the_reason(tm
     assert "no categorical visible units" in message
     scored = run("evaluate", model, "--data", data, "--log-p", "mean-field", "--json")
     assert last_json(scored)["bound"] == "exact" and "sum out exactly" in scored.stderr
+
+
+def test_base_rate_data_are_named_and_a_fit_far_off_the_models_scale_is_refused(tmp_path):
+    """--base-rate-data of the wrong width is called base-rate data (not train data); one stray
+    huge value makes a Gaussian base no AIS can start from: a one-line error, not log Z = -1e51."""
+    model = tmp_path / "g.safetensors"
+    save_model(unit_rbm("gaussian", 4, 2, seed=0), model)
+    g = np.random.default_rng(0)
+    np.save(tmp_path / "wide.npy", g.normal(size=(20, 6)))
+    huge = g.normal(size=(20, 4))
+    huge[3, 1] = 1e30
+    np.save(tmp_path / "huge.npy", huge)
+    np.save(tmp_path / "fine.npy", g.normal(size=(20, 4)))
+    ais = ("logz", model, "--method", "ais", "--chains", 20, "--betas", 50, "--base-rate-data")
+    message = assert_clean_failure(run(*ais, tmp_path / "wide.npy"))
+    assert "the base-rate data" in message and "wide.npy" in message and "train data" not in message
+    message = assert_clean_failure(run(*ais, tmp_path / "huge.npy"))
+    assert "far outside the model's scale" in message and "visible unit 1" in message
+    with pytest.raises(BoltzkitError, match="far outside"):
+        unit_base_rate_path(load_model(model)[0], data=torch.as_tensor(huge))
+    record = last_json(run(*ais, tmp_path / "fine.npy", "--json"))
+    assert math.isfinite(record["log_z"]) and record["base_data"].endswith("fine.npy")

@@ -617,3 +617,20 @@ def test_logz_warns_about_the_options_a_method_does_not_use(tmp_path) -> None:
     assert result.exit_code == 0 and "does not use --chains, --damping, --rho: ignored" in result.stderr
     quiet = CliRunner().invoke(app, ["logz", str(path), "--method", "bethe", "--damping", "0.9"])
     assert quiet.exit_code == 0 and "ignored" not in quiet.stderr
+
+
+def test_mean_field_records_no_damping_where_nothing_is_damped(model_file):
+    """logz's mean field updates sequentially: --damping is ignored with a warning and recorded as
+    null (not the value given); a whole-layer update of a layer with laterals records and uses it."""
+    args = ["logz", str(model_file), "--method", "mean-field", "--json", "--device", "cpu"]
+    given = runner.invoke(app, [*args, "--damping", "0.9"])
+    plain = _last_json(runner.invoke(app, args))
+    rec = _last_json(given)
+    assert "--method mean-field does not use --damping: ignored" in given.stderr
+    assert rec["damping"] is None and plain["damping"] is None and rec["iterations"] == plain["iterations"]
+    bm = random_machine("bm", (5, 4), 3)
+    damped = [mean_field_log_z(bm, sequential=False, damping=d, tol=1e-10) for d in (0.0, 0.8)]
+    assert [r.settings["damping"] for r in damped] == [0.0, 0.8]
+    assert damped[0].iterations != damped[1].iterations
+    rbm = random_rbm(5, 4, 3)
+    assert mean_field_log_z(rbm, sequential=False, damping=0.8).settings["damping"] is None

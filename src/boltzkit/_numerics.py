@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -220,23 +221,42 @@ def make_generator(seed: int | torch.Generator | None, device: torch.device | st
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
-    """``"auto"`` (or ``None``) means CUDA when present, else CPU."""
+    """The one check of a device: ``"auto"`` (or ``None``) means CUDA when present, else CPU;
+    otherwise ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (or the same as a ``torch.device``), with N
+    an existing CUDA device. Any other name, including device types that torch knows but
+    boltzkit does not run on (``mps``, ``meta``, ``xpu`` ...) or an indexed CPU, is refused."""
     from boltzkit.errors import BoltzkitError
 
     if device is None or str(device) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):  # torch's own parse error, e.g. "tpu" or "gpu"
+    expected = "'auto', 'cpu', 'cuda' or 'cuda:N'"
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str) and re.fullmatch(r"cpu|cuda(:\d+)?", device.strip()):
+        dev = torch.device(device.strip())
+    else:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda") or (dev.type == "cpu" and dev.index not in (None, 0)):
         raise BoltzkitError(
-            "unknown device", got=repr(device), expected="'auto', 'cpu', 'cuda' or 'cuda:N'"
-        ) from None
+            "unknown device",
+            got=repr(str(device)) if isinstance(device, torch.device) else repr(device),
+            expected=expected,
+            hint="boltzkit runs on the CPU or on CUDA GPUs only.",
+        )
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise BoltzkitError(
             "CUDA was asked for but no CUDA device is available",
             got=str(device),
             expected="'cpu' or 'auto'",
             hint="use --device cpu, or install a CUDA build of PyTorch on a machine with a GPU.",
+        )
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise BoltzkitError(
+            "no such CUDA device",
+            got=str(device),
+            expected="'cuda:0'" if count == 1 else f"'cuda:0' to 'cuda:{count - 1}' ({count} devices)",
+            hint="use --device cuda for the first GPU, or check nvidia-smi / CUDA_VISIBLE_DEVICES.",
         )
     return dev
 

@@ -24,7 +24,7 @@ import re
 import shlex
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -90,6 +90,13 @@ def option_given(ctx: typer.Context, key: str) -> bool:
 def warn(message: str) -> None:
     """One line ``warning: ...`` on stderr (the one way the command line warns)."""
     typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
+
+
+def warn_ignored(by: str, flags: Sequence[str], why: str | None = None) -> None:
+    """The one warning about options given but not used: ``warning: BY does not use --A, --B:
+    ignored`` (``by`` e.g. ``"--method mean-field"``), with ``why`` in parentheses where the reason
+    is not obvious from ``by`` alone."""
+    warn(f"{by} does not use {', '.join(flags)}: ignored" + (f" ({why})" if why else ""))
 
 
 def deterministic_log_z(record: Mapping[str, Any]) -> bool:
@@ -548,16 +555,25 @@ def unit_values(
     data_dir: Path | None,
     seed: int,
     alphabet: str | None = None,
+    role: str | None = None,
+    named_split: bool = False,
 ) -> tuple[str, torch.Tensor]:
     """A data set for a model with real-valued or categorical visible units: its name and its values
     checked by the unit type, on the model's device. Aligned sequences (FASTA) are read with
     ``alphabet``, else the model's own (recorded when it was trained on sequences); an
-    ``alphabet`` other than the recorded one is refused (:func:`check_alphabet`)."""
+    ``alphabet`` other than the recorded one is refused (:func:`check_alphabet`). ``role`` names
+    the data in errors (default: ``"<split> data"``, e.g. ``"base-rate data"`` instead).
+    ``named_split``: the split was asked for by name (data without it warns, ``load_values``)."""
     check_alphabet(rbm, alphabet)
     name, values = load_values(
-        spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet or rbm.alphabet
+        spec,
+        split=split,
+        data_dir=data_dir,
+        seed=seed,
+        alphabet=alphabet or rbm.alphabet,
+        named_split=named_split,
     )
-    return name, rbm.check_data(values, f"the {split} data {name}")
+    return name, rbm.check_data(values, f"the {role or split + ' data'} {name}")
 
 
 def unit_dataset(
@@ -568,9 +584,12 @@ def unit_dataset(
     data_dir: Path | None,
     seed: int,
     alphabet: str | None = None,
+    named_split: bool = False,
 ) -> Dataset:
     """:func:`unit_values` as a :class:`~boltzkit.data.Dataset` on the CPU (no image shape)."""
-    name, values = unit_values(rbm, spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
+    name, values = unit_values(
+        rbm, spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet, named_split=named_split
+    )
     return Dataset(name=name, x=values.cpu(), image_shape=None, split=split)
 
 
@@ -587,7 +606,9 @@ def base_rate_data(
 
     def load(spec: str) -> torch.Tensor:
         if isinstance(rbm, (UnitRBM, UnitDBM)):  # real values or category indices, checked by the unit type
-            return unit_values(rbm, spec, split="train", data_dir=data_dir, seed=opts.seed)[1]
+            return unit_values(
+                rbm, spec, split="train", data_dir=data_dir, seed=opts.seed, role="base-rate data"
+            )[1]
         return load_dataset(spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible).x
 
     if opts.base_rate_data is not None:

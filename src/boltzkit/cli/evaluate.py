@@ -4,7 +4,8 @@
 out) and for models whose remaining hidden units can be enumerated, else the mean-field lower
 bound (``--log-p``); ``log Z`` comes from ``--logz`` (exact enumeration, an AIS-type estimate,
 whose band carries over to the mean log-probability, or a variational bound or approximation).
-The JSON's ``"bound"`` says what the mean is: ``"exact"``, ``"lower"`` (a mean-field ``log p*``,
+The JSON's ``"bound"`` says what the mean is: ``"exact"`` (``log Z`` exact too), ``"estimate"``
+(exact ``log p*``, sampled ``log Z``: its band carries the error), ``"lower"`` (a mean-field ``log p*``,
 or TRW's upper bound on ``log Z``), ``"upper"`` (mean-field's lower bound on ``log Z``) or
 ``"none"`` (:func:`~boltzkit.estimators.result.log_prob_bound`; see
 :mod:`boltzkit.estimators.likelihood`).
@@ -47,12 +48,14 @@ from boltzkit.cli.common import (
     fmt,
     in_ising_convention,
     log_prob_what,
+    option_given,
     show_progress,
     unit_dataset,
     unit_interval_option,
     unit_visible,
     warn,
     warn_if_unreliable,
+    warn_ignored,
 )
 from boltzkit.cli.stack import emit_evaluation, evaluate_stack, is_stack_model
 from boltzkit.data import load_dataset
@@ -89,6 +92,8 @@ def _summary(record: dict[str, Any]) -> str:
             f"  the data's own sampling error (standard error over the {record['n']} examples): "
             f"±{fmt(record['data_stderr'])}"
         )
+    elif record.get("data_stderr_note"):
+        lines.append(f"  the data's own sampling error: n/a ({record['data_stderr_note']})")
     if record.get("convention"):
         lines.append(
             f"convention: {record['convention']} (in {{0, 1}} units: log Z {fmt(record['log_z_binary'])})"
@@ -100,7 +105,20 @@ def _summary(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _warn_damping_unused(ctx: typer.Context, log_p: str, record: dict[str, Any]) -> None:
+    """``--damping`` given where the mean field damps nothing (``record["damping"]`` is ``None``):
+    ``log p*(v)`` exact, or no free layer with laterals (the only layers damped)."""
+    if not option_given(ctx, "damping") or record.get("damping") is not None:
+        return
+    if record.get("mean_field_iterations") is None:
+        why = None if log_p == "exact" else "log p*(v) is exact here: no mean field to damp"
+    else:
+        why = "no hidden layer has lateral connections, the only layers the mean field damps"
+    warn_ignored(f"--log-p {log_p}", ["--damping"], why)
+
+
 def command(
+    ctx: typer.Context,
     model: ModelArg,
     data: DataOpt,
     split: Annotated[str, typer.Option("--split", help="train, valid or test.")] = "test",
@@ -131,7 +149,14 @@ def command(
             "mean-field lower bound), exact, or mean-field.",
         ),
     ] = LogPMethod["auto"],
-    damping: Annotated[float, unit_interval_option("--damping", help="Mean-field damping, in [0, 1).")] = 0.5,
+    damping: Annotated[
+        float,
+        unit_interval_option(
+            "--damping",
+            help="Mean-field damping of hidden layers with lateral connections, in [0, 1) (no other "
+            "layer is damped).",
+        ),
+    ] = 0.5,
     per_example: Annotated[
         Path | None,
         typer.Option("--per-example", help="Write every log p(v) to FILE (.npy, .txt or .csv)."),
@@ -163,18 +188,23 @@ def command(
         data_seed = int(recorded) if isinstance(recorded, int) and not isinstance(recorded, bool) else seed
     if alphabet is not None and units_of is None:
         check_alphabet(rbm, alphabet)  # a model of binary units reads no sequences
-    kw = {"split": split, "data_dir": data_dir, "seed": data_seed}
+    # a split asked for by name: data without one of its own warns that all of it is used
+    kw = {"split": split, "data_dir": data_dir, "seed": data_seed, "named_split": option_given(ctx, "split")}
     if units_of is not None:  # real values or category indices, checked by the unit type
         dataset = unit_dataset(units_of, data, **kw, alphabet=alphabet)
     else:
         dataset = load_dataset(data, **kw, n_visible=rbm.n_visible)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
     if is_stack_model(rbm):
+        given = [f for f, key in (("--log-p", "log_p"), ("--damping", "damping")) if option_given(ctx, key)]
+        if given:
+            warn_ignored("evaluating a stacked model (DBN or mixture)", given)
         record, values = evaluate_stack(
             rbm, metadata, dataset, model_path=model, opts=opts, samples=samples, device=dev,
             progress=show_progress(progress), data_dir=data_dir, per_example=per_example is not None, t0=t0,
         )  # fmt: skip
         record["data_seed"] = data_seed
+        record["damping"] = None
         if per_example is not None:
             _write_per_example(per_example, values.numpy())
             record["per_example_file"] = str(per_example)
@@ -205,6 +235,8 @@ def command(
         "seconds": time.perf_counter() - t0,
         "logz": log_z.to_dict(),
     }
+    record["damping"] = record.get("damping")  # None: nothing was damped (exact log p*, or no laterals)
+    _warn_damping_unused(ctx, log_p.value, record)
     if per_example is not None:
         record["per_example_file"] = str(per_example)
     if isinstance(rbm, IsingModel):  # log Z (and log p*) in the model's +-1 convention, as logz reports it

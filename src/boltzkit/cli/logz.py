@@ -45,6 +45,7 @@ from boltzkit.cli.common import (
     unit_visible,
     warn,
     warn_if_unreliable,
+    warn_ignored,
 )
 from boltzkit.cli.stack import is_stack_model, stack_log_z
 from boltzkit.cli.trace import traced_log_z
@@ -91,12 +92,14 @@ def _summary(record: dict[str, Any]) -> str:
     """Human-readable lines for a log Z record: the estimate, both ends of a sandwich, what a
     reverse run's upper end is worth, the checks, and the verdict (as in the JSON)."""
     lines = []
+    of = f" of the {record['of']}" if record.get("of") else ""  # a DBN's log Z is its top RBM's
     if record.get("log_ratio") is not None:
         lines.append(
-            f"log Z_B/Z_A ({record['method']}): {fmt(record['log_ratio'])}  " + band_text(record, "log_ratio")
+            f"log Z_B/Z_A{of} ({record['method']}): {fmt(record['log_ratio'])}  "
+            + band_text(record, "log_ratio")
         )
     if record.get("log_z") is not None:
-        line = f"log Z ({record['method']}): {fmt(record['log_z'])}"
+        line = f"log Z{of} ({record['method']}): {fmt(record['log_z'])}"
         if record.get("converged") is not None and record.get("log_z_plus_3sigma") is None:
             line += f"  (bound: {record.get('bound')}, converged: {record['converged']})"
         elif record["method"] == "sandwich":
@@ -166,8 +169,7 @@ def _warn_unused(ctx: typer.Context, method: str) -> None:
     """Warn about each option given on the command line that ``method`` does not use."""
     unused = [name for name, users in _USED_BY.items() if method not in users and option_given(ctx, name)]
     if unused:
-        flags = ", ".join("--" + name.replace("_", "-") for name in unused)
-        warn(f"--method {method} does not use {flags}: ignored")
+        warn_ignored(f"--method {method}", ["--" + name.replace("_", "-") for name in unused])
 
 
 def command(

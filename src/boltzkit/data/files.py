@@ -6,11 +6,14 @@ Supported formats, one sample a row:
 extension   contents
 =========== ==============================================================================
 ``.npy``    one 2-D array (``numpy.save``; pickled object arrays are refused)
-``.npz``    one array, or several of which one is named (``file.npz:NAME``)
+``.npz``    one array, or several of which one is named (``file.npz:NAME``) or, when they are
+            named ``train``, ``valid``, ``test``, picked by the split (:func:`split_key`)
 ``.mat``    MATLAB file read by :func:`scipy.io.loadmat`; the variable ``X`` unless named
 ``.amat``   text, whitespace-separated values (the binarized MNIST distribution format)
 ``.txt``    text, whitespace-separated values; lines starting with ``#`` are comments
-``.csv``    text, comma-separated values; lines starting with ``#`` are comments, and a first
+``.csv``    text, comma-separated values (a file without a comma: ``;``-, else whitespace-
+            separated, as some spreadsheets and ``numpy.savetxt`` write it); lines starting
+            with ``#`` are comments, and a first
             line of column names (no number in it, or pandas' default names ``0,1,...,d-1``)
             is a header and skipped; a header whose first name is empty or a name before
             ``0,1,...`` (pandas' ``to_csv`` with its index) marks the first column as row
@@ -45,15 +48,20 @@ from boltzkit.errors import DataError
 
 __all__ = [
     "FILE_EXTENSIONS",
+    "FILE_SPLITS",
     "content_sha256",
     "load_binary_file",
     "read_matrix",
     "read_text_matrix",
+    "split_key",
     "split_path_and_key",
 ]
 
 #: File extensions :func:`load_binary_file` understands.
 FILE_EXTENSIONS = (".npy", ".npz", ".mat", ".amat", ".txt", ".csv")
+
+#: The splits a data file may hold, as arrays of those names in an ``.npz`` or ``.mat`` file.
+FILE_SPLITS = ("train", "valid", "test")
 
 _TEXT_SEPARATORS = {".amat": " ", ".txt": " ", ".csv": ","}
 
@@ -97,6 +105,59 @@ def split_path_and_key(spec: str | os.PathLike[str]) -> tuple[Path, str | None]:
     return path, None
 
 
+def split_key(path: str | os.PathLike[str], split: str) -> str | None:
+    """The array holding ``split`` in an archive whose arrays are named by split.
+
+    An ``.npz`` or ``.mat`` file of several arrays among which some are named ``train``,
+    ``valid`` or ``test`` (:data:`FILE_SPLITS`) holds those splits, one an array.
+
+    Parameters
+    ----------
+    path
+        The data file (without a ``:NAME`` suffix).
+    split
+        ``"train"``, ``"valid"`` or ``"test"``.
+
+    Returns
+    -------
+    str or None
+        ``split`` when the file holds an array of that name among split-named ones; ``None``
+        for a file without splits (one array, arrays of other names, a text file, a file that
+        cannot be listed: :func:`read_matrix` reads or refuses it as before).
+
+    Raises
+    ------
+    DataError
+        The file holds split-named arrays but not ``split``.
+    """
+    path = Path(path)
+    ext = path.suffix.lower()
+    if ext not in (".npz", ".mat") or not path.is_file():
+        return None
+    try:
+        if ext == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                names = list(archive.files)
+        else:
+            import scipy.io
+
+            names = [name for name, _, _ in scipy.io.whosmat(path) if not name.startswith("__")]
+    except Exception:  # an unreadable file is reported by read_matrix
+        return None
+    splits = [name for name in FILE_SPLITS if name in names]
+    if len(names) < 2 or not splits:
+        return None
+    if split in names:
+        return split
+    raise DataError(
+        f"{path}: the file holds the splits {', '.join(splits)} but no {split!r} array",
+        got=sorted(names),
+        expected=" or ".join(repr(name) for name in splits),
+        hint=f"give the {split} data as a file of its own, or name an array after a colon, "
+        f"e.g. '{path}:{splits[0]}'.",
+    )
+
+
 def _parse_01_fixed(raw: bytes, sep: str) -> np.ndarray | None:
     """Vectorized parse of ``"d<sep>d<sep>...d\\n"`` lines, each ``d`` a single 0 or 1.
 
@@ -128,7 +189,9 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
     path
         The file.
     sep
-        ``" "`` for whitespace-separated values (any run of spaces or tabs), ``","`` for CSV.
+        ``" "`` for whitespace-separated values (any run of spaces or tabs), ``","`` for CSV: a
+        file whose values hold no comma is read with ``";"`` when one separates them, else with
+        whitespace (:func:`_csv_separator`).
 
     Returns
     -------
@@ -139,7 +202,8 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
     Raises
     ------
     DataError
-        Empty file, unparsable token (with its row and column), rows of different lengths.
+        Empty file, a file whose only line was taken as column names, unparsable token (with its
+        row and column), rows of different lengths.
     """
     path = Path(path)
     raw = path.read_bytes()
@@ -149,6 +213,8 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
         source = io.StringIO(raw.decode("utf-8", errors="replace"))
     if not raw.strip():
         raise DataError(f"{path}: file is empty", expected="one sample a line")
+    if sep == ",":
+        sep = _csv_separator(raw)
     fast = _parse_01_fixed(raw, sep)
     if fast is not None:
         if fast.shape[1] == 2 and fast.shape[0] > 1 and np.array_equal(fast[0], [0, 1]):
@@ -158,6 +224,16 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
     lines = raw.decode("utf-8", errors="replace").splitlines()
     header = _header(lines, delimiter)
     header_rows = header.skip
+    if header_rows and not any(_content(line) for line in lines[header_rows:]):
+        names = _content(lines[header_rows - 1])
+        separator = "whitespace" if delimiter is None else repr(delimiter)
+        raise DataError(
+            f"{path}: no data rows: the file's only line was taken as column names",
+            got=repr(names if len(names) <= 60 else names[:57] + "..."),
+            expected="one sample a line (below an optional line of column names)",
+            hint=f"a sample is numbers separated by {separator}; add the data rows, or check that "
+            "the file is the one meant.",
+        )
     # row labels are left unread (they may be words): every column but the first
     columns = None
     if header.labelled:
@@ -202,6 +278,19 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             stacklevel=2,
         )
     return values
+
+
+def _csv_separator(raw: bytes) -> str:
+    """The separator of a ``.csv`` file's values: ``","`` when a line (comments aside) holds a
+    comma, else ``";"`` when one holds a semicolon, else ``" "`` (whitespace, as ``.txt``; one
+    column reads alike with any of them). Stops at the first comma, so a CSV costs one line."""
+    semicolon = False
+    for line in io.BytesIO(raw):
+        content = line.split(b"#", 1)[0]
+        if b"," in content:
+            return ","
+        semicolon = semicolon or b";" in content
+    return ";" if semicolon else " "
 
 
 def _kept_as_sample(path: Path, values: np.ndarray) -> None:

@@ -19,7 +19,9 @@ spec                                 data
 ``artificial-modes[:P]``             Artificial Modes with flip probability P (default 0.01);
                                      ``n=N`` samples (default 10,000)
 any other string                     a file path (``.npy .npz .mat .amat .txt .csv``);
-                                     ``file.npz:NAME`` names an array in an archive
+                                     ``file.npz:NAME`` names an array in an archive; an
+                                     archive of arrays named ``train``, ``valid``, ``test``
+                                     holds those splits
 ==================================== =========================================================
 
 Parameters follow a colon as comma-separated ``key=value`` pairs; the first may be given without
@@ -35,8 +37,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -44,7 +48,14 @@ from torch import Tensor
 
 from boltzkit.data.dataset import Dataset, check_matrix_shape, to_tensor
 from boltzkit.data.fasta import is_fasta, read_fasta
-from boltzkit.data.files import FILE_EXTENSIONS, load_binary_file, read_matrix, split_path_and_key
+from boltzkit.data.files import (
+    FILE_EXTENSIONS,
+    FILE_SPLITS,
+    load_binary_file,
+    read_matrix,
+    split_key,
+    split_path_and_key,
+)
 from boltzkit.data.mnist import MNIST_IMAGE_SHAPE, MNIST_SPLITS, load_mnist
 from boltzkit.data.synthetic import (
     ARTIFICIAL_MODES_DEFAULT_N,
@@ -68,7 +79,10 @@ DATASET_SPLITS: dict[str, tuple[str, ...]] = {
     "artificial-modes": ("train", "valid", "test"),
 }
 
-_FILE_SPLITS = ("train", "valid", "test")
+_FILE_SPLITS = FILE_SPLITS
+
+#: Built-in data sets that give the same rows for every split.
+_SPLITLESS = ("bars-and-stripes",)
 
 
 @dataclass(frozen=True)
@@ -207,6 +221,17 @@ def _check_split(split: str, valid: tuple[str, ...], what: str) -> None:
         )
 
 
+def _warn_whole(name: str, split: str, n_rows: int, *, file: bool = True, stacklevel: int = 3) -> None:
+    """Say that a data set asked for its ``split`` by name has none of its own, and all of it is used
+    (``stacklevel`` as :func:`warnings.warn` counts it from the caller of this function)."""
+    tip = " (an .npz file of arrays named train, valid and test holds its splits)" if file else ""
+    warnings.warn(
+        f"{name} has no {split!r} split of its own: all of its {n_rows} rows are used as the {split} data"
+        + tip,
+        stacklevel=stacklevel + 1,
+    )
+
+
 def _is_builtin(spec: str) -> bool:
     head = spec.strip().partition(":")[0].strip().lower().replace("_", "-")
     return head in _PARAMS
@@ -219,6 +244,7 @@ def load_dataset(
     data_dir: str | os.PathLike[str] | None = None,
     seed: int = 0,
     n_visible: int | None = None,
+    named_split: bool = False,
 ) -> Dataset:
     """Load a built-in data set or a data file as a :class:`~boltzkit.data.dataset.Dataset`.
 
@@ -232,8 +258,11 @@ def load_dataset(
         :data:`DATASET_SPLITS`. ``mnist-patches`` has ``train`` (patches of the 60,000 MNIST
         train + valid images, matching the 60,000 training images of Salakhutdinov 2008, Sec. 5)
         and ``test`` (patches of the 10,000 test images). ``bars-and-stripes`` returns the full
-        pattern list for every split. ``artificial-modes`` draws each split independently. A
-        file gives its contents for any split; the split is only recorded.
+        pattern list for every split. ``artificial-modes`` draws each split independently. An
+        ``.npz`` or ``.mat`` file of arrays named ``train``, ``valid``, ``test`` gives the array of
+        the split (:func:`~boltzkit.data.files.split_key`; one it lacks is refused); any other
+        file gives its contents for any split, which is then only recorded (the option the file
+        came with, such as ``train --test-data FILE``, says which split it is).
     data_dir
         Directory with the MNIST files (see :mod:`boltzkit.data.mnist` for the search order).
     seed
@@ -242,6 +271,11 @@ def load_dataset(
         and files.
     n_visible
         When given, the required number of columns (the model's visible layer size).
+    named_split
+        Whether ``split`` was asked for by name (``evaluate --split``) rather than given by the
+        option the data came with (``train --test-data FILE``): a data set with no such split of
+        its own (a file without split-named arrays, ``bars-and-stripes``) then warns that all of
+        its rows are used. An array named in the spec (``file.npz:NAME``) is never warned of.
 
     Returns
     -------
@@ -267,7 +301,7 @@ def load_dataset(
         )
     spec = os.fspath(spec)
     if not _is_builtin(spec):
-        return _load_file(spec, split=split, n_visible=n_visible)
+        return _load_file(spec, split=split, n_visible=n_visible, named_split=named_split)
 
     name, values = parse_spec(spec)
     _check_split(split, DATASET_SPLITS[name], f"data set {name!r}")
@@ -309,6 +343,8 @@ def load_dataset(
             expected=n_visible,
             hint="use a model whose n_visible matches the data.",
         )
+    if named_split and name in _SPLITLESS:
+        _warn_whole(canonical, split, int(x.shape[0]), file=False, stacklevel=2)
     return Dataset(name=canonical, x=x, image_shape=image_shape, split=split)
 
 
@@ -319,11 +355,13 @@ def load_values(
     data_dir: str | os.PathLike[str] | None = None,
     seed: int = 0,
     alphabet: str | None = None,
+    named_split: bool = False,
 ) -> tuple[str, Tensor]:
     """The values of a data set for units that are not binary: a file's array as stored (real
     values for Gaussian units, category indices for categorical units; float64, not yet checked:
     the model's unit type checks them), aligned sequences of a FASTA file as category indices of
-    ``alphabet`` (:mod:`boltzkit.data.fasta`), or a built-in data set's 0/1 matrix.
+    ``alphabet`` (:mod:`boltzkit.data.fasta`), or a built-in data set's 0/1 matrix. ``split`` and
+    ``named_split`` are as in :func:`load_dataset` (a FASTA file has no splits).
 
     Returns
     -------
@@ -332,7 +370,7 @@ def load_values(
     """
     spec = os.fspath(spec)
     if _is_builtin(spec):
-        ds = load_dataset(spec, split=split, data_dir=data_dir, seed=seed)
+        ds = load_dataset(spec, split=split, data_dir=data_dir, seed=seed, named_split=named_split)
         return ds.name, ds.x.to(torch.float64)
     if is_fasta(spec):
         _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
@@ -343,19 +381,33 @@ def load_values(
                 "letters (train, evaluate and sample take it; a model trained with it records it).",
             )
         indices, _ = read_fasta(spec, alphabet)
+        if named_split:
+            _warn_whole(str(spec), split, int(indices.shape[0]), stacklevel=2)
         return str(spec), torch.from_numpy(indices.astype(np.float64))
-    path, key = split_path_and_key(spec)
-    _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
+    path, key, whole = _file_key(spec, split)
     array = read_matrix(path, key=key)
     if array.dtype.kind not in "fiub":
         raise DataError(f"{path}: the array is not numeric", got=f"dtype {array.dtype}", expected="numbers")
     name = str(path) if key is None else f"{path}:{key}"
     check_matrix_shape(tuple(array.shape), name)
+    if whole and named_split:
+        _warn_whole(name, split, int(array.shape[0]), stacklevel=2)
     return name, torch.from_numpy(np.asarray(array, dtype=np.float64))
 
 
-def _load_file(spec: str, *, split: str, n_visible: int | None) -> Dataset:
+def _file_key(spec: str, split: str) -> tuple[Path, str | None, bool]:
+    """A data file's path, the array to read (named in ``spec``, else the archive's array of
+    ``split``) and whether the whole file stands for the split (no array named by either)."""
     path, key = split_path_and_key(spec)
+    _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
+    if key is not None:
+        return path, key, False
+    key = split_key(path, split)
+    return path, key, key is None
+
+
+def _load_file(spec: str, *, split: str, n_visible: int | None, named_split: bool) -> Dataset:
+    path, _ = split_path_and_key(spec)
     if not path.exists() and path.suffix.lower() not in FILE_EXTENSIONS:
         head = spec.strip().partition(":")[0].lower()
         close = difflib.get_close_matches(head, DATASET_NAMES, n=1)
@@ -366,7 +418,9 @@ def _load_file(spec: str, *, split: str, n_visible: int | None) -> Dataset:
             f"({' '.join(FILE_EXTENSIONS)})",
             hint=f"did you mean {close[0]!r}?" if close else "check the name or the path.",
         )
-    _check_split(split, _FILE_SPLITS, f"data file {spec!r}")
+    path, key, whole = _file_key(spec, split)
     x = load_binary_file(path, key=key, n_visible=n_visible)
     name = str(path) if key is None else f"{path}:{key}"
+    if whole and named_split:
+        _warn_whole(name, split, int(x.shape[0]), stacklevel=3)
     return Dataset(name=name, x=to_tensor(x), image_shape=None, split=split)

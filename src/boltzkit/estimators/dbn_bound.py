@@ -360,8 +360,8 @@ def dbn_bound(
     else:
         mc = None
     pooled_values = (all_terms + entropies.unsqueeze(1)).flatten()
-    pooled = float(pooled_values.std(unbiased=True)) / math.sqrt(pooled_values.numel()) if n * m > 1 else 0.0
-    data_se = float(per.std(unbiased=True)) / math.sqrt(n) if n > 1 else 0.0
+    pooled = float(pooled_values.std(unbiased=True)) / math.sqrt(pooled_values.numel()) if n * m > 1 else None
+    data_se = float(per.std(unbiased=True)) / math.sqrt(n) if n > 1 else None  # undefined for one vector
     bound, note = log_prob_bound("exact" if one_layer else "lower", log_z_result)
     return DBNBoundResult(
         mean_bound=r_b - value,

@@ -46,7 +46,7 @@ from boltzkit.estimators.exact import (
 from boltzkit.estimators.result import LogProbResult, LogZResult, log_prob_bound
 from boltzkit.estimators.unit_dbm import unit_dbm_log_unnormalized
 from boltzkit.models.boltzmann import BoltzmannMachine
-from boltzkit.models.mean_field import mean_field, mean_field_bound
+from boltzkit.models.mean_field import damping_acts, mean_field, mean_field_bound
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
 
@@ -85,7 +85,8 @@ def log_unnormalized_visible(
     -------
     (values, bound, details)
         ``bound`` is ``"exact"`` or ``"lower"``; ``details`` says how (enumerated units, or the
-        mean-field iterations, residual and convergence).
+        mean-field iterations, residual and convergence, and ``damping``: ``None`` where no free
+        layer has laterals to damp).
     """
     if method not in VISIBLE_METHODS:
         raise BoltzkitError("unknown log p*(v) method", got=method, expected=", ".join(VISIBLE_METHODS))
@@ -98,6 +99,7 @@ def log_unnormalized_visible(
         "mean_field_iterations": q.iterations,
         "mean_field_residual": q.residual,
         "mean_field_converged": q.converged,
+        "damping": damping if damping_acts(model, given=(0,)) else None,  # None: no laterals to damp
     }
     return mean_field_bound(model, q), "lower", details
 
@@ -195,6 +197,7 @@ def dataset_log_prob(
             "mean_field_iterations": iterations,
             "mean_field_residual": residual,
             "mean_field_converged": converged,
+            "damping": details.get("damping"),
         }
     verdict = log_z.reliability()
     if verdict is not None:  # the log-probabilities are as trustworthy as the log Z behind them
@@ -206,7 +209,7 @@ def dataset_log_prob(
     mean_neg_f = float(neg_f.mean())
     value = float(log_z.log_z)
     band = log_z.band
-    sd = float(neg_f.std(unbiased=True)) if n > 1 else 0.0
+    data_se = float(neg_f.std(unbiased=True)) / math.sqrt(n) if n > 1 else None  # undefined for one
     conservative = None
     upper = log_z.settings.get("log_z_upper") if log_z.method == "sandwich" else None
     if upper is not None:
@@ -218,7 +221,7 @@ def dataset_log_prob(
         mean_log_prob_minus_3sigma=_minus(mean_neg_f, band.plus_3sigma),
         mean_log_prob_plus_3sigma=_minus(mean_neg_f, band.minus_3sigma),
         mean_neg_free_energy=mean_neg_f,
-        data_stderr=sd / math.sqrt(n),
+        data_stderr=data_se,
         n=int(n),
         log_z=value,
         log_z_method=log_z.method,

@@ -404,13 +404,17 @@ def log_prob_bound(value_bound: str, log_z: LogZResult) -> tuple[str, str | None
     ``"exact"``, or ``"lower"`` for a mean-field or recognition-model bound) and the ``log Z``
     behind it; returns ``(bound, note)``.
 
-    An exact or sampled ``log Z`` (its band carries its error) leaves ``value_bound`` as it is.
+    An exact ``log Z`` leaves ``value_bound`` as it is. A sampled one (AIS, SIS, bridge, ...; its
+    band carries its error) makes an exact ``log p*(v)`` an ``"estimate"`` of ``log p(v)`` and
+    leaves a lower bound ``"lower"`` (a bound up to the estimate's error, as S&M 2008's DBN bounds).
     A deterministic bound turns around: an upper bound on ``log Z`` (TRW) makes a lower bound on
     ``log p``, and a lower bound (mean-field) an upper one, unless ``log p*`` is itself a lower
     bound, when the two pull opposite ways and nothing is bounded (``"none"``); an approximation
     (Bethe, TAP) bounds nothing either. ``note`` says why, where the bound is not ``value_bound``.
     """
     if not isinstance(log_z, DeterministicResult):
+        if value_bound == "exact" and log_z.method != "exact":
+            return "estimate", f"log Z sampled by {log_z.method}, log p*(v) exact"
         return value_bound, None
     z_bound = str(log_z.settings.get("bound") or "none")
     what = f"log Z is {log_z.method}'s " + (
@@ -505,6 +509,10 @@ class BridgeEstimate:
     verdict: Reliability | None = None
 
 
+#: Why a record of one example has no ``data_stderr``.
+ONE_EXAMPLE_NOTE = "one example: a standard error over the examples needs at least two"
+
+
 @dataclass(frozen=True)
 class LogProbResult:
     """Mean log-probability of a data set, with the interval implied by the ``log Z`` estimate.
@@ -522,7 +530,8 @@ class LogProbResult:
         ``mean_n log p*(v_n)`` (``-F(v)``), exact or its mean-field lower bound (see ``bound``).
     data_stderr
         Standard error of the mean over examples, ``sd_n(log p(v_n)) / sqrt(n)``: the sampling
-        variability of the data set, not part of the ``log Z`` interval.
+        variability of the data set, not part of the ``log Z`` interval; ``None`` for one example
+        (:data:`ONE_EXAMPLE_NOTE`).
     n
         Number of examples.
     log_z
@@ -533,7 +542,8 @@ class LogProbResult:
         Its band ``log(Z_hat ± k sigma_hat)``.
     bound
         ``"exact"`` when ``log p*(v)`` is exact (hidden units summed out or enumerated) and
-        ``log Z`` exact or sampled (its band carries its error), ``"lower"`` when ``log p*(v)`` is
+        ``log Z`` exact, ``"estimate"`` when ``log p*(v)`` is exact and ``log Z`` sampled (its band
+        carries its error), ``"lower"`` when ``log p*(v)`` is
         the mean-field lower bound (Salakhutdinov 2008, Eq. 53) or ``log Z`` an upper bound
         (TRW), ``"upper"`` when ``log Z`` is a lower bound (mean-field) and ``log p*`` exact,
         ``"none"`` otherwise (:func:`log_prob_bound`; ``details["bound_note"]`` says why).
@@ -552,7 +562,7 @@ class LogProbResult:
     mean_log_prob_minus_3sigma: float | None
     mean_log_prob_plus_3sigma: float | None
     mean_neg_free_energy: float
-    data_stderr: float
+    data_stderr: float | None
     n: int
     log_z: float
     log_z_method: str
@@ -576,11 +586,13 @@ class LogProbResult:
             "mean_log_prob_plus_3sigma": clean(self.mean_log_prob_plus_3sigma),
             "mean_log_prob_conservative": clean(self.mean_log_prob_conservative),
             "mean_neg_free_energy": clean(self.mean_neg_free_energy),
-            "data_stderr": clean(self.data_stderr),
+            "data_stderr": clean(self.data_stderr) if self.n > 1 else None,
             "n": self.n,
             "bound": self.bound,
             "log_z_method": self.log_z_method,
         }
+        if self.n < 2:
+            out["data_stderr_note"] = ONE_EXAMPLE_NOTE
         out.update({k: clean(v) for k, v in self.log_z_band.as_dict("log_z").items()})
         out.update({k: to_jsonable(v) for k, v in self.details.items() if k not in out})
         if include_per_example and self.per_example is not None:
@@ -619,7 +631,8 @@ class DBNBoundResult:
         convention S1 Table 2's "±3 std" column follows (it scales as ``1/sqrt(n M)``, S1 Sec.
         4.2, and includes the spread between data vectors).
     data_stderr
-        ``sd_n(B(v_n)) / sqrt(n)``: the sampling variability of the data set.
+        ``sd_n(B(v_n)) / sqrt(n)``: the sampling variability of the data set (``None`` for one
+        data vector).
     n, n_samples
         Data vectors and samples of ``q`` per vector (``M``).
     layer_sizes
@@ -628,7 +641,8 @@ class DBNBoundResult:
         The top RBM's ``log Z_hat``, its estimator, its band ``log(Z_hat ± k sigma_hat)`` and
         delta-method standard error.
     bound
-        ``"lower"`` (``"exact"`` for a one-layer DBN, an RBM, whose value is exact given log Z),
+        ``"lower"`` (for a one-layer DBN, an RBM, whose value is exact given log Z: ``"exact"``
+        with an exact log Z, ``"estimate"`` with a sampled one),
         turned by a deterministic ``log Z`` as :func:`log_prob_bound` says.
     per_example
         The bound of every data vector, ``B(v_n)``, float64, when asked for.
@@ -641,8 +655,8 @@ class DBNBoundResult:
     mean_expected_log_joint: float
     mean_entropy: float
     mc_stderr: float | None
-    pooled_stderr: float
-    data_stderr: float
+    pooled_stderr: float | None
+    data_stderr: float | None
     n: int
     n_samples: int
     layer_sizes: tuple[int, ...]
@@ -661,9 +675,10 @@ class DBNBoundResult:
         return None if self.mc_stderr is None else 3.0 * self.mc_stderr
 
     @property
-    def pooled_error_3std(self) -> float:
-        """``± 3 std`` in S1 Table 2's convention (:attr:`pooled_stderr`)."""
-        return 3.0 * self.pooled_stderr
+    def pooled_error_3std(self) -> float | None:
+        """``± 3 std`` in S1 Table 2's convention (:attr:`pooled_stderr`; ``None`` when that is
+        undefined: one data vector and one sample)."""
+        return None if self.pooled_stderr is None else 3.0 * self.pooled_stderr
 
     @property
     def ais_error(self) -> tuple[float | None, float | None]:
@@ -711,11 +726,13 @@ class DBNBoundResult:
             "mc_error_3std": clean(self.mc_error_3std),
             "pooled_stderr": clean(self.pooled_stderr),
             "pooled_error_3std": clean(self.pooled_error_3std),
-            "data_stderr": clean(self.data_stderr),
+            "data_stderr": clean(self.data_stderr) if self.n > 1 else None,
             "ais_error_minus_3sigma": clean(ais_lo),
             "ais_error_plus_3sigma": clean(ais_hi),
             "total_error_3std": clean(self.total_3std()),
-            "total_error_3std_pooled": clean(self.total_3std(self.pooled_stderr)),
+            "total_error_3std_pooled": None
+            if self.pooled_stderr is None
+            else clean(self.total_3std(self.pooled_stderr)),
             "mean_log_prob_minus_3sigma": clean(lo),
             "mean_log_prob_plus_3sigma": clean(hi),
             "n": self.n,
@@ -725,6 +742,8 @@ class DBNBoundResult:
             "log_z_stderr": clean(self.log_z_stderr),
             "seconds": self.seconds,
         }
+        if self.n < 2:
+            out["data_stderr_note"] = ONE_EXAMPLE_NOTE
         out.update({k: clean(v) for k, v in self.log_z_band.as_dict("log_z").items()})
         out.update({k: to_jsonable(v) for k, v in self.settings.items() if k not in out})
         if include_per_example and self.per_example is not None:

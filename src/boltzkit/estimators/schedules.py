@@ -86,13 +86,55 @@ def validate_betas(betas: Tensor, *, source: str = "schedule") -> Tensor:
     return betas
 
 
+#: What a ``--betas`` file may be, for the error messages.
+_BETAS_FILE_FORMATS = (
+    "a text file of numbers (whitespace- or comma-separated, '#' comments), a 1-D .npy array "
+    "(numpy.save), or an .npz archive holding one such array"
+)
+
+
 def load_betas(path: str | Path) -> Tensor:
-    """Read betas from a text file (whitespace- or comma-separated numbers, ``#`` comments)."""
+    """Read a beta schedule from a file.
+
+    Parameters
+    ----------
+    path
+        A text file of numbers (whitespace- or comma-separated, ``#`` starts a comment), a
+        ``.npy`` file of one 1-D array (:func:`numpy.save`), or an ``.npz`` archive holding one
+        such array. The format is told by the file's content, not its name.
+
+    Returns
+    -------
+    torch.Tensor
+        The betas, float64, checked by :func:`validate_betas` (finite, non-decreasing from 0 to 1).
+
+    Raises
+    ------
+    BoltzkitError
+        Missing file; a binary file that is no readable ``.npy``/``.npz`` array of numbers, an
+        array that is not 1-D, an archive of several arrays; a non-number in a text file; betas
+        that are not a schedule.
+    """
     path = Path(path)
     if not path.is_file():
         raise BoltzkitError("beta schedule file not found", got=str(path))
+    source = f"schedule in {path}"
+    raw = path.read_bytes()
+    if raw.startswith((b"\x93NUMPY", b"PK\x03\x04")):  # numpy.save / numpy.savez
+        return validate_betas(torch.from_numpy(_betas_array(path)), source=source)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise BoltzkitError(
+            f"beta schedule file {path} is binary and not a numpy array file",
+            got=f"first bytes {raw[:8]!r}",
+            expected=_BETAS_FILE_FORMATS,
+            hint="save betas with numpy.save(path, betas) or write one beta per line.",
+        )
     values = []
-    for line_no, line in enumerate(path.read_text().splitlines(), 1):
+    for line_no, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].replace(",", " ")
         for token in line.split():
             try:
@@ -101,7 +143,43 @@ def load_betas(path: str | Path) -> Tensor:
                 raise BoltzkitError(
                     f"beta schedule file {path} has a non-number on line {line_no}", got=token
                 ) from None
-    return validate_betas(torch.tensor(values, dtype=torch.float64), source=f"schedule in {path}")
+    return validate_betas(torch.tensor(values, dtype=torch.float64), source=source)
+
+
+def _betas_array(path: Path) -> np.ndarray:
+    """The one 1-D array of numbers in a ``.npy`` file or ``.npz`` archive of betas, as float64."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                arrays = {name: loaded[name] for name in loaded.files}
+            if len(arrays) != 1:
+                raise BoltzkitError(
+                    f"beta schedule file {path} holds {len(arrays)} arrays",
+                    got=sorted(arrays),
+                    expected="an .npz archive of exactly one 1-D array of betas",
+                    hint="save the betas alone: numpy.save(path, betas) or numpy.savez(path, betas).",
+                )
+            (array,) = arrays.values()
+        else:
+            array = loaded
+    except BoltzkitError:
+        raise
+    except Exception as err:  # numpy raises many types for corrupt files and pickled arrays
+        raise BoltzkitError(
+            f"could not read the beta schedule file {path}",
+            got=f"{type(err).__name__}: {err}",
+            expected=_BETAS_FILE_FORMATS,
+            hint="check that the file is complete (an array of objects is refused: save numbers).",
+        ) from err
+    if array.dtype.kind not in "iuf" or array.ndim != 1:
+        raise BoltzkitError(
+            f"beta schedule file {path} does not hold a 1-D array of numbers",
+            got=f"shape {tuple(array.shape)}, dtype {array.dtype}",
+            expected="a 1-D array of betas from 0 to 1",
+            hint="flatten it first: numpy.save(path, betas.ravel()).",
+        )
+    return array.astype(np.float64)
 
 
 def equal_length_betas(grid: Tensor, speed: Tensor, n_steps: int) -> Tensor:

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from boltzkit.errors import IntractableError
+from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.exact import ExactMethod, register_exact
 from boltzkit.estimators.paths import AnnealingPath, refuse_replicas
 from boltzkit.estimators.result import LogZResult
@@ -271,6 +271,34 @@ class UnitBaseRatePath(AnnealingPath):
         return ChainState.of(v, _uniform_hidden(self.model, v.shape[0], generator))
 
 
+#: The most a Gaussian base-rate fit may stray from the model's visible units (its mean's distance
+#: plus its spread, over the model's reach ``sigma (1 + sum_j |W_ij|)``), unit by unit: beyond it
+#: the data are not the model's (another scale, a stray value) and AIS from them gives nonsense.
+BASE_SCALE_LIMIT = 1e6
+
+
+def _check_base_scale(model: UnitRBM, base: Params) -> None:
+    """Refuse a Gaussian base-rate fit far outside the model's own scale (:data:`BASE_SCALE_LIMIT`)."""
+    if "sigma" not in base:
+        return
+    own = model.visible_params()
+    w = model.w0_flat() if hasattr(model, "w0_flat") else model._w_flat()
+    b, s = own["bias"].detach().double(), own["sigma"].detach().double()
+    reach = s * (1.0 + w.detach().double().abs().sum(1))
+    mu, sd = base["bias"].double(), base["sigma"].double()
+    ratio = ((mu - b).abs() + sd) / reach
+    i = int(ratio.argmax())
+    if not float(ratio[i]) <= BASE_SCALE_LIMIT:
+        raise BoltzkitError(
+            "the base-rate data lie far outside the model's scale: AIS from their base rates cannot work",
+            got=f"visible unit {i}: data mean {float(mu[i]):.3g}, spread {float(sd[i]):.3g}; the model's "
+            f"bias {float(b[i]):.3g}, reach ±{float(reach[i]):.3g}",
+            expected=f"data within {BASE_SCALE_LIMIT:.0e} times the model's reach",
+            hint="pass the model's training data, scaled as for training (a stray huge value?), or drop "
+            "--base-rate-data to start from the model's own visible parameters.",
+        )
+
+
 def unit_base_rate_path(
     model: UnitRBM,
     *,
@@ -281,11 +309,14 @@ def unit_base_rate_path(
     """The AIS path of ``model`` from the unit type's base-rate fit to ``data`` (the data's means
     and variances for Gaussian units, smoothed frequencies for categorical ones), or, without data,
     from the model's own visible parameters with no couplings (``path_class``: the path of another
-    model with such visible units, e.g. a DBM's)."""
+    model with such visible units, e.g. a DBM's). A Gaussian fit far outside the model's scale
+    (:data:`BASE_SCALE_LIMIT`) is refused."""
     units = model.visible_units
     if data is not None:
         x = model.check_data(data, "base-rate data")
-        return path_class(model, units.fit_base(x), "base rates of the data", max_bits=max_bits)
+        base = units.fit_base(x)
+        _check_base_scale(model, base)
+        return path_class(model, base, "base rates of the data", max_bits=max_bits)
     own = units.base_of(model.visible_params())
     return path_class(model, own, "model visible parameters (no couplings)", max_bits=max_bits)
 

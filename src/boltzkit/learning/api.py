@@ -147,13 +147,6 @@ def init_model(
         raise BoltzkitError(
             f"a {kind} has one hidden layer", got=f"{len(sizes)} sizes", hint="use --model dbm for several."
         )
-    if kind == "dbm" and len(sizes) < 2:
-        raise BoltzkitError(
-            "a DBM has two or more hidden layers",
-            got=f"hidden layers {sizes}",
-            hint="one hidden layer is an RBM: use kind 'rbm' (--model rbm), or give two sizes "
-            "(--hidden 500,1000).",
-        )
     if kind == "rbm":
         return init_rbm(
             n_visible, sizes[0], generator=generator, data=data, scale=scale, dtype=dtype, device=device

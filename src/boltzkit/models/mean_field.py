@@ -27,7 +27,7 @@ because both use them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,14 @@ def _check(damping: float, tol: float, max_iter: int) -> None:
         raise BoltzkitError("mean-field max_iter must be at least 1", got=max_iter)
 
 
+def damping_acts(model: BoltzmannMachine, given: Iterable[int] = (), *, sequential: bool = False) -> bool:
+    """Whether :func:`mean_field`'s ``damping`` changes anything: only a free layer (not in
+    ``given``) with laterals updated all at once (not ``sequential``) is damped. The one test
+    behind every record's ``damping`` (``None`` where it cannot act)."""
+    given = {int(l) for l in given}
+    return not sequential and any(model.has_laterals(b.layer) for b in model.blocks() if b.layer not in given)
+
+
 @torch.no_grad()
 def mean_field(
     model: BoltzmannMachine,
@@ -93,7 +101,8 @@ def mean_field(
         ``init`` is given (mean-field over the whole model: the ``log Z`` lower bound of
         ``boltzkit.variational``).
     damping
-        Weight of the old value in the update of a layer with laterals (0: undamped).
+        Weight of the old value in the update of a layer with laterals (0: undamped); no effect
+        without such a layer or with ``sequential`` (:func:`damping_acts`).
     tol
         Stop when ``max |mu_new - mu_old| < tol``.
     max_iter
@@ -217,4 +226,11 @@ def unit_dbm_mean_field_bound(model: UnitDBM, v: Tensor, **kwargs: Any) -> tuple
     return bound, details
 
 
-__all__ = ["MeanField", "mean_field", "mean_field_bound", "unit_dbm_mean_field", "unit_dbm_mean_field_bound"]
+__all__ = [
+    "MeanField",
+    "damping_acts",
+    "mean_field",
+    "mean_field_bound",
+    "unit_dbm_mean_field",
+    "unit_dbm_mean_field_bound",
+]

@@ -21,7 +21,7 @@ import time
 import torch
 
 from boltzkit.models.boltzmann import BoltzmannMachine
-from boltzkit.models.mean_field import mean_field, mean_field_bound
+from boltzkit.models.mean_field import damping_acts, mean_field, mean_field_bound
 from boltzkit.variational.result import VariationalResult
 from boltzkit.variational.starts import start_means
 
@@ -55,7 +55,8 @@ def mean_field_log_z(
         Layers with laterals unit by unit (monotone); ``False``: the whole layer at once, damped
         (faster per sweep, not monotone; the value is still a lower bound).
     damping
-        Damping of the whole-layer update of layers with laterals (``sequential=False`` only).
+        Damping of the whole-layer update of layers with laterals (``sequential=False`` only;
+        recorded as ``None`` where it cannot act).
     tol, max_iter
         Stop when ``max |mu_new - mu_old| < tol`` over all starts, or after ``max_iter`` sweeps.
 
@@ -83,7 +84,7 @@ def mean_field_log_z(
             "n_starts": n_starts,
             "seed": seed if isinstance(seed, int) else None,
             "sequential": sequential,
-            "damping": damping,
+            "damping": damping if damping_acts(m64, sequential=sequential) else None,  # None: nothing damped
             "tol": tol,
             "max_iter": max_iter,
             "best_start": best,
