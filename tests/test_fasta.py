@@ -57,6 +57,17 @@ def test_bad_alignments_get_a_clear_error(tmp_path, lines, alphabet, message) ->
         read_fasta(_write(tmp_path / "x.fasta", lines), alphabet)
 
 
+def test_a_letter_outside_the_alphabet_names_what_reads_as_a_gap(tmp_path) -> None:  # noqa: ANN001
+    """The error lists the ambiguity codes a named alphabet reads as gaps (``N`` for DNA), which
+    the letters alone do not show."""
+    with pytest.raises(DataError, match="outside the alphabet") as info:
+        read_fasta(_write(tmp_path / "x.fasta", [">a", "ACGTQ", ">b", "ACGTN"]), "dna")
+    assert "'Q'" in str(info.value) and "ambiguity codes N R Y" in str(info.value)
+    with pytest.raises(DataError) as plain:  # letters of its own: only '-' and '.'
+        read_fasta(_write(tmp_path / "y.fasta", [">a", "ABQ"]), "AB-")
+    assert "ambiguity" not in str(plain.value) and "'.' or '-' for gaps" in str(plain.value)
+
+
 def test_command_line_trains_on_an_alignment_and_writes_sequences(tmp_path) -> None:
     rng = np.random.default_rng(3)
     prototypes = rng.integers(0, 21, size=(2, 8))

@@ -65,6 +65,13 @@ def gap_codes(alphabet: str) -> str:
     return next((_AS_GAP[name] for name, known in ALPHABETS.items() if known == letters), "")
 
 
+def _gap_words(as_gap: str) -> str:
+    """What reads as a gap, in words: ``-``, ``.`` and a named alphabet's ambiguity codes."""
+    codes = as_gap[2:]
+    also = f" (the ambiguity codes {' '.join(codes)} read as gaps too)" if codes else ""
+    return ", '.' or '-' for gaps" + also
+
+
 def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray, list[str]]:
     """The aligned sequences of a FASTA file as category indices.
 
@@ -134,7 +141,7 @@ def read_fasta(path: str | os.PathLike[str], alphabet: str) -> tuple[np.ndarray,
             f"{p}: a letter outside the alphabet",
             got=f"{chr(codes[row, col])!r} in {names[row]!r}, column {col + 1}",
             expected=f"letters of {letters!r} (Q = {len(letters)})"
-            + (", '.' or '-' for gaps" if as_gap else ", which has no gap (end it with '-' for one)"),
+            + (_gap_words(as_gap) if as_gap else ", which has no gap (end it with '-' for one)"),
             hint="choose the alphabet with --alphabet (protein, dna, rna, or the letters themselves).",
         )
     return x, names
