@@ -737,3 +737,16 @@ def test_evaluate_split_asked_of_a_file_without_splits_warns_and_an_archive_give
     assert quiet.exit_code == 0 and "split of its own" not in quiet.stderr
     archive = run("evaluate", model, "--data", tmp_path / "splits.npz", "--split", "valid", "--json")
     assert archive.exit_code == 0 and json.loads(archive.stdout.strip().splitlines()[-1])["n"] == 5
+
+
+def test_max_bits_bounds_the_exact_log_z_put_beside_a_sampled_one(tmp_path):
+    """``--max-bits`` is used by AIS too: it caps the enumeration of the exact value beside the
+    estimate (no warning that it is ignored)."""
+    model = tmp_path / "m.safetensors"
+    save_model(random_rbm(6, 3, seed=2), model)
+    args = ("logz", model, "--method", "ais", "--betas", 50, "--chains", 8, "--json")
+    beside = run(*args)
+    assert beside.exit_code == 0 and "exact_log_z" in json.loads(beside.stdout.strip().splitlines()[-1])
+    capped = run(*args, "--max-bits", 2)
+    assert capped.exit_code == 0 and "does not use --max-bits" not in capped.stderr
+    assert "exact_log_z" not in json.loads(capped.stdout.strip().splitlines()[-1])

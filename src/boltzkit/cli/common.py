@@ -474,8 +474,8 @@ MaxBitsOpt = Annotated[
         "--max-bits",
         min=1,
         max=62,
-        help="Exact log Z refuses beyond 2^N states; exact samples (reverse AIS, bridge) up to 2^min(N, 22) "
-        "[default: 30].",
+        help="Exact log Z refuses beyond 2^N states; exact samples (reverse AIS, bridge) up to 2^min(N, 22); "
+        "a sampled log Z gets the exact one beside it up to 2^min(N, 20) [default: 30].",
     ),
 ]
 

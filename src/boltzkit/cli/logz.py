@@ -157,7 +157,7 @@ _USED_BY = {
     "sampler": ("ais", "reverse-ais", "sandwich", "bridge"),
     "base_rate_data": _SAMPLING,
     "seed": (*_SAMPLING, "mean-field", "tap"),
-    "max_bits": ("exact", "reverse-ais", "sandwich"),
+    "max_bits": ("exact", *_SAMPLING),  # the sampling methods: the exact log Z put beside them
     "damping": ("bethe", "trw", "tap"),  # mean-field updates sequentially, undamped
     "max_iter": ("mean-field", "bethe", "trw", "tap"),
     "tol": ("mean-field", "bethe", "trw", "tap"),
@@ -306,7 +306,7 @@ def command(
         opts.method.value in ("ais", "reverse-ais", "sandwich", "sis", "bridge")
         and reference is None
         and not is_stack_model(rbm)
-        and enumeration_bits(rbm) <= EXACT_BESIDE_BITS
+        and enumeration_bits(rbm) <= min(EXACT_BESIDE_BITS, opts.max_bits or EXACT_BESIDE_BITS)
     ):  # cheap to enumerate: the truth beside the estimate (and in the plot of log Z against runs)
         record["exact_log_z"] = exact_log_z(rbm).log_z
         _judge_by_the_truth(record)
