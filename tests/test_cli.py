@@ -750,3 +750,15 @@ def test_max_bits_bounds_the_exact_log_z_put_beside_a_sampled_one(tmp_path):
     capped = run(*args, "--max-bits", 2)
     assert capped.exit_code == 0 and "does not use --max-bits" not in capped.stderr
     assert "exact_log_z" not in json.loads(capped.stdout.strip().splitlines()[-1])
+
+
+def test_train_on_an_archive_of_splits_takes_its_test_split_only_where_it_has_one(tmp_path):
+    g = np.random.default_rng(1)
+    arrays = {name: (g.random((n, 6)) < 0.5).astype(np.float32) for name, n in (("train", 12), ("valid", 4))}
+    np.savez(tmp_path / "tv.npz", **arrays)
+    np.savez(tmp_path / "tvt.npz", **arrays, test=arrays["valid"][:3])
+    args = ("train", "--hidden", 2, "--epochs", 1, "--json")
+    without = last_json(run(*args, "--data", tmp_path / "tv.npz", "--out", tmp_path / "a.safetensors"))
+    assert without["test_log_lik"] is None and without["train_log_lik"] is not None
+    held = last_json(run(*args, "--data", tmp_path / "tvt.npz", "--out", tmp_path / "b.safetensors"))
+    assert held["test_log_lik"] is not None

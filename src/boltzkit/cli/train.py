@@ -51,6 +51,7 @@ from boltzkit.cli.common import (
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values
+from boltzkit.data.files import file_splits
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, load_model, save_model
@@ -145,12 +146,16 @@ def _test_data(
 ) -> Dataset | None:
     """The held-out data for the final metrics: ``--test-data``, or with ``auto`` the ``test``
     split of ``--data`` when it holds other examples than the training split (a file, or Bars
-    and Stripes, gives the same rows for every split)."""
+    and Stripes, gives the same rows for every split; an archive of split-named arrays without a
+    ``test`` one has none)."""
     if test_spec == "none":
         return None
     n_visible = int(train_x.shape[1])
     if test_spec != "auto":
         return load_dataset(test_spec, split="test", data_dir=data_dir, seed=seed, n_visible=n_visible)
+    splits = file_splits(spec)
+    if splits and "test" not in splits:  # an archive of train (and valid) arrays: no test split
+        return None
     test = load_dataset(spec, split="test", data_dir=data_dir, seed=seed, n_visible=n_visible)
     return None if torch.equal(test.x, train_x) else test
 

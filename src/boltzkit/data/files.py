@@ -53,6 +53,7 @@ __all__ = [
     "load_binary_file",
     "read_matrix",
     "read_text_matrix",
+    "file_splits",
     "split_key",
     "split_path_and_key",
 ]
@@ -131,31 +132,41 @@ def split_key(path: str | os.PathLike[str], split: str) -> str | None:
         The file holds split-named arrays but not ``split``.
     """
     path = Path(path)
+    splits = file_splits(path)
+    if not splits:
+        return None
+    if split in splits:
+        return split
+    raise DataError(
+        f"{path}: the file holds the splits {', '.join(splits)} but no {split!r} array",
+        got=sorted(_archive_names(path) or []),
+        expected=" or ".join(repr(name) for name in splits),
+        hint=f"give the {split} data as a file of its own, or name an array after a colon, "
+        f"e.g. '{path}:{splits[0]}'.",
+    )
+
+
+def _archive_names(path: Path) -> list[str] | None:
+    """The array names of an ``.npz`` or ``.mat`` file (``None``: another file, or unreadable)."""
     ext = path.suffix.lower()
     if ext not in (".npz", ".mat") or not path.is_file():
         return None
     try:
         if ext == ".npz":
             with np.load(path, allow_pickle=False) as archive:
-                names = list(archive.files)
-        else:
-            import scipy.io
+                return list(archive.files)
+        import scipy.io
 
-            names = [name for name, _, _ in scipy.io.whosmat(path) if not name.startswith("__")]
+        return [name for name, _, _ in scipy.io.whosmat(path) if not name.startswith("__")]
     except Exception:  # an unreadable file is reported by read_matrix
         return None
-    splits = [name for name in FILE_SPLITS if name in names]
-    if len(names) < 2 or not splits:
-        return None
-    if split in names:
-        return split
-    raise DataError(
-        f"{path}: the file holds the splits {', '.join(splits)} but no {split!r} array",
-        got=sorted(names),
-        expected=" or ".join(repr(name) for name in splits),
-        hint=f"give the {split} data as a file of its own, or name an array after a colon, "
-        f"e.g. '{path}:{splits[0]}'.",
-    )
+
+
+def file_splits(path: str | os.PathLike[str]) -> list[str]:
+    """The splits (:data:`FILE_SPLITS`, in that order) that an archive of several arrays holds as
+    arrays named by split; empty for a file without splits (see :func:`split_key`)."""
+    names = _archive_names(Path(path)) or []
+    return [name for name in FILE_SPLITS if name in names] if len(names) >= 2 else []
 
 
 def _parse_01_fixed(raw: bytes, sep: str) -> np.ndarray | None:
