@@ -304,3 +304,12 @@ def test_partial_fit_of_a_categorical_rbm_continues_exactly_like_fit() -> None:
         steps.partial_fit(cats)
     assert torch.equal(whole.model_.W, steps.model_.W) and steps.n_iter_ == 3
     assert whole.score(cats) == pytest.approx(steps.score(cats), abs=1e-12)
+
+
+def test_an_unknown_device_is_a_value_error_that_names_it() -> None:
+    """scikit-learn's convention: a bad parameter raises ValueError at fit; boltzkit's own error
+    is one, and says what devices there are."""
+    x = binary_data(20, 5)
+    with pytest.raises(ValueError, match="unknown device") as info:
+        RBMEstimator(n_components=2, n_iter=1, device="mps").fit(x)
+    assert "'cuda:N'" in str(info.value)

@@ -228,10 +228,7 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             raise ValueError(f"kind must be one of {', '.join(TRAINABLE_KINDS)}; got {kind!r}")
         hidden = self._hidden(kind)
         method = self._method(kind)
-        try:
-            device = resolve_device(self.device)
-        except RuntimeError as exc:
-            raise ValueError(f"unknown device {self.device!r}: 'cpu', 'cuda', 'cuda:N' or 'auto'") from exc
+        device = resolve_device(self.device)  # a BoltzkitError, a ValueError, names a bad one
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max, size=2)
         generator = torch.Generator(device=device)
         generator.manual_seed(int(seeds[0]))

@@ -374,7 +374,7 @@ def _mixture_result(model: MixtureOfBernoullis, x: Tensor, per_example: bool) ->
         mean_log_prob_minus_3sigma=mean,
         mean_log_prob_plus_3sigma=mean,
         mean_neg_free_energy=mean,
-        data_stderr=sd / math.sqrt(values.numel()),
+        data_stderr=sd / math.sqrt(values.numel()) if values.numel() > 1 else None,
         n=int(values.numel()),
         log_z=0.0,
         log_z_method="exact",
