@@ -304,16 +304,20 @@ def test_the_product_of_sparse_binary_states_is_the_dense_one(density, dtype, mo
 
 
 @pytest.fixture
-def product_policy():
-    """Restores the process's sparse-product choice after a test that changes it."""
+def product_policy(tmp_path, monkeypatch):  # noqa: ANN001
+    """Restores the process's sparse-product choice after a test that changes it; the host's
+    remembered measurements go to a cache of the test's own."""
     from boltzkit import _numerics
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     kept = _numerics._sparse_products
     yield _numerics
     _numerics.set_sparse_products(kept)
 
 
-def test_the_lookup_is_taken_where_this_host_runs_it_faster_or_as_told(product_policy, monkeypatch) -> None:  # noqa: ANN001
+def test_the_lookup_is_taken_where_this_host_runs_it_faster_or_as_told(
+    product_policy, monkeypatch, tmp_path
+) -> None:  # noqa: ANN001
     """``BOLTZKIT_SPARSE_PRODUCTS`` on / off decides; ``auto`` measures once, and takes the lookup
     only where it is faster by the margin; off, the states get the dense product."""
     numerics = product_policy
@@ -322,13 +326,16 @@ def test_the_lookup_is_taken_where_this_host_runs_it_faster_or_as_told(product_p
     def timings(lookup: float, dense: float):
         return lambda: measured.append(1) or (lookup, dense)
 
-    for setting, times, expected in [
-        ("on", (9.0, 1.0), True),
-        ("OFF", (1.0, 9.0), False),
-        ("auto", (1.0, 2.0), True),
-        ("auto", (0.9, 1.0), False),  # faster, but not by the margin
-        ("", (0.5, 1.0), True),
-    ]:
+    for i, (setting, times, expected) in enumerate(
+        [
+            ("on", (9.0, 1.0), True),
+            ("OFF", (1.0, 9.0), False),
+            ("auto", (1.0, 2.0), True),
+            ("auto", (0.9, 1.0), False),  # faster, but not by the margin
+            ("", (0.5, 1.0), True),
+        ]
+    ):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"host-{i}"))  # a host not measured yet
         monkeypatch.setenv(numerics.SPARSE_PRODUCTS_ENV, setting)
         monkeypatch.setattr(numerics, "_time_lookup_against_dense", timings(*times))
         numerics.set_sparse_products(None)
@@ -349,6 +356,80 @@ def test_the_lookup_is_taken_where_this_host_runs_it_faster_or_as_told(product_p
     assert torch.allclose(numerics.add_product(b, x, w), torch.addmm(b, x, w), atol=1e-12) and lookups
 
 
+def test_the_measurement_is_made_once_per_host_and_remembered(product_policy, monkeypatch, tmp_path) -> None:  # noqa: ANN001
+    """Every later process on the host reads the first one's figures (the same choice, whatever
+    a second measurement would say); another thread count is another key; ``measure`` measures
+    again and keeps the new figures; a torn file or an unwritable cache is measured over."""
+    import json
+
+    from boltzkit import _host
+
+    numerics = product_policy
+    measured = []
+    times = [(1.0, 2.0)]
+    monkeypatch.setattr(numerics, "_time_lookup_against_dense", lambda: measured.append(1) or times[0])
+    monkeypatch.setenv(numerics.SPARSE_PRODUCTS_ENV, "auto")
+
+    def a_new_process() -> bool:
+        numerics.set_sparse_products(None)
+        return numerics.sparse_products()
+
+    assert a_new_process() is True and len(measured) == 1
+    record = json.loads(_host.remembered_path().read_text())["sparse_products"]
+    (key,) = record
+    assert key == _host.host_key() and f"torch {torch.__version__}" in key
+    assert record[key]["lookup_s"] == 1.0 and record[key]["dense_s"] == 2.0
+    times[0] = (2.0, 1.0)  # this host would now measure the other way: its first figures hold
+    assert a_new_process() is True and len(measured) == 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:  # another thread count is measured on its own, and both are kept
+        assert a_new_process() is False and len(measured) == 2
+        assert len(json.loads(_host.remembered_path().read_text())["sparse_products"]) == 2
+    finally:
+        torch.set_num_threads(threads)
+    monkeypatch.setenv(numerics.SPARSE_PRODUCTS_ENV, "measure")
+    assert a_new_process() is False and len(measured) == 3
+    monkeypatch.setenv(numerics.SPARSE_PRODUCTS_ENV, "auto")
+    assert a_new_process() is False and len(measured) == 3  # the new figures are remembered
+    _host.remembered_path().write_text("{not json")
+    times[0] = (1.0, 2.0)
+    assert a_new_process() is True and len(measured) == 4
+    record = json.loads(_host.remembered_path().read_text())
+    record["sparse_products"][_host.host_key()] = {"lookup_s": "fast"}  # edited by hand
+    _host.remembered_path().write_text(json.dumps(record))
+    assert a_new_process() is True and len(measured) == 5
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert a_new_process() is True and len(measured) == 6  # decided, for this process only
+    assert a_new_process() is True and len(measured) == 7
+
+
+def test_two_processes_on_one_host_choose_alike(tmp_path) -> None:  # noqa: ANN001
+    """The second process reads what the first measured: same choice, no second measurement."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "BOLTZKIT_SPARSE_PRODUCTS": "auto"}
+    code = (
+        "import torch; torch.set_num_threads(1)\n"
+        "from boltzkit import _numerics\n"
+        "print(_numerics.sparse_products())\n"
+    )
+    first, second = (
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        for _ in range(2)
+    )
+    assert first.stdout == second.stdout and first.stdout.strip() in ("True", "False")
+    (record,) = json.loads((tmp_path / "boltzkit" / "host-measurements.json").read_text())[
+        "sparse_products"
+    ].values()
+    assert 0 < record["lookup_s"] < 1 and 0 < record["dense_s"] < 1
+
+
 def test_the_measurement_times_both_products_on_the_reference_work(product_policy, monkeypatch) -> None:  # noqa: ANN001
     """On float32 CPU tensors whatever torch's defaults; a setting it cannot read is said."""
     lookup, dense = product_policy._time_lookup_against_dense()
@@ -363,4 +444,4 @@ def test_the_measurement_times_both_products_on_the_reference_work(product_polic
     product_policy.set_sparse_products(None)
     with pytest.raises(BoltzkitError, match="BOLTZKIT_SPARSE_PRODUCTS") as info:
         product_policy.sparse_products()
-    assert "'fast'" in str(info.value) and "on, off or auto" in str(info.value)
+    assert "'fast'" in str(info.value) and "on, off, auto" in str(info.value)

@@ -49,13 +49,21 @@ SPARSE_MIN_COLUMNS = 256
 
 
 #: Environment variable that fixes whether :func:`add_product` may take the lookup on this CPU:
-#: ``on``, ``off`` or ``auto`` (the default: measured once per process, :func:`sparse_products`).
+#: ``on``, ``off``, ``auto`` (the default: measured once per host and remembered,
+#: :func:`sparse_products`) or ``measure`` (measure again now, and remember the new figures).
 SPARSE_PRODUCTS_ENV = "BOLTZKIT_SPARSE_PRODUCTS"
-SPARSE_PRODUCTS_SETTINGS = {"on": True, "1": True, "off": False, "0": False, "auto": None, "": None}
+SPARSE_PRODUCTS_SETTINGS = {
+    "on": True,
+    "1": True,
+    "off": False,
+    "0": False,
+    "auto": None,
+    "": None,
+    "measure": None,
+}
 #: ``auto`` takes the lookup only where it beats the dense product by this factor at MNIST's
-#: density: the two hosts measured so far lie far on either side (0.4x and 1.5-2.1x), so each
-#: decides the same way in every process; a host near 0.8 could decide either way from one process
-#: to the next, and there the environment variable fixes the choice for bit-for-bit reruns.
+#: density: the hosts measured so far lie at 0.4x (an AMD EPYC), 0.6-0.85x (another AMD EPYC, whose
+#: epochs ran no faster with it) and 1.5-2.1x (an Intel Xeon).
 SPARSE_MARGIN = 0.8
 _sparse_products: bool | None = None
 
@@ -81,6 +89,26 @@ def _time_lookup_against_dense() -> tuple[float, float]:
     return sorted(lookup[1:])[3], sorted(dense[1:])[3]
 
 
+def _measured_on_this_host(again: bool) -> bool:
+    """The lookup's and the dense product's times on this host (:func:`_time_lookup_against_dense`),
+    measured once per host and remembered (:func:`boltzkit._host.remembered`); the lookup where it
+    is faster by :data:`SPARSE_MARGIN`."""
+    from boltzkit._host import remembered
+
+    def measure() -> dict:
+        lookup, dense = _time_lookup_against_dense()
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return {"lookup_s": lookup, "dense_s": dense, "measured": when}
+
+    def faster(record: dict) -> bool:
+        return float(record["lookup_s"]) < SPARSE_MARGIN * float(record["dense_s"])
+
+    try:
+        return faster(remembered("sparse_products", measure, again=again))
+    except (KeyError, TypeError, ValueError):  # a record edited by hand: measure afresh
+        return faster(remembered("sparse_products", measure, again=True))
+
+
 def sparse_products() -> bool:
     """Whether :func:`add_product` takes the lookup for sparse binary states on the CPU.
 
@@ -88,7 +116,11 @@ def sparse_products() -> bool:
     dense product's time on an AMD EPYC (2026-11-26) and 1.5-2.1x on an Intel Xeon whose matrix
     products are fast and whose ``nonzero`` and gathers are slow (2026-12-02, BENCHMARKS.md). So
     the choice is read from :data:`SPARSE_PRODUCTS_ENV` (``on`` / ``off``) or, by default, measured
-    once per process (:data:`SPARSE_MARGIN`) at the first product. The two paths agree to the
+    at the first product (:data:`SPARSE_MARGIN`). The measurement is made once per host (CPU,
+    torch version and threads) and remembered in the per-user cache (:mod:`boltzkit._host`), so
+    that every process on the host chooses alike: measured in each process, a host near the margin
+    or busy while it measured chose differently from one process to the next (0.8-34x here, beside
+    other work). ``measure`` measures again and keeps the new figures. The two paths agree to the
     rounding of float sums, and chains that are sampled from them drift apart from there on: a
     training checkpoint records the choice and a resumed run takes it again
     (:func:`sparse_products_as`), so that it ends with an uninterrupted run's parameters, and a
@@ -103,14 +135,13 @@ def sparse_products() -> bool:
             raise BoltzkitError(
                 f"cannot read ${SPARSE_PRODUCTS_ENV}",
                 got=repr(setting),
-                expected="on, off or auto (the default: measured on this machine)",
+                expected="on, off, auto (the default: measured on this machine once) or measure (again)",
                 hint=f"unset {SPARSE_PRODUCTS_ENV}, or set it to on or off.",
             )
         told = SPARSE_PRODUCTS_SETTINGS[setting]
         if told is None:
             try:
-                lookup, dense = _time_lookup_against_dense()
-                told = lookup < SPARSE_MARGIN * dense
+                told = _measured_on_this_host(again=setting == "measure")
             except RuntimeError:  # a build without the lookup's kernels: the dense product serves
                 told = False
         _sparse_products = told

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from boltzkit._host import default_cache_dir
 from boltzkit.data.dataset import as_uint8, check_binary
 from boltzkit.data.files import content_sha256, read_matrix, read_text_matrix
 from boltzkit.errors import DataError
@@ -87,12 +88,6 @@ def mnist_filenames(split: str) -> tuple[str, str]:
     _check_split(split)
     stem = f"binarized_mnist_{split}"
     return f"{stem}.mat", f"{stem}.amat"
-
-
-def default_cache_dir() -> Path:
-    """Per-user cache: ``$XDG_CACHE_HOME/boltzkit``, or ``~/.cache/boltzkit`` when unset."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "boltzkit"
 
 
 def mnist_search_dirs(data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
