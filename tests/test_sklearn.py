@@ -37,6 +37,16 @@ SMALL = {"n_iter": 2, "batch_size": 5, "binarize": 0.5}
         ),
         BoltzmannMachineEstimator(kind="bm", n_components=2, n_chains=5, **SMALL),
         BoltzmannMachineEstimator(kind="dbm", n_components=(3, 2), n_chains=5, **SMALL),
+        # the checks set n_components=1: a DBM of one hidden layer is an RBM for every unit type
+        BoltzmannMachineEstimator(
+            kind="dbm",
+            visible_units="gaussian",
+            n_components=(3, 2),
+            n_chains=5,
+            n_iter=2,
+            batch_size=5,
+            learning_rate=0.001,
+        ),
     ]
 )
 def test_sklearn_estimator_checks(estimator, check):

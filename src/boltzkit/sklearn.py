@@ -243,7 +243,7 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             init_generator = generator
             if device.type != "cpu":
                 init_generator = torch.Generator().manual_seed(int(seeds[0]))
-            if kind == "rbm":
+            if kind == "rbm" or len(hidden) == 1:  # a DBM of one hidden layer is an RBM, as for binary units
                 model = init_unit_rbm(x, units, hidden[0], generator=init_generator)
                 learner = UnitRBMLearner(method, int(self.k), self.sampler, n_chains=int(self.n_chains))
             else:
@@ -518,8 +518,9 @@ class BoltzmannMachineEstimator(_BoltzmannEstimator):
         ``"rbm"``, ``"srbm"`` (visible laterals), ``"bm"`` (visible and hidden laterals),
         ``"dbm"`` (layers of hidden units) or ``"fvbm"`` (fully visible: no hidden units).
     n_components
-        Hidden units: an integer, or for a DBM a tuple with one size per hidden layer; ignored for
-        ``"fvbm"`` (as scikit-learn ignores a parameter its configuration does not use).
+        Hidden units: an integer, or for a DBM a tuple with one size per hidden layer (one size
+        makes the DBM an RBM, for every unit type: scikit-learn's checks set ``n_components=1``);
+        ignored for ``"fvbm"`` (as scikit-learn ignores a parameter its configuration does not use).
     method
         ``"auto"`` (CD for an RBM, SAP, the persistent chains of Salakhutdinov 2008, otherwise),
         ``"cd"``, ``"pcd"`` or ``"sap"``.
