@@ -13,9 +13,10 @@ from conftest import F64
 from boltzkit.errors import UnreliableEstimateWarning
 from boltzkit.estimators import estimate_log_z, exact_log_z
 from boltzkit.estimators.ais import ais
+from boltzkit.estimators.api import UNIFORM_BASE
 from boltzkit.estimators.paths import base_rate_path
 from boltzkit.estimators.reverse import reverse_ais, sandwich
-from boltzkit.models import BoltzmannMachine
+from boltzkit.models import RBM, BoltzmannMachine
 
 
 def ising(J: torch.Tensor, h: torch.Tensor) -> tuple[BoltzmannMachine, float]:
@@ -82,6 +83,60 @@ def test_default_ais_is_right_on_ferromagnets_near_and_at_zero_field(
     if field == 0.0:
         assert result.settings["base_choice"]["chosen"].startswith("uniform")
     assert math.isfinite(constant)
+
+
+def symmetric_rbm() -> BoltzmannMachine:
+    """An 8 x 6 RBM symmetric under flipping every unit (zero Ising fields): W = 3, biases -9 and
+    -12, so that all-off and all-on carry the same mass, far apart."""
+    kw = {"dtype": F64}
+    return RBM(
+        8, 6, weights=torch.full((8, 6), 3.0, **kw), vbias=torch.full((8,), -9.0, **kw),
+        hbias=torch.full((6,), -12.0, **kw), dtype=F64,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["ais", "sandwich", "sis", "bridge"])
+@pytest.mark.parametrize("seed", [0, 10])
+def test_a_symmetric_model_starts_from_the_uniform_base_without_a_vote(method: str, seed: int) -> None:
+    """Found by a probe: the pilot vote between the model's own biases and the uniform base went to
+    the biases on seeds 0 and 10 (a short uniform pilot on a sharp model is low by its noise), and
+    AIS then lost the mirror image: 0.001 against the exact 0.694, reported reliable. With
+    ``max_bits`` below the model's size, as for a model too large to enumerate."""
+    model = symmetric_rbm()
+    truth = exact_log_z(model).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        result = estimate_log_z(model, method, betas=100, n_chains=100, seed=seed, max_bits=4)
+    assert result.settings["base_choice"] == {"chosen": UNIFORM_BASE, "pilot": None}
+    assert result.settings["base"] == UNIFORM_BASE
+    assert honest(result, truth), (method, result.log_z, truth)
+
+
+@pytest.mark.parametrize("method", ["sis", "bridge"])
+@pytest.mark.parametrize("seed", [0, 3, 4])
+def test_draws_that_never_reach_a_second_mode_are_found_out_by_the_targets_own_chains(
+    method: str, seed: int
+) -> None:
+    """Found by a probe: an 8 x 6 RBM with two far-apart modes (W = -6, biases 1.5 and 2); the base
+    of its own biases puts 1e-6 of its mass on the second, so SIS's draws all lie in the first, with
+    weights equal to 1e-7 (just above the lockstep test's rounding) and bridge sampling's chains of
+    the target, started at those draws, stay there too: 0.36 nats low, reported reliable with
+    bands of millionths of a nat. The target's chains started away from the draws find the mode."""
+    kw = {"dtype": F64}
+    model = RBM(
+        8, 6, weights=torch.full((8, 6), -6.0, **kw), vbias=torch.full((8,), 1.5, **kw),
+        hbias=torch.full((6,), 2.0, **kw), dtype=F64,
+    )  # fmt: skip
+    truth = exact_log_z(model).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        result = estimate_log_z(model, method, n_chains=100, seed=seed, max_bits=4)
+    assert not inside(result, truth)  # the draws miss the mode: only the verdict can be honest
+    verdict = result.reliability()
+    (probe,) = result.settings["checks"]
+    assert probe["name"] == "probe chains of the target" and not probe["passed"]
+    assert probe["excess_log_weight"] > 5 and not verdict.reliable
+    assert "chains of the target started away from the proposal" in verdict.reason
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

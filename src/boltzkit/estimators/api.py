@@ -166,6 +166,8 @@ def estimate_log_z(
                 hint="use --method ais, reverse-ais, sandwich or sis.",
             )
         path, choice = unit_dbm_path(model, data=base_rate_data, max_bits=bits), None
+    elif base_rate_data is None and (symmetric := symmetric_base(model, device=device, max_bits=bits)):
+        path, choice = symmetric  # SIS and bridge sampling too
     elif base_rate_data is not None or name not in ("ais", "reverse-ais", "sandwich"):
         path = base_rate_path(model, data=base_rate_data, device=device, max_bits=bits)
         choice = None
@@ -194,6 +196,28 @@ def estimate_log_z(
 PILOT_CHAINS, PILOT_STEPS = 0.2, 0.1
 
 
+#: How the record names the base of a model symmetric under flipping every unit.
+UNIFORM_BASE = "uniform (the model is symmetric under flipping every unit)"
+
+
+def symmetric_base(
+    model: BoltzmannMachine,
+    *,
+    device: str | torch.device | None = None,
+    max_bits: int = EXACT_SAMPLE_MAX_BITS,
+) -> tuple[GeometricPath, dict[str, object]] | None:
+    """The uniform base, for a model symmetric under flipping every unit (zero Ising fields,
+    :func:`~boltzkit.estimators.paths.field_biases`), else ``None``: a symmetric base reaches each
+    mirror image of such a model as often as the other, for AIS, SIS and bridge sampling alike
+    (see :func:`choose_base`)."""
+    fields = field_biases(model)
+    if not torch.allclose(fields.to(torch.float64), torch.zeros_like(fields, dtype=torch.float64)):
+        return None
+    zeros = torch.zeros_like(fields)
+    path = base_rate_path(model, base_vbias=zeros, device=device, max_bits=max_bits, base_name=UNIFORM_BASE)
+    return path, {"chosen": UNIFORM_BASE, "pilot": None}
+
+
 def choose_base(
     model: BoltzmannMachine,
     *,
@@ -206,30 +230,33 @@ def choose_base(
     max_bits: int = EXACT_SAMPLE_MAX_BITS,
 ) -> tuple[GeometricPath, dict[str, object]]:
     """The base of AIS for a model given without data: its own visible biases (S&M 2008) or its
-    Ising fields (:func:`~boltzkit.estimators.paths.field_biases`; uniform for a model symmetric
-    under flipping every unit), whichever gives the larger estimate in a short pilot run (a fifth
-    of the chains, a tenth of the steps: about 4% of the main run's cost).
+    Ising fields (:func:`~boltzkit.estimators.paths.field_biases`), whichever gives the larger
+    estimate in a short pilot run (a fifth of the chains, a tenth of the steps: about 4% of the
+    main run's cost); for a model symmetric under flipping every unit (zero Ising fields) the
+    uniform base, without a pilot.
 
     AIS is a stochastic lower bound: a start that leads its chains away from part of the
     distribution (one mirror-image mode of a ferromagnet, the mode a small field favours) gives a
     *lower* estimate with weights that look healthy, so the larger pilot estimate marks the start
     that misses less. The main run then starts afresh from the chosen base (an unbiased estimate).
+    A symmetric model is not put to that vote: the uniform base is symmetric too, so at every
+    beta the chains reach each mirror image as often as the other, while a base of the model's
+    own biases can lose one image whole (log 2 low with healthy weights). A short pilot from the
+    uniform base on a sharp model is low by its own noise and lost the vote to that base on 2 of
+    12 seeds (an 8 x 6 RBM, W = 3: 0.001 against the exact 0.694, reported reliable).
 
     Returns
     -------
     (GeometricPath, dict)
         The path, and the pilot estimates with the choice (for the record's settings).
     """
-    candidates = {"model visible biases": model.bias(0).detach(), "Ising fields": field_biases(model)}
-    if torch.allclose(
-        candidates["Ising fields"].to(torch.float64),
-        torch.zeros(model.n_visible, dtype=torch.float64, device=model.device),
-    ):
-        candidates["uniform (the model is symmetric under flipping every unit)"] = candidates.pop(
-            "Ising fields"
-        )
+    symmetric = symmetric_base(model, device=device, max_bits=max_bits)
+    if symmetric is not None:
+        return symmetric
+    fields = field_biases(model)
+    candidates = {"model visible biases": model.bias(0).detach(), "Ising fields": fields}
     paths = {
-        name: base_rate_path(model, base_vbias=b, device=device, max_bits=max_bits)
+        name: base_rate_path(model, base_vbias=b, device=device, max_bits=max_bits, base_name=name)
         for name, b in candidates.items()
     }
     if len(paths) == 1 or torch.allclose(*[b.to(torch.float64) for b in candidates.values()]):
@@ -344,4 +371,12 @@ def _exact_ratio(
     )
 
 
-__all__ = ["METHODS", "choose_base", "estimate_log_ratio", "estimate_log_z", "normalize_method"]
+__all__ = [
+    "METHODS",
+    "UNIFORM_BASE",
+    "choose_base",
+    "estimate_log_ratio",
+    "estimate_log_z",
+    "normalize_method",
+    "symmetric_base",
+]

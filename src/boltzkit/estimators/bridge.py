@@ -46,9 +46,10 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath, check_path
-from boltzkit.estimators.reliability import assess, combine, warn_unreliable
+from boltzkit.estimators.reliability import assess, combine, warn_unreliable, with_checks
 from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
 from boltzkit.estimators.reverse import relax
+from boltzkit.estimators.sis import probe_check
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 
 BRIDGES = ("geometric", "optimal")
@@ -211,8 +212,9 @@ def bridge(
     def log_l(x) -> Tensor:
         return path.log_f(x, 1.0) - path.log_f(x, 0.0)
 
+    l_a, l_b = log_l(x_a), log_l(x_b)
     est = bridge_log_ratio_from_log_l(
-        log_l(x_a), log_l(x_b), bridge=bridge, max_iter=max_iter, tol=tol, trivial=path.trivial
+        l_a, l_b, bridge=bridge, max_iter=max_iter, tol=tol, trivial=path.trivial
     )
     sync(path.device)
     settings: dict[str, Any] = {
@@ -233,6 +235,10 @@ def bridge(
         settings["warning"] = "some samples are approximate (Markov chains): the estimate may be biased"
     if not est.converged:
         settings["bridge_warning"] = "the optimal-bridge iteration did not converge"
+    verdict = est.verdict
+    if not exact_b and n >= 2:  # chains of the target that started at p_0 may share its blind spot
+        settings["checks"] = [probe_check(path, l_a, n, gen)]
+        verdict = with_checks(verdict, settings["checks"])
     start = path.log_z_start
     estimate = (0.0 if start is None else start) + est.log_r
     if path.is_ratio:
@@ -252,7 +258,7 @@ def bridge(
         log_sigma=est.log_sigma,
         n_samples=2 * n,
         ess_value=min(est.ess_a, est.ess_b),
-        verdict=est.verdict,
+        verdict=verdict,
     )
     warn_unreliable("the bridge sampling estimate of log Z", result.reliability())
     return result

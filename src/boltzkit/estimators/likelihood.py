@@ -101,7 +101,9 @@ def log_unnormalized_visible(
         "mean_field_converged": q.converged,
         "damping": damping if damping_acts(model, given=(0,)) else None,  # None: no laterals to damp
     }
-    return mean_field_bound(model, q), "lower", details
+    # where no hidden unit is left to enumerate (an RBM, an SRBM), the hidden units are independent
+    # given v and mean-field's q(h) is p(h | v) itself: the "bound" is log p*(v), exact
+    return mean_field_bound(model, q), "exact" if n_bits == 0 else "lower", details
 
 
 def _minus(offset: float, x: float | None) -> float | None:

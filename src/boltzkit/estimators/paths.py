@@ -743,6 +743,7 @@ def base_rate_path(
     sum_out: Sequence[int] | None = None,
     max_bits: int = EXACT_SAMPLE_MAX_BITS,
     device: torch.device | str | None = None,
+    base_name: str | None = None,
 ) -> GeometricPath:
     """The path from a base-rate model to ``model`` (S&M 2008, Sec. 3.3; S2 Secs. 4.1.3, 4.3.1).
 
@@ -752,7 +753,8 @@ def base_rate_path(
     ``base_vbias`` when given, else the model's own visible biases (S&M 2008's base without data;
     :func:`~boltzkit.estimators.api.estimate_log_z` chooses between these and
     :func:`field_biases` by a pilot run). ``max_bits`` limits the enumeration behind exact samples
-    of ``model`` (reverse AIS, bridge sampling).
+    of ``model`` (reverse AIS, bridge sampling). ``base_name`` names a given ``base_vbias`` in the
+    record (default ``"given visible biases"``).
 
     Returns
     -------
@@ -768,7 +770,7 @@ def base_rate_path(
         )
     model = _on_device(model, device)
     if base_vbias is not None:
-        b_a, name = torch.as_tensor(base_vbias), "given visible biases"
+        b_a, name = torch.as_tensor(base_vbias), base_name or "given visible biases"
     elif data is not None:
         if data.dim() != 2 or data.shape[1] != model.n_visible:
             raise BoltzkitError(
