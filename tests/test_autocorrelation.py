@@ -316,3 +316,54 @@ def test_a_constant_series_says_why_it_may_be_so(center) -> None:  # noqa: ANN00
     with pytest.raises(BoltzkitError, match="series is constant") as info:
         autocorrelation(np.ones((3, 50)), center=center)
     assert "same in every state" in str(info.value) and "stayed in one state" in str(info.value)
+
+
+def _ar1_chains(n_chains: int, n_steps: int, phi: float, seed: int) -> np.ndarray:
+    """AR(1) chains started at stationarity, exact tau = (1 + phi) / (1 - phi)."""
+    rng = np.random.default_rng(seed)
+    x = np.empty((n_chains, n_steps))
+    x[:, 0] = rng.standard_normal(n_chains) / math.sqrt(1 - phi**2)
+    noise = rng.standard_normal((n_chains, n_steps))
+    for t in range(1, n_steps):
+        x[:, t] = phi * x[:, t - 1] + noise[:, t]
+    return x
+
+
+@pytest.mark.parametrize("method", ["ar", "sokal", "geyer"])
+def test_chains_whose_means_sit_apart_are_not_called_mixed(method: str) -> None:
+    """Found by a probe: chains stuck in two modes of a model (six in one, four in the other) gave
+    AR tau = 1.1, reliable, against an exact 121,084, because each chain is de-meaned on its own.
+    Their means differ far beyond what tau allows: every estimator now says so."""
+    from boltzkit.diagnostics.autocorrelation import integrated_time
+
+    x = _ar1_chains(10, 5000, 0.5, seed=0)
+    healthy = integrated_time(x, method)
+    assert healthy.reliable and healthy.reason is None  # the same chains, one process: no alarm
+    x[:4] += 3.0  # four chains stuck in a mode three units up
+    stuck = integrated_time(x, method)
+    assert not stuck.reliable and "means differ" in stuck.reason and "10 chains" in stuck.reason
+    if method == "ar":  # each chain fitted on its own: the same tau, only the verdict tells
+        assert healthy.tau == pytest.approx(stuck.tau, rel=1e-9)
+
+
+def test_the_between_chain_check_is_calibrated_on_healthy_chains() -> None:
+    """Its chi-square statistic against the exact tau: a false alarm on about 1 in 1,000 sets."""
+    from boltzkit.diagnostics.autocorrelation import between_chains
+
+    alarms = sum(between_chains(_ar1_chains(8, 2000, 0.6, seed=s), 4.0) is not None for s in range(40))
+    assert alarms == 0
+    assert between_chains(_ar1_chains(1, 2000, 0.6, seed=0), 4.0) is None  # one chain: no test
+
+
+def test_a_chain_that_never_moved_is_named_and_an_all_constant_series_refused_by_ar() -> None:
+    """AR returned tau = 1, reliable, for a constant series (Sokal and Geyer refused it), and
+    averaged a frozen chain in as tau = 1."""
+    x = _ar1_chains(4, 1000, 0.3, seed=1)
+    x[2] = 7.0
+    for method in ("ar", "sokal", "geyer"):
+        res = integrated_time(x, method)
+        assert not res.reliable and "1 of 4 chains never changed (chain 2" in res.reason
+    assert len(integrated_time_ar(x).per_chain) == 3  # the frozen chain has no fit
+    with pytest.raises(BoltzkitError, match="constant") as info:
+        integrated_time_ar(np.full((3, 100), 2.5))
+    assert "never changed" in str(info.value)

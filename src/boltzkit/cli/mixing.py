@@ -152,6 +152,7 @@ def command(
             taus[name][est] = {
                 "tau": res.tau,
                 "reliable": res.reliable,
+                "reason": res.reason,
                 "window": res.window,
                 "order": res.order,
             }
@@ -164,8 +165,14 @@ def command(
     if out is not None:
         with atomic_open(out, "wb") as f:
             np.savez(f, **{f"energy_{i}": t for i, t in enumerate(traces.values())}, samplers=np.array(names))
+    apart = {n: r["reason"] for n in names for r in reversed(taus[n].values()) if r["reason"]}  # AR's first
+    for n, reason in apart.items():  # the same chains for every estimator: said once per sampler
+        warn(f"{n}: every tau estimate is unreliable: {reason}")
     unreliable = [
-        f"{n} ({est})" for n in names for est, r in taus[n].items() if not r["reliable"] and r["tau"] > 0
+        f"{n} ({est})"
+        for n in names
+        for est, r in taus[n].items()
+        if not r["reliable"] and r["tau"] > 0 and not r["reason"]
     ]
     if unreliable:
         warn(
@@ -221,12 +228,16 @@ def command(
         rows = [f"integrated autocorrelation time of the energy ({chains} chains x {steps} sweeps):"]
         for n in names:
             others = ", ".join(f"{e} {fmt(taus[n][e]['tau'], 2)}" for e in ESTIMATORS if e != method)
-            rows.append(f"  {n}: tau = {fmt(taus[n][method]['tau'], 2)} ({method}; {others})")
+            mark = " (unreliable: see the warning)" if not taus[n][method]["reliable"] else ""
+            rows.append(f"  {n}: tau = {fmt(taus[n][method]['tau'], 2)} ({method}; {others}){mark}")
         if len(names) > 1:
             ref = taus[names[0]][method]["tau"]
             for n in names[1:]:
                 if ref <= 0 or taus[n][method]["tau"] <= 0:
                     rows.append(f"  {n} vs {names[0]}: not compared (a tau that is not positive)")
+                    continue
+                if names[0] in apart or n in apart:
+                    rows.append(f"  {n} vs {names[0]}: not compared (the chains sit apart: see the warning)")
                     continue
                 gain = 100.0 * (ref - taus[n][method]["tau"]) / ref
                 rows.append(f"  {n} vs {names[0]}: {fmt(gain, 2)} % shorter")

@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -74,7 +74,10 @@ class IntegratedTime:
     per_chain
         ``tau`` of each chain (``"ar"`` only; the windowed estimators pool the chains).
     reliable
-        Whether the chains are at least :data:`RELIABLE_LENGTHS` times ``tau`` long.
+        Whether the chains are at least :data:`RELIABLE_LENGTHS` times ``tau`` long and, with
+        several chains, their means differ no more than ``tau`` allows (:func:`between_chains`).
+    reason
+        Why not, where it is the chains' means or a chain that never moved (``None`` otherwise).
     """
 
     tau: float
@@ -85,6 +88,7 @@ class IntegratedTime:
     order: int | None = None
     per_chain: tuple[float, ...] = ()
     reliable: bool = True
+    reason: str | None = None
 
     def __float__(self) -> float:
         return float(self.tau)
@@ -198,6 +202,58 @@ def autocorrelation(
     return acf
 
 
+#: :func:`between_chains` fails ``tau`` when its chi-square statistic lies above this quantile
+#: (a false alarm on 1 in 1,000 sets of chains whose ``tau`` is right).
+BETWEEN_CHAINS_LEVEL = 1e-3
+
+
+def between_chains(x: np.ndarray, tau: float) -> str | None:
+    """Whether ``m >= 2`` chains' means differ more than ``tau`` allows; the reason if so.
+
+    Of chains of one stationary process, ``n`` steps each, the mean of each has variance about
+    ``s^2 tau / n`` (``s^2`` the variance within the chains; Sokal 1997, Eq. 2.20), so
+    ``T = (m - 1) var(means) / (s^2 tau / n)`` is about chi-square with ``m - 1`` degrees of freedom
+    (Gelman & Rubin's between-chain variance, 1992, against ``tau`` rather than against the
+    within-chain variance alone). ``T`` above its ``1 - BETWEEN_CHAINS_LEVEL`` quantile means that
+    the chains, each de-meaned on its own by the per-chain estimators, sit apart: a slow mode that
+    ``tau`` leaves out, or chains stuck where they started. A chain that never moved among chains
+    that did is a reason too. ``x`` is the raw series, shape ``(m, n)``.
+    """
+    m, n = x.shape
+    if m < 2 or not (math.isfinite(tau) and tau > 0):
+        return None
+    variances = x.var(axis=1)
+    frozen = np.flatnonzero(variances <= 0)
+    if frozen.size and frozen.size < m:
+        return (
+            f"{frozen.size} of {m} chains never changed (chain {int(frozen[0])} the first) while the others "
+            "did: they are stuck, and tau says nothing of them"
+        )
+    within = float(variances.mean())
+    if within <= 0:
+        return None
+    from scipy.stats import chi2
+
+    statistic = (m - 1) * float(x.mean(axis=1).var(ddof=1)) / (within * tau / n)
+    if statistic <= float(chi2.ppf(1.0 - BETWEEN_CHAINS_LEVEL, m - 1)):
+        return None
+    implied = n * float(x.mean(axis=1).var(ddof=1)) / within
+    return (
+        f"the {m} chains' means differ as if tau were about {implied:.3g}, not {tau:.3g} (chi-square "
+        f"{statistic:.3g} on {m - 1} degrees of freedom): they sit apart, in modes the chains do not "
+        "leave or where they started, and tau leaves that out; sample longer, start the chains "
+        "elsewhere, or use a sampler that moves between modes (flip-the-state, parallel tempering)"
+    )
+
+
+def _with_between(result: IntegratedTime, raw: np.ndarray) -> IntegratedTime:
+    """``result`` failed by :func:`between_chains` on the raw chains ``raw`` where it says so."""
+    reason = between_chains(raw, result.tau)
+    if reason is None:
+        return result
+    return replace(result, reliable=False, reason=reason)
+
+
 def integrated_time_sokal(
     x: np.ndarray | Tensor | Sequence[float], *, c: float = SOKAL_C, center: str = "chain"
 ) -> IntegratedTime:
@@ -210,7 +266,8 @@ def integrated_time_sokal(
     from a function at hand.
     """
     a = _as_series(x, min_steps=3)
-    return sokal_time_of_acf(autocorrelation(a, center=center), a.shape[1], n_chains=a.shape[0], c=c)
+    result = sokal_time_of_acf(autocorrelation(a, center=center), a.shape[1], n_chains=a.shape[0], c=c)
+    return _with_between(result, a)
 
 
 def sokal_time_of_acf(
@@ -284,14 +341,15 @@ def integrated_time_geyer(
     k = int(stop[0]) if stop.size else gamma.size
     mono = np.minimum.accumulate(gamma[:k]) if k else gamma[:0]
     tau = float(-1.0 + 2.0 * mono.sum()) if k else 1.0
-    return IntegratedTime(
+    result = IntegratedTime(
         tau=tau,
         method="geyer",
         n_steps=a.shape[1],
         n_chains=a.shape[0],
         window=2 * k,
-        reliable=bool(a.shape[1] >= RELIABLE_LENGTHS * tau),
+        reliable=bool(tau > 0.0 and a.shape[1] >= RELIABLE_LENGTHS * tau),
     )
+    return _with_between(result, a)
 
 
 def levinson_durbin(acov: np.ndarray, order: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -337,8 +395,6 @@ def _ar_one(a: np.ndarray, order_max: int | None) -> tuple[float, int]:
     top = min(n - 1, int(math.floor(10.0 * math.log10(n)))) if order_max is None else int(order_max)
     top = max(1, min(top, n - 1))
     acov = _autocovariance(a[None, :])[0, : top + 1]
-    if acov[0] <= 0:
-        return 1.0, 1  # a constant chain: every sample is the same, nothing to correlate
     phis, var = levinson_durbin(acov, top)
     with np.errstate(divide="ignore"):
         aic = n * np.log(np.maximum(var[1:], 1e-300)) + 2.0 * np.arange(1, top + 1)
@@ -366,17 +422,26 @@ def integrated_time_ar(
     Returns
     -------
     IntegratedTime
-        The mean of the chains' times, each chain's time, and the largest chosen order.
+        The mean of the chains' times (of those that moved: a series with none is refused),
+        each chain's time, and the largest chosen order.
     """
     if order_max is not None and (
         isinstance(order_max, bool) or not isinstance(order_max, int) or order_max < 1
     ):
         raise BoltzkitError("order_max must be a positive integer", got=repr(order_max))
-    a = _as_chains(x)
-    fits = [_ar_one(row, order_max) for row in a]
+    raw = _as_series(x, min_steps=3)
+    a = raw - raw.mean(axis=1, keepdims=True)
+    live = a.var(axis=1) > 0
+    if not live.any():
+        raise BoltzkitError(
+            "the series is constant: its autocorrelation time is undefined",
+            got=f"shape {a.shape}",
+            hint=CONSTANT_SERIES_HINT,
+        )
+    fits = [_ar_one(row, order_max) for row in a[live]]  # a chain that never moved has no fit
     taus = tuple(float(t) for t, _ in fits)
     tau = float(np.mean(taus))
-    return IntegratedTime(
+    result = IntegratedTime(
         tau=tau,
         method="ar",
         n_steps=a.shape[1],
@@ -385,6 +450,7 @@ def integrated_time_ar(
         per_chain=taus,
         reliable=bool(math.isfinite(tau) and a.shape[1] >= RELIABLE_LENGTHS * tau),
     )
+    return _with_between(result, raw)
 
 
 def acf_sum(acf: Sequence[float] | np.ndarray) -> float:
