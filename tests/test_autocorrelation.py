@@ -367,3 +367,33 @@ def test_a_chain_that_never_moved_is_named_and_an_all_constant_series_refused_by
     with pytest.raises(BoltzkitError, match="constant") as info:
         integrated_time_ar(np.full((3, 100), 2.5))
     assert "never changed" in str(info.value)
+
+
+def test_a_sokal_window_that_stops_before_the_function_decays_is_flagged() -> None:
+    """Found by a probe: an alternating function (flip-the-state on a small RBM, R = -0.36, +0.36,
+    -0.24) whose partial sums dip below 1 met M >= 5 tau(M) at M = 3, 30 standard errors low and
+    reliable. The same shape: R(t) = (-0.8)^t, whose window stops at a lag where R is far from
+    zero; R(t) = 0.5^t stops where it is nil."""
+    from boltzkit.diagnostics.autocorrelation import sokal_time_of_acf
+
+    lags = np.arange(400)
+    alternating = (-0.8) ** lags  # partial sums dip to 0.11 at lag 1: the rule is met at M = 1
+    res = sokal_time_of_acf(alternating, 50_000)
+    assert res.window <= 2 and not res.reliable and "still" in res.reason
+    decayed = 0.5**lags  # AR(1), tau = 3: the window stops where R is nil
+    res = sokal_time_of_acf(decayed, 50_000)
+    assert res.reliable and res.reason is None and res.tau == pytest.approx(3.0, abs=1e-3)
+
+
+def test_geyer_on_a_chain_that_is_not_reversible_says_so() -> None:
+    """Found by a probe: a negative pair sum (beyond noise) ends Geyer's sequence early on the
+    library's sweeps, which are not reversible: 10 standard errors high, reliable. The check
+    reads the pair it stopped at; on a reversible AR(1) nothing is said."""
+    rng = np.random.default_rng(4)
+    e = rng.standard_normal((4, 50_001))
+    x = e[:, 1:] + 0.6 * e[:, :-1]  # MA(1): R(1) = 0.44, then 0
+    x[:, 2:] -= 0.25 * x[:, :-2]  # a negative pair sum at lags 2 and 3
+    res = integrated_time(x, "geyer")
+    assert not res.reliable and "not reversible" in res.reason
+    healthy = integrated_time(_ar1_chains(4, 20_000, 0.5, seed=2), "geyer")
+    assert healthy.reliable and healthy.reason is None

@@ -165,9 +165,14 @@ def command(
     if out is not None:
         with atomic_open(out, "wb") as f:
             np.savez(f, **{f"energy_{i}": t for i, t in enumerate(traces.values())}, samplers=np.array(names))
-    apart = {n: r["reason"] for n in names for r in reversed(taus[n].values()) if r["reason"]}  # AR's first
-    for n, reason in apart.items():  # the same chains for every estimator: said once per sampler
-        warn(f"{n}: every tau estimate is unreliable: {reason}")
+    for n in names:  # each reason once per sampler, with the estimators it holds for
+        by_reason: dict[str, list[str]] = {}
+        for est, r in taus[n].items():
+            if r["reason"]:
+                by_reason.setdefault(r["reason"], []).append(est)
+        for reason, ests in by_reason.items():
+            warn(f"{n} ({', '.join(ests)}): tau is unreliable: {reason}")
+    apart = {n for n in names if taus[n][method]["reason"]}
     unreliable = [
         f"{n} ({est})"
         for n in names
@@ -237,7 +242,7 @@ def command(
                     rows.append(f"  {n} vs {names[0]}: not compared (a tau that is not positive)")
                     continue
                 if names[0] in apart or n in apart:
-                    rows.append(f"  {n} vs {names[0]}: not compared (the chains sit apart: see the warning)")
+                    rows.append(f"  {n} vs {names[0]}: not compared (an unreliable tau: see the warning)")
                     continue
                 gain = 100.0 * (ref - taus[n][method]["tau"]) / ref
                 rows.append(f"  {n} vs {names[0]}: {fmt(gain, 2)} % shorter")

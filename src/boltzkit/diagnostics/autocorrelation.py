@@ -202,6 +202,9 @@ def autocorrelation(
     return acf
 
 
+#: Sokal's window is unreliable where the autocorrelation at its last lag lies more than this many
+#: Bartlett standard errors from zero (:func:`sokal_time_of_acf`).
+WINDOW_DECAY_Z = 4.0
 #: :func:`between_chains` fails ``tau`` when its chi-square statistic lies above this quantile
 #: (a false alarm on 1 in 1,000 sets of chains whose ``tau`` is right).
 BETWEEN_CHAINS_LEVEL = 1e-3
@@ -239,10 +242,11 @@ def between_chains(x: np.ndarray, tau: float) -> str | None:
         return None
     implied = n * float(x.mean(axis=1).var(ddof=1)) / within
     return (
-        f"the {m} chains' means differ as if tau were about {implied:.3g}, not {tau:.3g} (chi-square "
-        f"{statistic:.3g} on {m - 1} degrees of freedom): they sit apart, in modes the chains do not "
-        "leave or where they started, and tau leaves that out; sample longer, start the chains "
-        "elsewhere, or use a sampler that moves between modes (flip-the-state, parallel tempering)"
+        f"the {m} chains' means differ as if tau were about {implied:.3g} (beyond what this estimate "
+        f"allows at the 1e-3 level of a chi-square on {m - 1} degrees of freedom): they sit apart, in "
+        "modes the chains do not leave or where they started, and tau leaves that out; sample longer, "
+        "start the chains elsewhere, or use a sampler that moves between modes (flip-the-state, parallel "
+        "tempering)"
     )
 
 
@@ -292,7 +296,11 @@ def sokal_time_of_acf(
     A function that alternates in sign (an antithetic sampler, e.g. flip-the-state on a small
     model) can meet ``M >= c tau(M)`` at a lag where the sum is zero or negative; such an estimate
     is returned with ``reliable=False`` (Geyer's initial sequences, :func:`integrated_time_geyer`,
-    pair the lags and stay positive).
+    pair the lags and stay positive). More generally, a window whose last autocorrelation ``R(M)``
+    lies more than :data:`WINDOW_DECAY_Z` Bartlett standard errors from zero has cut off lags that
+    carry more than noise: that estimate is ``reliable=False`` with the reason (an alternating
+    function whose partial sums dip below 1 met ``M >= c tau(M)`` at ``M = 3`` with ``R(3) =
+    -0.24``; a probe found it 30 standard errors low).
     """
     if not float(c) > 0:
         raise BoltzkitError("Sokal's window constant c must be positive", got=c)
@@ -303,6 +311,16 @@ def sokal_time_of_acf(
         ok &= r <= float(decay_z) * bartlett_sd(r, int(n_steps) * int(n_chains))
     window = int(np.argmax(ok)) if ok.any() else taus.size - 1
     tau = float(taus[window])
+    reason = None
+    se = float(bartlett_sd(r[: window + 1], int(n_steps) * int(n_chains))[window]) if window >= 1 else 0.0
+    if window >= 1 and abs(float(r[window])) > WINDOW_DECAY_Z * se:
+        # Sokal's rule met where the function has not decayed: an alternating function whose
+        # partial sum dips below 1 (so c tau(M) is small), or a slow part under a fast decay
+        reason = (
+            f"Sokal's window stopped at lag {window}, where the autocorrelation {float(r[window]):.3g} is "
+            f"still {abs(float(r[window])) / se:.0f} standard errors from zero: the lags left out carry "
+            "more of tau than its noise; use the AR or Geyer estimate (or decay_z)"
+        )
     return IntegratedTime(
         tau=tau,
         method="sokal",
@@ -310,7 +328,8 @@ def sokal_time_of_acf(
         n_chains=int(n_chains),
         window=window,
         # a sum that is not positive stopped inside an oscillating function: no estimate of tau
-        reliable=bool(tau > 0.0 and n_steps >= RELIABLE_LENGTHS * tau),
+        reliable=bool(tau > 0.0 and n_steps >= RELIABLE_LENGTHS * tau and reason is None),
+        reason=reason,
     )
 
 
@@ -341,13 +360,27 @@ def integrated_time_geyer(
     k = int(stop[0]) if stop.size else gamma.size
     mono = np.minimum.accumulate(gamma[:k]) if k else gamma[:0]
     tau = float(-1.0 + 2.0 * mono.sum()) if k else 1.0
+    reason = None
+    if stop.size and 2 * k + 1 < rho.size:
+        # the pair sums of a reversible chain are positive: one negative beyond its noise means a
+        # chain that is not reversible (the library's sweeps are not), where the sequence's
+        # stopping rule cuts off lags that count (a probe found it 10 standard errors high)
+        se = float(bartlett_sd(rho[: 2 * k + 2], a.size)[2 * k + 1]) * math.sqrt(2.0)
+        if float(gamma[k]) < -WINDOW_DECAY_Z * se:
+            reason = (
+                f"Geyer's sequence stopped at the pair of lags {2 * k} and {2 * k + 1}, whose sum "
+                f"{float(gamma[k]):.3g} is negative by {abs(float(gamma[k])) / se:.0f} standard errors: the "
+                "chain is not reversible, and there the sequence's rule does not hold; use the AR or Sokal "
+                "estimate"
+            )
     result = IntegratedTime(
         tau=tau,
         method="geyer",
         n_steps=a.shape[1],
         n_chains=a.shape[0],
         window=2 * k,
-        reliable=bool(tau > 0.0 and a.shape[1] >= RELIABLE_LENGTHS * tau),
+        reliable=bool(tau > 0.0 and a.shape[1] >= RELIABLE_LENGTHS * tau and reason is None),
+        reason=reason,
     )
     return _with_between(result, a)
 
