@@ -13,7 +13,7 @@ from conftest import F64
 from boltzkit.errors import UnreliableEstimateWarning
 from boltzkit.estimators import estimate_log_z, exact_log_z
 from boltzkit.estimators.ais import ais
-from boltzkit.estimators.api import UNIFORM_BASE
+from boltzkit.estimators.api import UNIFORM_BASE, symmetric_base
 from boltzkit.estimators.paths import base_rate_path
 from boltzkit.estimators.reverse import reverse_ais, sandwich
 from boltzkit.models import RBM, BoltzmannMachine
@@ -110,6 +110,10 @@ def test_a_symmetric_model_starts_from_the_uniform_base_without_a_vote(method: s
     assert result.settings["base_choice"] == {"chosen": UNIFORM_BASE, "pilot": None}
     assert result.settings["base"] == UNIFORM_BASE
     assert honest(result, truth), (method, result.log_z, truth)
+    tilted = symmetric_rbm()
+    with torch.no_grad():
+        tilted.hbias.add_(0.5)  # the visible fields stay zero, one layer's do not: not symmetric
+    assert symmetric_base(tilted) is None and symmetric_base(model) is not None
 
 
 @pytest.mark.parametrize("method", ["sis", "bridge"])

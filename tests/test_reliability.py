@@ -221,14 +221,15 @@ def test_few_runs_fit_no_tail_and_one_carrying_run_is_flagged():
 
 
 def test_logz_judges_an_estimate_by_the_exact_value_beside_it_and_withholds_its_json_band(tmp_path):
-    """Two symmetric modes (every visible unit tied to one hidden unit): five SIS runs from the
-    base rate see one mode, their band sits 0.65 nats below the exact log Z enumerated beside it,
-    and the weights alone (ESS 5 of 5) would call it reliable. The record says it is not, and its
-    JSON carries no band, as the text prints none."""
+    """Two modes (every visible unit tied to one hidden unit, whose field of 0.5 keeps the model
+    from being symmetric under flipping every unit: a symmetric one starts from the uniform base):
+    five SIS runs from the base rate see one mode, their band sits 0.9 nats below the exact log Z
+    enumerated beside it, and the weights alone (ESS 5 of 5) would call it reliable. The record
+    says it is not, and its JSON carries no band, as the text prints none."""
     path = tmp_path / "sym.npz"
-    np.savez(path, W=np.full((12, 1), 3.0), vbias=-1.5 * np.ones(12), hbias=np.array([-18.0]))
+    np.savez(path, W=np.full((12, 1), 3.0), vbias=-1.5 * np.ones(12), hbias=np.array([-17.5]))
     record = last_json(run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3, "--json"))
-    assert record["exact_log_z"] == pytest.approx(3.1101, abs=1e-4)
+    assert record["exact_log_z"] == pytest.approx(3.3910, abs=1e-4)
     assert record["reliable"] is False and "outside its ±3σ band" in record["reliability_reason"]
     assert record["log_z_minus_3sigma"] is None and record["log_z_plus_3sigma"] is None
     assert record["band_withheld"] and record["log_z"] < 2.5

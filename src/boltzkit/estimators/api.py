@@ -210,10 +210,10 @@ def symmetric_base(
     :func:`~boltzkit.estimators.paths.field_biases`), else ``None``: a symmetric base reaches each
     mirror image of such a model as often as the other, for AIS, SIS and bridge sampling alike
     (see :func:`choose_base`)."""
-    fields = field_biases(model)
-    if not torch.allclose(fields.to(torch.float64), torch.zeros_like(fields, dtype=torch.float64)):
+    every_field = model.pairwise().ising_fields  # of every unit, hidden ones too
+    if not torch.allclose(every_field, torch.zeros_like(every_field)):
         return None
-    zeros = torch.zeros_like(fields)
+    zeros = torch.zeros_like(field_biases(model))
     path = base_rate_path(model, base_vbias=zeros, device=device, max_bits=max_bits, base_name=UNIFORM_BASE)
     return path, {"chosen": UNIFORM_BASE, "pilot": None}
 
