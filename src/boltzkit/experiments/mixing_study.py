@@ -37,6 +37,7 @@ from boltzkit.data import load_dataset
 from boltzkit.data.registry import derive_seed
 from boltzkit.data.synthetic import artificial_modes_prototypes
 from boltzkit.diagnostics.autocorrelation import (
+    RELIABLE_LENGTHS,
     autocorrelation,
     energy_trace,
     integrated_time_ar,
@@ -86,7 +87,8 @@ def autocorrelation_stage(
       (:func:`~boltzkit.diagnostics.autocorrelation.sokal_time_of_acf` with ``decay_z``
       :data:`DECAY_Z`: a slow part Sokal's window cuts off is summed), with ``decayed_window`` and
       ``tau_decayed_sd``; it equals ``tau_sokal`` where that window has decayed;
-    * ``reliable`` (the chains span at least 50 AR times), ``acf`` (the pooled normalised
+    * ``reliable`` (the chains span at least 50 AR times), ``ar_reason`` (why the AR time is
+      unreliable beyond that: several chains whose means sit apart, ``None`` otherwise), ``acf`` (the pooled normalised
       autocorrelation function up to ``min(max_lag, steps - 1)``) and ``acf_log_lags`` /
       ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``);
 
@@ -126,7 +128,10 @@ def autocorrelation_stage(
             "tau_decayed": decayed.tau,
             "decayed_window": decayed.window,
             "tau_decayed_sd": windowed_sd(decayed.tau, decayed.window, total),
-            "reliable": bool(ar.reliable),
+            # the chains span 50 AR times (what every record of the study has said); where several
+            # chains' means sit apart beyond the AR time, ar_reason says so (records from 2026-12-02)
+            "reliable": bool(math.isfinite(ar.tau) and steps >= RELIABLE_LENGTHS * ar.tau),
+            "ar_reason": ar.reason,
             "acf": [float(v) for v in rho[: min(max_lag, steps - 1) + 1]],
             "acf_log_lags": [int(v) for v in log_lags],
             "acf_log": [float(rho[v]) for v in log_lags],
