@@ -430,6 +430,30 @@ def test_two_processes_on_one_host_choose_alike(tmp_path) -> None:  # noqa: ANN0
     assert 0 < record["lookup_s"] < 1 and 0 < record["dense_s"] < 1
 
 
+def test_processes_that_start_together_on_a_new_host_take_turns(tmp_path) -> None:  # noqa: ANN001
+    """Found by a review: two processes that started on a host with no record both measured, and
+    each kept its own choice. The lock makes the second read the first's record."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time\n"
+        "from boltzkit import _host\n"
+        "def measure():\n"
+        "    time.sleep(0.5)\n"
+        "    return {'lookup_s': float(sys.argv[1]), 'dense_s': 2.0}\n"
+        "print(_host.remembered('sparse_products', measure)['lookup_s'])\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code, value], env=env, stdout=subprocess.PIPE, text=True)
+        for value in ("1.0", "3.0")  # the two would choose differently
+    ]
+    outputs = {run.communicate(timeout=60)[0].strip() for run in runs}
+    assert len(outputs) == 1 and outputs <= {"1.0", "3.0"}
+
+
 def test_the_measurement_times_both_products_on_the_reference_work(product_policy, monkeypatch) -> None:  # noqa: ANN001
     """On float32 CPU tensors whatever torch's defaults; a setting it cannot read is said."""
     lookup, dense = product_policy._time_lookup_against_dense()

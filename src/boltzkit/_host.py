@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,21 +91,49 @@ def remembered(name: str, measure: Callable[[], dict[str, Any]], *, again: bool 
     Returns
     -------
     dict
-        The record, with ``"host"`` (the key it is filed under). Where the cache cannot be
-        written the record is still returned; the next process then measures again.
+        The record, with ``"host"`` (the key it is filed under). Processes that start together
+        take turns on a lock file, so the first measures and the others read its record. Where
+        the cache cannot be written the record is still returned, and the next process measures
+        again: then the processes of a host may choose differently.
     """
     path = remembered_path()
     key = host_key()
-    records = _read(path)
-    by_host = records.get(name) if isinstance(records.get(name), dict) else {}
-    record = by_host.get(key)
-    if isinstance(record, dict) and not again:
+
+    def kept() -> dict[str, Any] | None:
+        by_host = _read(path).get(name)
+        record = by_host.get(key) if isinstance(by_host, dict) else None
+        return record if isinstance(record, dict) and not again else None
+
+    if (record := kept()) is not None:
         return {**record, "host": key}
-    record = measure()
-    by_host = {**by_host, key: record}
-    records = {**_read(path), name: by_host}  # read again: another process may have added its own
-    try:
-        atomic_write_text(path, json.dumps(records, indent=2, sort_keys=True) + "\n", parents=True)
-    except Exception:  # noqa: BLE001 - a read-only home: the choice holds for this process only
-        pass
+    with _lock(path):  # one process measures; one that waited reads what it found
+        if (record := kept()) is not None:
+            return {**record, "host": key}
+        record = measure()
+        records = _read(path)
+        by_host = records.get(name) if isinstance(records.get(name), dict) else {}
+        records[name] = {**by_host, key: record}
+        try:
+            atomic_write_text(path, json.dumps(records, indent=2, sort_keys=True) + "\n", parents=True)
+        except Exception:  # noqa: BLE001 - a read-only home: the choice holds for this process only
+            pass
     return {**record, "host": key}
+
+
+@contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path``'s ``.lock`` file (``fcntl.flock``; none where the platform or
+    the directory does not allow one: the measurement then holds for this process only)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # releases the lock

@@ -37,10 +37,11 @@ Gaussian-Bernoulli RBM over real-valued input as it is (sigma learned; standardi
 with ``StandardScaler`` in a Pipeline), and ``visible_units="categorical"`` a categorical (Potts)
 RBM over integer input ``0..Q-1`` (``Q`` from the data at the first fit, or fixed by
 ``"categorical:Q"``); ``BoltzmannMachineEstimator(kind="dbm", visible_units=...)`` is a DBM over
-them. They train under the same trainer as binary models, by CD-k or PCD for an RBM
-(:class:`~boltzkit.learning.unit_rbm.UnitRBMLearner`) and by the mean-field positive phase and
-persistent chains for a DBM (:class:`~boltzkit.learning.unit_dbm.UnitDBMLearner`), with Gibbs or
-flip-the-state chains (categorical units); score with exact ``log Z`` (an integral over the real
+them (with one hidden layer, an RBM). They train under the same trainer as binary models, by CD-k
+or PCD for an RBM (:class:`~boltzkit.learning.unit_rbm.UnitRBMLearner`) and by the mean-field
+positive phase and persistent chains for a DBM
+(:class:`~boltzkit.learning.unit_dbm.UnitDBMLearner`), with Gibbs or flip-the-state chains
+(categorical units); score with exact ``log Z`` (an integral over the real
 values) or AIS from the data's base rates (a DBM's ``log p(v)`` a mean-field lower bound when its
 hidden units are too many to enumerate), and sample with Gibbs, flip-the-state (categorical units)
 or parallel tempering.

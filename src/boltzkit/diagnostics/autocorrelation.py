@@ -77,7 +77,9 @@ class IntegratedTime:
         Whether the chains are at least :data:`RELIABLE_LENGTHS` times ``tau`` long and, with
         several chains, their means differ no more than ``tau`` allows (:func:`between_chains`).
     reason
-        Why not, where it is the chains' means or a chain that never moved (``None`` otherwise).
+        Why not, beyond the chains' length: several chains whose means sit apart
+        (:func:`between_chains`), a Sokal window that stops before the function has decayed, a
+        Geyer sequence stopped by a negative pair sum (``None`` otherwise).
     """
 
     tau: float
@@ -219,19 +221,14 @@ def between_chains(x: np.ndarray, tau: float) -> str | None:
     (Gelman & Rubin's between-chain variance, 1992, against ``tau`` rather than against the
     within-chain variance alone). ``T`` above its ``1 - BETWEEN_CHAINS_LEVEL`` quantile means that
     the chains, each de-meaned on its own by the per-chain estimators, sit apart: a slow mode that
-    ``tau`` leaves out, or chains stuck where they started. A chain that never moved among chains
-    that did is a reason too. ``x`` is the raw series, shape ``(m, n)``.
+    ``tau`` leaves out, or chains stuck where they started (a chain that never moved among chains
+    that did shows there when its value is improbable for them). ``x`` is the raw series, shape
+    ``(m, n)``.
     """
     m, n = x.shape
     if m < 2 or not (math.isfinite(tau) and tau > 0):
         return None
     variances = x.var(axis=1)
-    frozen = np.flatnonzero(variances <= 0)
-    if frozen.size and frozen.size < m:
-        return (
-            f"{frozen.size} of {m} chains never changed (chain {int(frozen[0])} the first) while the others "
-            "did: they are stuck, and tau says nothing of them"
-        )
     within = float(variances.mean())
     if within <= 0:
         return None
@@ -251,8 +248,19 @@ def between_chains(x: np.ndarray, tau: float) -> str | None:
 
 
 def _with_between(result: IntegratedTime, raw: np.ndarray) -> IntegratedTime:
-    """``result`` failed by :func:`between_chains` on the raw chains ``raw`` where it says so."""
-    reason = between_chains(raw, result.tau)
+    """``result`` failed by :func:`between_chains` on the raw chains ``raw`` where it says so.
+
+    An estimate is tested at the top of what it allows: each chain de-meaned on its own lowers a
+    sum over ``M`` lags by about ``(2M + 1) / n`` of itself, and its own noise is
+    :func:`windowed_sd` (an AR fit is held to ``M = c tau``, Sokal's window); with many chains the
+    chi-square is sharp enough to see both."""
+    tau = result.tau
+    if math.isfinite(tau) and tau > 0:
+        # an AR fit is held to the window Sokal's rule would give it
+        window = result.window if result.window is not None else math.ceil(SOKAL_C * tau)
+        n = raw.shape[1]
+        tau = tau * (1.0 + (2 * window + 1) / n) + 3.0 * windowed_sd(tau, window, raw.size)
+    reason = between_chains(raw, tau)
     if reason is None:
         return result
     return replace(result, reliable=False, reason=reason)
@@ -313,13 +321,15 @@ def sokal_time_of_acf(
     tau = float(taus[window])
     reason = None
     se = float(bartlett_sd(r[: window + 1], int(n_steps) * int(n_chains))[window]) if window >= 1 else 0.0
-    if window >= 1 and abs(float(r[window])) > WINDOW_DECAY_Z * se:
+    # a chain de-meaned on its own lowers every lag by about tau / n_steps (a bias, not noise)
+    bias = abs(tau) / max(1, int(n_steps))
+    if window >= 1 and abs(float(r[window])) > WINDOW_DECAY_Z * se + bias:
         # Sokal's rule met where the function has not decayed: an alternating function whose
         # partial sum dips below 1 (so c tau(M) is small), or a slow part under a fast decay
         reason = (
             f"Sokal's window stopped at lag {window}, where the autocorrelation {float(r[window]):.3g} is "
-            f"still {abs(float(r[window])) / se:.0f} standard errors from zero: the lags left out carry "
-            "more of tau than its noise; use the AR or Geyer estimate (or decay_z)"
+            f"still {(abs(float(r[window])) - bias) / se:.0f} standard errors from zero: the lags left out "
+            "carry more of tau than its noise; use the AR or Geyer estimate (or decay_z)"
         )
     return IntegratedTime(
         tau=tau,
@@ -365,13 +375,16 @@ def integrated_time_geyer(
         # the pair sums of a reversible chain are positive: one negative beyond its noise means a
         # chain that is not reversible (the library's sweeps are not), where the sequence's
         # stopping rule cuts off lags that count (a probe found it 10 standard errors high)
-        se = float(bartlett_sd(rho[: 2 * k + 2], a.size)[2 * k + 1]) * math.sqrt(2.0)
-        if float(gamma[k]) < -WINDOW_DECAY_Z * se:
+        # adjacent lags' estimates are correlated: the pair's error is up to twice one lag's; a
+        # chain de-meaned on its own lowers the pair by about 2 tau / n_steps
+        se = 2.0 * float(bartlett_sd(rho[: 2 * k + 2], a.size)[2 * k + 1])
+        bias = 2.0 * abs(tau) / a.shape[1]
+        if float(gamma[k]) < -(WINDOW_DECAY_Z * se + bias):
             reason = (
                 f"Geyer's sequence stopped at the pair of lags {2 * k} and {2 * k + 1}, whose sum "
-                f"{float(gamma[k]):.3g} is negative by {abs(float(gamma[k])) / se:.0f} standard errors: the "
-                "chain is not reversible, and there the sequence's rule does not hold; use the AR or Sokal "
-                "estimate"
+                f"{float(gamma[k]):.3g} is negative by {(abs(float(gamma[k])) - bias) / se:.0f} standard "
+                "errors: the chain is not reversible, and there the sequence's rule does not hold; use the "
+                "AR or Sokal estimate"
             )
     result = IntegratedTime(
         tau=tau,

@@ -85,10 +85,11 @@ def _run(
     if name == "sandwich":
         return sandwich(path, start="auto", start_chain_steps=start_chain_steps, **annealing)
     if name == "sis":
-        return sis(path, n_chains=n_chains, seed=seed)
+        return sis(path, n_chains=n_chains, seed=seed, check=check)
     return bridge(
-        path, n_chains=n_chains, sampler=sampler, chain_steps=start_chain_steps, seed=seed, progress=progress
-    )
+        path, n_chains=n_chains, sampler=sampler, chain_steps=start_chain_steps, seed=seed, progress=progress,
+        check=check,
+    )  # fmt: skip
 
 
 def estimate_log_z(
@@ -210,8 +211,12 @@ def symmetric_base(
     :func:`~boltzkit.estimators.paths.field_biases`), else ``None``: a symmetric base reaches each
     mirror image of such a model as often as the other, for AIS, SIS and bridge sampling alike
     (see :func:`choose_base`)."""
-    every_field = model.pairwise().ising_fields  # of every unit, hidden ones too
-    if not torch.allclose(every_field, torch.zeros_like(every_field)):
+    form = model.pairwise()
+    every_field = form.ising_fields  # of every unit, hidden ones too
+    # zero up to the rounding of the parameters' own dtype (float32 fields of a zero-field model
+    # come out at 1e-7, not 1e-16): eps times the magnitudes that were summed into each field
+    size = form.couplings.abs().sum(1) + form.biases.abs()
+    if bool((every_field.abs() > 64 * torch.finfo(model.dtype).eps * (1.0 + size)).any()):
         return None
     zeros = torch.zeros_like(field_biases(model))
     path = base_rate_path(model, base_vbias=zeros, device=device, max_bits=max_bits, base_name=UNIFORM_BASE)

@@ -165,6 +165,7 @@ def bridge(
     tol: float = 1e-10,
     seed: int | torch.Generator | None = 0,
     progress: bool = False,
+    check: bool = True,
 ) -> SpreadResult:
     """Bridge sampling between the two ends of ``path`` (S2 Eqs. 30-31).
 
@@ -185,6 +186,11 @@ def bridge(
         Of the optimal-bridge iteration.
     seed, progress
         Randomness and progress bars.
+    check
+        Where the target's samples are chains, also run chains of the target started away from
+        the draws (:func:`~boltzkit.estimators.sis.probe_check`; their weights against the draws'
+        and the target chains' own): chains started at ``p_0`` can share its blind spot. The
+        estimate's numbers do not change.
 
     Returns
     -------
@@ -236,8 +242,8 @@ def bridge(
     if not est.converged:
         settings["bridge_warning"] = "the optimal-bridge iteration did not converge"
     verdict = est.verdict
-    if not exact_b and n >= 2:  # chains of the target that started at p_0 may share its blind spot
-        settings["checks"] = [probe_check(path, l_a, n, gen)]
+    if check and not exact_b and n >= 2:  # chains of the target started at p_0 may share its blind spot
+        settings["checks"] = [probe_check(path, x_a, torch.maximum(l_a.max(), l_b.max()), gen)]
         verdict = with_checks(verdict, settings["checks"])
     start = path.log_z_start
     estimate = (0.0 if start is None else start) + est.log_r

@@ -11,7 +11,9 @@ Salakhutdinov 2008, "S2", Table 2). ``log p*(v)`` is
 * exact by enumerating the hidden units that do not sum out, when there are few
   (:func:`~boltzkit.estimators.exact.exact_log_unnormalized_visible`);
 * otherwise (BM, DBM) the mean-field lower bound ``-E(v, mu) + H(mu)`` (S2 Eq. 53; see
-  :mod:`boltzkit.models.mean_field`), and the record says ``bound="lower"``.
+  :mod:`boltzkit.models.mean_field`), and the record says ``bound="lower"`` (asked of a model
+  whose hidden units sum out, an RBM or SRBM, mean-field's ``q(h)`` is ``p(h | v)`` and the value
+  exact: ``bound="exact"``).
 
 All of the estimator's uncertainty is in ``log Z_hat``; its interval ``log(Z_hat ± k sigma_hat)``
 maps to the log-probability interval with the ends swapped (a larger ``log Z`` means a smaller
@@ -77,7 +79,8 @@ def log_unnormalized_visible(
     method
         ``"auto"``: exact when the hidden units sum out or at most ``max_bits`` of them must be
         enumerated, else the mean-field bound; ``"exact"``: exact (an error beyond ``max_bits``);
-        ``"mean-field"``: the bound.
+        ``"mean-field"``: the bound (exact, and said so, where no hidden unit is left to
+        enumerate).
     max_bits, damping, tol, max_iter
         Enumeration limit; mean-field settings (:func:`~boltzkit.models.mean_field.mean_field`).
 
