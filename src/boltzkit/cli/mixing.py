@@ -172,7 +172,7 @@ def command(
                 by_reason.setdefault(r["reason"], []).append(est)
         for reason, ests in by_reason.items():
             warn(f"{n} ({', '.join(ests)}): tau is unreliable: {reason}")
-    apart = {n for n in names if taus[n][method]["reason"]}
+    flagged = {n for n in names if taus[n][method]["reason"]}  # unreliable beyond their length
     unreliable = [
         f"{n} ({est})"
         for n in names
@@ -241,7 +241,7 @@ def command(
                 if ref <= 0 or taus[n][method]["tau"] <= 0:
                     rows.append(f"  {n} vs {names[0]}: not compared (a tau that is not positive)")
                     continue
-                if names[0] in apart or n in apart:
+                if names[0] in flagged or n in flagged:
                     rows.append(f"  {n} vs {names[0]}: not compared (an unreliable tau: see the warning)")
                     continue
                 gain = 100.0 * (ref - taus[n][method]["tau"]) / ref

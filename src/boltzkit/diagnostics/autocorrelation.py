@@ -228,16 +228,15 @@ def between_chains(x: np.ndarray, tau: float) -> str | None:
     m, n = x.shape
     if m < 2 or not (math.isfinite(tau) and tau > 0):
         return None
-    variances = x.var(axis=1)
-    within = float(variances.mean())
+    within = float(x.var(axis=1).mean())
     if within <= 0:
         return None
     from scipy.stats import chi2
 
-    statistic = (m - 1) * float(x.mean(axis=1).var(ddof=1)) / (within * tau / n)
+    implied = n * float(x.mean(axis=1).var(ddof=1)) / within  # the tau the means' spread implies
+    statistic = (m - 1) * implied / tau
     if statistic <= float(chi2.ppf(1.0 - BETWEEN_CHAINS_LEVEL, m - 1)):
         return None
-    implied = n * float(x.mean(axis=1).var(ddof=1)) / within
     return (
         f"the {m} chains' means differ as if tau were about {implied:.3g} (beyond what this estimate "
         f"allows at the 1e-3 level of a chi-square on {m - 1} degrees of freedom): they sit apart, in "
@@ -374,8 +373,8 @@ def integrated_time_geyer(
     if stop.size and 2 * k + 1 < rho.size:
         # the pair sums of a reversible chain are positive: one negative beyond its noise means a
         # chain that is not reversible (the library's sweeps are not), where the sequence's
-        # stopping rule cuts off lags that count (a probe found it 10 standard errors high)
-        # adjacent lags' estimates are correlated: the pair's error is up to twice one lag's; a
+        # stopping rule cuts off lags that count (a probe found it 10 standard errors high). The
+        # pair's error is up to twice one lag's (adjacent lags' estimates are correlated), and a
         # chain de-meaned on its own lowers the pair by about 2 tau / n_steps
         se = 2.0 * float(bartlett_sd(rho[: 2 * k + 2], a.size)[2 * k + 1])
         bias = 2.0 * abs(tau) / a.shape[1]

@@ -167,16 +167,16 @@ def estimate_log_z(
                 hint="use --method ais, reverse-ais, sandwich or sis.",
             )
         path, choice = unit_dbm_path(model, data=base_rate_data, max_bits=bits), None
-    elif base_rate_data is None and (symmetric := symmetric_base(model, device=device, max_bits=bits)):
-        path, choice = symmetric  # SIS and bridge sampling too
-    elif base_rate_data is not None or name not in ("ais", "reverse-ais", "sandwich"):
-        path = base_rate_path(model, data=base_rate_data, device=device, max_bits=bits)
-        choice = None
-    else:
+    elif base_rate_data is None and name in ("ais", "reverse-ais", "sandwich"):
         path, choice = choose_base(
             model, n_chains=n_chains, betas=betas, sweeps=sweeps, sampler=sampler, seed=seed, device=device,
             max_bits=bits,
         )  # fmt: skip
+    elif base_rate_data is None and (symmetric := symmetric_base(model, device=device, max_bits=bits)):
+        path, choice = symmetric  # SIS and bridge sampling start there too
+    else:
+        path = base_rate_path(model, data=base_rate_data, device=device, max_bits=bits)
+        choice = None
     result = _run(
         path,
         name,
@@ -218,7 +218,7 @@ def symmetric_base(
     size = form.couplings.abs().sum(1) + form.biases.abs()
     if bool((every_field.abs() > 64 * torch.finfo(model.dtype).eps * (1.0 + size)).any()):
         return None
-    zeros = torch.zeros_like(field_biases(model))
+    zeros = torch.zeros(model.n_visible, dtype=model.dtype, device=model.device)
     path = base_rate_path(model, base_vbias=zeros, device=device, max_bits=max_bits, base_name=UNIFORM_BASE)
     return path, {"chosen": UNIFORM_BASE, "pilot": None}
 

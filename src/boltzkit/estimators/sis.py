@@ -137,6 +137,8 @@ def sis(
     if path.is_ratio and not path.exact_start:
         settings["warning"] = "proposal samples are approximate: the estimate is not exactly unbiased"
     settings["seed"] = seed_label(seed)
+    if check and not path.end_is_exact and int(n_chains) >= 2:
+        settings["checks"] = [probe_check(path, x, log_w, gen)]
     result = record("sis", path, log_w, n_steps=1, seconds=time.perf_counter() - t0, **settings)
     if check and path.end_is_exact:
         two_points = linear_betas(2).to(path.device)
@@ -146,9 +148,6 @@ def sis(
                 "use AIS instead (--method ais): annealing reaches mass that independent draws miss"
             )
         settings["checks"] = [reverse]
-        result = record("sis", path, log_w, n_steps=1, seconds=time.perf_counter() - t0, **settings)
-    elif check and int(n_chains) >= 2:
-        settings["checks"] = [probe_check(path, x, log_w, gen)]
         result = record("sis", path, log_w, n_steps=1, seconds=time.perf_counter() - t0, **settings)
     warn_unreliable("the simple importance sampling estimate of log Z", result.reliability())
     return result
