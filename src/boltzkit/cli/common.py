@@ -468,6 +468,16 @@ BaseRateOpt = Annotated[
         "own visible biases].",
     ),
 ]
+StartChainStepsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--start-chain-steps",
+        min=0,
+        help="Transitions of the model's own chains where it has no exact samples: the reverse runs' "
+        "starts (reverse-ais, sandwich; from the forward run's end states) and bridge sampling's "
+        "chains; the sandwich's probe chains take as many [default: 1000; 10,000 for --relative-to].",
+    ),
+]
 MaxBitsOpt = Annotated[
     int | None,
     typer.Option(
@@ -497,6 +507,7 @@ class LogZOptions:
     tol: float | None = None
     rho: str = "optimized"
     fw_steps: int | None = None
+    start_chain_steps: int | None = None
 
 
 def device_from(spec: str) -> torch.device:
@@ -643,6 +654,23 @@ def variational_estimate(
     )  # fmt: skip
 
 
+def sampling_kwargs(opts: LogZOptions, *, device: torch.device, progress: bool) -> dict[str, Any]:
+    """The keywords of :func:`~boltzkit.estimators.estimate_log_z` (and ``estimate_log_ratio``)
+    that ``opts`` sets; unset options keep the library's defaults, which differ between the two."""
+    kwargs: dict[str, Any] = {
+        "n_chains": opts.chains,
+        "sweeps": opts.sweeps,
+        "sampler": opts.sampler,
+        "seed": opts.seed,
+        "device": device,
+        "progress": progress,
+    }
+    for name in ("betas", "max_bits", "start_chain_steps"):
+        if getattr(opts, name) is not None:
+            kwargs[name] = getattr(opts, name)
+    return kwargs
+
+
 def estimate(
     rbm: BoltzmannMachine,
     opts: LogZOptions,
@@ -661,19 +689,7 @@ def estimate(
     """
     if opts.method.value in VARIATIONAL_METHODS:
         return variational_estimate(rbm, opts, relative_to=relative_to)
-    kwargs: dict[str, Any] = {
-        "n_chains": opts.chains,
-        "sweeps": opts.sweeps,
-        "sampler": opts.sampler,
-        "seed": opts.seed,
-        "device": device,
-        "progress": progress,
-    }
-    # unset options keep the library's defaults, which differ between log Z and log-ratio estimates
-    if opts.betas is not None:
-        kwargs["betas"] = opts.betas
-    if opts.max_bits is not None:
-        kwargs["max_bits"] = opts.max_bits
+    kwargs = sampling_kwargs(opts, device=device, progress=progress)
     if relative_to is not None:
         if opts.base_rate_data is not None:
             raise BoltzkitError(

@@ -30,6 +30,7 @@ from boltzkit.cli.common import (
     RhoChoice,
     SamplerOpt,
     SeedOpt,
+    StartChainStepsOpt,
     SweepsOpt,
     band_text,
     device_from,
@@ -155,6 +156,7 @@ _USED_BY = {
     "betas": ("ais", "reverse-ais", "sandwich"),
     "sweeps": ("ais", "reverse-ais", "sandwich"),
     "sampler": ("ais", "reverse-ais", "sandwich", "bridge"),
+    "start_chain_steps": ("reverse-ais", "sandwich", "bridge"),
     "base_rate_data": _SAMPLING,
     "seed": (*_SAMPLING, "mean-field", "tap"),
     "max_bits": ("exact", *_SAMPLING),  # the sampling methods: the exact log Z put beside them
@@ -185,6 +187,7 @@ def command(
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
     max_bits: MaxBitsOpt = None,
+    start_chain_steps: StartChainStepsOpt = None,
     relative_to: Annotated[
         Path | None,
         typer.Option("--relative-to", help="Estimate log Z_MODEL - log Z_A for this model file A instead."),
@@ -261,6 +264,7 @@ def command(
     opts = LogZOptions(
         method, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits,
         damping=damping, max_iter=max_iter, tol=tol, rho=rho.value, fw_steps=fw_steps,
+        start_chain_steps=start_chain_steps,
     )  # fmt: skip
     if trace is not None:
         units_of = unit_visible(rbm)

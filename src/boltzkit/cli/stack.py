@@ -31,6 +31,7 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     log_prob_what,
+    sampling_kwargs,
     unit_values,
     variational_estimate,
     warn,
@@ -301,18 +302,7 @@ def top_log_z(
     """
     if opts.method.value in VARIATIONAL_METHODS:
         return variational_estimate(dbn.top, opts).with_settings(of="top RBM")
-    kwargs: dict[str, Any] = {
-        "n_chains": opts.chains,
-        "sweeps": opts.sweeps,
-        "sampler": opts.sampler,
-        "seed": opts.seed,
-        "device": device,
-        "progress": progress,
-    }
-    if opts.betas is not None:
-        kwargs["betas"] = opts.betas
-    if opts.max_bits is not None:
-        kwargs["max_bits"] = opts.max_bits
+    kwargs = sampling_kwargs(opts, device=device, progress=progress)
     method = opts.method.value
     base, source = None, None
     if method != "exact":

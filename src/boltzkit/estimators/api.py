@@ -83,7 +83,7 @@ def _run(
     if name == "reverse-ais":
         return reverse_ais(path, start="auto", start_chain_steps=start_chain_steps, **annealing)
     if name == "sandwich":
-        return sandwich(path, start="auto", start_chain_steps=start_chain_steps, **annealing)
+        return sandwich(path, start="auto", start_chain_steps=start_chain_steps, check=check, **annealing)
     if name == "sis":
         return sis(path, n_chains=n_chains, seed=seed, check=check)
     return bridge(
@@ -140,7 +140,9 @@ def estimate_log_z(
     check
         AIS also runs its schedule check (:func:`~boltzkit.estimators.ais.schedule_check`: a
         control run along half the steps with half the chains, a quarter of the cost; an estimate
-        that moves beyond its noise is ``reliable: false``).
+        that moves beyond its noise is ``reliable: false``); SIS and bridge sampling their reverse
+        or probe checks, and a sandwich whose reverse starts are approximate its probe chains
+        (:func:`~boltzkit.estimators.probes.start_check`). The estimate's numbers do not change.
 
     Returns
     -------

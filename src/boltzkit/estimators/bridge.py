@@ -46,10 +46,10 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath, check_path
+from boltzkit.estimators.probes import probe_check
 from boltzkit.estimators.reliability import assess, combine, warn_unreliable, with_checks
 from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
 from boltzkit.estimators.reverse import relax
-from boltzkit.estimators.sis import probe_check
 from boltzkit.samplers.operators import TransitionOperator, make_operator
 
 BRIDGES = ("geometric", "optimal")
@@ -188,7 +188,7 @@ def bridge(
         Randomness and progress bars.
     check
         Where the target's samples are chains, also run chains of the target started away from
-        the draws (:func:`~boltzkit.estimators.sis.probe_check`; their weights against the draws'
+        the draws (:func:`~boltzkit.estimators.probes.probe_check`; their weights against the draws'
         and the target chains' own): chains started at ``p_0`` can share its blind spot. The
         estimate's numbers do not change.
 

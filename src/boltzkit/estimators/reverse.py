@@ -46,6 +46,7 @@ from boltzkit.estimators.ais import (
     sync,
 )
 from boltzkit.estimators.paths import AnnealingPath, check_path
+from boltzkit.estimators.probes import start_check
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult, SandwichResult
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -167,10 +168,10 @@ def _reverse_leg(
     generator: torch.Generator,
     progress: bool,
     **start: Any,
-) -> tuple[AnnealRun, bool, str]:
+) -> tuple[AnnealRun, ChainState, bool, str]:
     """The reverse half of :func:`reverse_ais` and :func:`sandwich`: start states of ``p_1``
     (:func:`reverse_start`, which takes ``start``'s keywords), then the schedule run backwards.
-    Returns the run, whether its starts were exact, and their label."""
+    Returns the run, its start states, whether they were exact, and their label."""
     init, exact, label = reverse_start(
         path, mode, schedule=schedule, operator=operator, sweeps=sweeps, generator=generator,
         progress=progress, **start,
@@ -179,7 +180,7 @@ def _reverse_leg(
         path, schedule.flip(0), init=init, operator=operator, sweeps=sweeps, generator=generator,
         progress=progress, desc="reverse AIS",
     )  # fmt: skip
-    return run, exact, label
+    return run, init, exact, label
 
 
 def _start_settings(exact: bool, label: str) -> dict[str, Any]:
@@ -256,7 +257,7 @@ def reverse_ais(
     schedule, schedule_name = resolve_betas(
         betas, path, n_chains=n_chains, operator=op, sweeps=sweeps, generator=gen, progress=progress
     )
-    run, exact, label = _reverse_leg(
+    run, _, exact, label = _reverse_leg(
         path, mode, n_chains=int(n_chains), schedule=schedule, operator=op, sweeps=sweeps, generator=gen,
         start_data=start_data, start_chain_steps=start_chain_steps, progress=progress,
     )  # fmt: skip
@@ -368,6 +369,7 @@ def sandwich(
     start: str = "exact",
     start_data: Tensor | None = None,
     start_chain_steps: int = 1000,
+    check: bool = True,
 ) -> SandwichResult:
     """Forward and reverse AIS along ``path`` with one schedule: the estimate sandwiched between
     two stochastic bounds (bidirectional Monte Carlo; Grosse et al. 2015, 2016).
@@ -385,6 +387,12 @@ def sandwich(
     start, start_data, start_chain_steps
         Start samples of the reverse runs, as for :func:`reverse_ais`; with ``"chains"`` (or
         ``"auto"`` on a model too large to enumerate) they come from the forward run's end states.
+    check
+        Where the reverse starts are approximate, also run as many chains of the target started
+        away from them, for ``start_chain_steps`` transitions, and fail the estimate when they end
+        elsewhere (:func:`~boltzkit.estimators.probes.start_check`): reverse runs started from a
+        forward run that missed a mode miss it too, and the ends agree about the wrong answer. It
+        costs as much as the start chains, and the estimate's numbers do not change.
 
     Returns
     -------
@@ -423,7 +431,7 @@ def sandwich(
         final_move=needs_states,
     )
     t_rev = time.perf_counter()
-    rev_run, exact, label = _reverse_leg(
+    rev_run, rev_init, exact, label = _reverse_leg(
         path, mode, n_chains=int(n_chains), schedule=schedule, operator=op, sweeps=sweeps, generator=gen,
         start_data=start_data, start_chain_steps=start_chain_steps, progress=progress, forward=fwd_run,
     )  # fmt: skip
@@ -444,6 +452,8 @@ def sandwich(
     settings["lower_bound"] = "stochastic lower bound (forward AIS)"
     settings["upper_bound"] = settings.pop("bound") + " (reverse AIS)"
     settings["checks"] = [gap_check(settings["gap"], settings["gap_stderr"])]
+    if not exact and check:  # after both legs: their numbers do not change
+        settings["checks"].append(start_check(path, rev_init, int(start_chain_steps), op, gen))
     if path.is_ratio and not path.exact_start:
         settings["forward_warning"] = "forward start samples of A are approximate (Gibbs chains)"
     rec = record("sandwich", path, fwd_run.log_weights, n_steps=n_steps, seconds=t_end - t0, **settings)

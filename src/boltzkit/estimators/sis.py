@@ -25,69 +25,11 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, record, reverse_check, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath, check_path
+from boltzkit.estimators.probes import probe_check
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import linear_betas
 from boltzkit.samplers.operators import make_operator
-from boltzkit.state import ChainState
-
-#: Sweeps of the target's own chains behind :func:`probe_check`.
-PROBE_SWEEPS = 100
-#: ... which fails when they reach a log-weight this many nats above every drawn one.
-PROBE_MARGIN = 5.0
-
-
-@torch.no_grad()
-def probe_check(
-    path: AnnealingPath, draws: ChainState, reference_log_w: torch.Tensor, generator: torch.Generator
-) -> dict:
-    """Whether the target's own chains find mass the draws never reached (for a target that
-    cannot be sampled exactly).
-
-    Importance weights show nothing of a region the proposal does not reach: draws that all lie in
-    one mode of the target give weights that look healthy and an estimate too low by the mass of
-    the others. So as many chains of the target as there are ``draws`` (the path at ``beta = 1``,
-    :data:`PROBE_SWEEPS` Gibbs sweeps) start away from them, half at uniformly random visible states
-    and half at the draws with every visible unit flipped, and the log-weight
-    ``log p*_1(x) - log p*_0(x)`` of where they end is compared with ``reference_log_w`` (SIS: the
-    draws'; bridge sampling: its draws' and its target chains'). The check fails when one lies
-    more than :data:`PROBE_MARGIN` nats above the largest reference weight. For log-normal weights
-    of spread ``sigma`` the target's typical weights exceed the largest of ``n`` proposal draws by
-    about ``sigma^2`` nats, so a good proposal fails it only where ``sigma^2 > 5``, whose effective
-    sample size fraction ``e^(-sigma^2) < 1%`` the ESS check already fails. It can only fail an
-    estimate, never certify one: chains that find no other mode prove nothing. Binary visible units
-    only; it consumes ``generator`` after the estimate, whose numbers do not change.
-    """
-    v = draws.layers[0]
-    n = v.shape[0]
-    if not bool(((v == 0) | (v == 1)).all()):
-        return {
-            "name": "probe chains of the target",
-            "passed": True,
-            "reason": "not run: visible units not binary",
-        }
-    half = n // 2
-    random_v = (torch.rand(v[:half].shape, generator=generator, device=v.device) < 0.5).to(v.dtype)
-    starts = torch.cat([random_v, 1.0 - v[half:]])
-    state = path.from_visible(starts, generator)
-    state = path.transition(state, 1.0, make_operator("gibbs"), generator, sweeps=PROBE_SWEEPS)
-    probe_w = path.log_f(state, 1.0) - path.log_f(state, 0.0)
-    excess = float(probe_w.max() - reference_log_w.max())
-    out = {
-        "name": "probe chains of the target",
-        "passed": excess <= PROBE_MARGIN,
-        "n_chains": int(n),
-        "sweeps": PROBE_SWEEPS,
-        "excess_log_weight": excess,
-    }
-    if not out["passed"]:
-        out["reason"] = (
-            "chains of the target started away from the proposal reached states whose weight is "
-            f"e^{excess:.1f} times the largest drawn one: the proposal does not reach part of the target's "
-            "mass, and the estimate is too low by an amount its weights cannot show"
-        )
-        out["advice"] = "use AIS instead (--method ais), or a base fitted to data (--base-rate-data)"
-    return out
 
 
 @torch.no_grad()
@@ -111,8 +53,8 @@ def sis(
         with the two-point schedule): proposal draws that never reach part of the target's mass
         give healthy-looking weights and an estimate far too low, and only the reverse end shows
         it. Otherwise the target's own chains look for mass the draws missed
-        (:func:`probe_check`: ``n_chains`` chains of 100 sweeps, far more than the estimate's
-        own cost). The main estimate's numbers do not change.
+        (:func:`~boltzkit.estimators.probes.probe_check`: ``n_chains`` chains of 100 sweeps, far
+        more than the estimate's own cost). The main estimate's numbers do not change.
 
     Returns
     -------
@@ -153,4 +95,4 @@ def sis(
     return result
 
 
-__all__ = ["PROBE_MARGIN", "PROBE_SWEEPS", "probe_check", "sis"]
+__all__ = ["sis"]
