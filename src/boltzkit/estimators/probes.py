@@ -210,13 +210,13 @@ def start_check(
         return {"name": name, "passed": True, "reason": "not run: fewer than 4 chains"}
     repeated = ChainState(tuple(layer.repeat(PROBES_PER_START, 1) for layer in starts.layers))
     probes = away_starts(path, repeated, generator)
-    halfway = None
-    for step in range(int(n_steps)):
-        if step == int(n_steps) // 2:
-            halfway = _statistics(path, probes)
+    half = int(n_steps) // 2
+    for _ in range(half):  # one transition per call, as the start chains' own (reverse.relax)
+        probes = path.transition(probes, 1.0, operator, generator)
+    earlier = _statistics(path, probes)
+    for _ in range(int(n_steps) - half):
         probes = path.transition(probes, 1.0, operator, generator)
     ref, probe = _statistics(path, starts), _statistics(path, probes)
-    earlier = halfway if halfway is not None else probe
     # probes still below the starts' log p* have not relaxed: where they sit says nothing of mass
     # the starts lack (a broad, slowly mixing model), so both sets are cut at the starts' lower
     # decile alike (cutting only the probes would lift their log p* above the starts')

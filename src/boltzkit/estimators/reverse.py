@@ -388,11 +388,11 @@ def sandwich(
         Start samples of the reverse runs, as for :func:`reverse_ais`; with ``"chains"`` (or
         ``"auto"`` on a model too large to enumerate) they come from the forward run's end states.
     check
-        Where the reverse starts are approximate, also run as many chains of the target started
-        away from them, for ``start_chain_steps`` transitions, and fail the estimate when they end
-        elsewhere (:func:`~boltzkit.estimators.probes.start_check`): reverse runs started from a
+        Where the reverse starts are approximate, also run four chains of the target per start,
+        started away from them, for ``start_chain_steps`` transitions, and fail the estimate when
+        they end elsewhere (:func:`~boltzkit.estimators.probes.start_check`): reverse runs started from a
         forward run that missed a mode miss it too, and the ends agree about the wrong answer. It
-        costs as much as the start chains, and the estimate's numbers do not change.
+        costs four times the start chains, and the estimate's numbers do not change.
 
     Returns
     -------
