@@ -13,6 +13,7 @@ import torch
 from conftest import F64, K_SIGMA
 
 from boltzkit.diagnostics.autocorrelation import (
+    RELIABLE_LENGTHS,
     acf_sum,
     ar_time,
     autocorrelation,
@@ -405,3 +406,65 @@ def test_geyer_on_a_chain_that_is_not_reversible_says_so() -> None:
     assert not res.reliable and "not reversible" in res.reason
     healthy = integrated_time(_ar1_chains(4, 20_000, 0.5, seed=2), "geyer")
     assert healthy.reliable and healthy.reason is None
+
+
+def _rare_switch_rbm() -> RBM:
+    """A 6 x 4 RBM with two modes (v = 1, h = 0) and (v = 0, h = 1) of unequal energy (W = -2,
+    visible biases 3.6, hidden 6.6): Gibbs sweeps switch between them rarely."""
+    return RBM(
+        6, 4, weights=torch.full((6, 4), -2.0, dtype=F64), vbias=torch.full((6,), 3.6, dtype=F64),
+        hbias=torch.full((4,), 6.6, dtype=F64), dtype=F64,
+    )  # fmt: skip
+
+
+def _exact_energy_tau(model: RBM) -> float:
+    """The energy's integrated time of one Gibbs sweep, from the exact transition matrix:
+    ``tau = (2 <f, (I - P + 1 pi)^-1 f>_pi - var) / var`` for the centred energy ``f``."""
+    from boltzkit.diagnostics.transition_matrix import all_states, stationary_distribution, transition_matrix
+    from boltzkit.state import ChainState
+
+    P = transition_matrix(model, "gibbs").numpy()
+    pi = stationary_distribution(model).numpy()
+    x = all_states(model)
+    energy = model.joint_energy(ChainState((x[:, : model.n_visible], x[:, model.n_visible :])))
+    f = energy.detach().numpy() - pi @ energy.detach().numpy()
+    var = float(pi @ f**2)
+    summed = np.linalg.solve(np.eye(pi.size) - P + np.outer(np.ones(pi.size), pi), f)  # sum_k P^k f
+    return (2.0 * float((pi * f) @ summed) - var) / var
+
+
+def test_chains_that_saw_a_rare_switch_unequally_do_not_pin_tau_down() -> None:
+    """Found by a probe: on a model whose chains switch rarely between two modes (exact tau
+    42.7), 10 chains of 20,000 sweeps gave every estimator 10-35, reliable: 500 lengths of its
+    own tau, chains whose means agree. Their own windowed sums differ 5-8 times more than chains
+    of that length allow, as if the chains were 60 times shorter; every estimator now says so."""
+    from boltzkit.diagnostics.autocorrelation import chains_disagree_on_tau
+
+    model = _rare_switch_rbm()
+    truth = _exact_energy_tau(model)
+    assert truth == pytest.approx(42.7, abs=0.1)
+    g = torch.Generator().manual_seed(0)
+    x = energy_trace(model, "gibbs", n_chains=10, n_steps=20_000, generator=g, burn_in=2000).numpy()
+    for method in ("ar", "sokal", "geyer"):
+        res = integrated_time(x, method)
+        assert res.tau < truth / 2 and x.shape[1] > RELIABLE_LENGTHS * res.tau  # long enough by length
+        assert not res.reliable and res.reason is not None
+        if method != "sokal":  # Sokal's short window (tau 2.1) already fails the chains' means
+            assert "rare events" in res.reason and "10 chains' own sums" in res.reason
+    assert chains_disagree_on_tau(x[:1], 100) is None  # one chain: no test
+
+
+def test_chains_of_two_speeds_are_told_apart_and_healthy_chains_are_not() -> None:
+    """The rule: a chi-square of the chains' own sums against Madras & Sokal's sd, then the
+    chains' information (``n / r^2`` steps) against 50 tau. Chains of one AR(1) process give no
+    alarm in 40 sets of 10 and 20 sets of 1,000 (the formula is an upper bound for an exponential
+    decay); half the chains slow (phi 0.98, tau 99) and half fast (phi 0.5, tau 3), 20,000 steps
+    each, are one process no more."""
+    from boltzkit.diagnostics.autocorrelation import chains_disagree_on_tau
+
+    sets = [(10, s) for s in range(40)] + [(1000, s) for s in range(20)]
+    alarms = [chains_disagree_on_tau(_ar1_chains(m, 1000, 0.9, seed=s), 95) for m, s in sets]
+    assert alarms.count(None) == len(sets)
+    mixed = np.concatenate([_ar1_chains(5, 20_000, 0.5, seed=1), _ar1_chains(5, 20_000, 0.98, seed=2)])
+    reason = chains_disagree_on_tau(mixed, 500)
+    assert reason is not None and "as spread as chains of 20000 steps allow" in reason

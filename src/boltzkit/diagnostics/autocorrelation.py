@@ -246,20 +246,91 @@ def between_chains(x: np.ndarray, tau: float) -> str | None:
     )
 
 
+def _initial_pairs(rho: np.ndarray) -> tuple[np.ndarray, int]:
+    """Geyer's (1992) pair sums ``Gamma_k = R(2k) + R(2k + 1)`` of a normalised autocorrelation
+    function and the index ``k`` of the first that is not positive (their number if none is):
+    the initial positive sequence ends at lag ``2k``."""
+    m = rho.size // 2
+    gamma = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
+    stop = np.flatnonzero(gamma <= 0)
+    return gamma, int(stop[0]) if stop.size else gamma.size
+
+
+def chains_disagree_on_tau(x: np.ndarray, window: int) -> str | None:
+    """Whether ``m >= 2`` chains' own windowed sums ``tau_i(M) = 1 + 2 sum_{dt=1}^{M} R_i(dt)``
+    vary so much more than their length allows that the chains are too short to pin ``tau``
+    down; the reason if so.
+
+    Of a process whose sample autocorrelations obey Bartlett's formula (a linear, Gaussian-like
+    process: AR chains, a unimodal model's energy), each chain's sum has the standard deviation
+    :func:`windowed_sd` ``(tau_M, M, n)`` about their mean ``tau_M`` (Madras & Sokal 1988;
+    slightly above the truth for an exponential decay), so ``T = (m - 1) var(tau_i) /
+    windowed_sd^2`` is about chi-square with ``m - 1`` degrees of freedom. A chain that switches
+    rarely between modes breaks the formula: its correlation lives in a few switches, which some
+    chains see and others do not, and the chains' sums differ several times more than their noise
+    (10 chains of 20,000 sweeps of a 6 x 4 RBM of exact ``tau`` 42.7: 5-8 times; every estimator
+    40-90% low, docs/results.md). Where ``T`` lies above its ``1 - BETWEEN_CHAINS_LEVEL``
+    quantile, the sums are ``r = sd(tau_i) / windowed_sd`` times as spread as the formula says,
+    and the chains inform as chains of ``n / r^2`` steps would; the check fails where that is
+    shorter than :data:`RELIABLE_LENGTHS` ``tau_M`` (the rule every estimate here meets on the
+    chains' real length). A spread a little above the formula (a discrete chain's energy, ``r``
+    about 1.5) leaves long chains reliable. ``x`` is the raw series, shape ``(m, n)``, and
+    ``window`` the lags ``M`` summed; chains that never moved are left to :func:`between_chains`.
+    """
+    m, n = x.shape
+    window = min(int(window), n - 1)
+    if m < 2 or window < 1:
+        return None
+    a = x - x.mean(axis=1, keepdims=True)
+    acov = _autocovariance(a)[:, : window + 1]
+    live = acov[:, 0] > 0
+    if int(live.sum()) < 2:
+        return None
+    sums = 1.0 + 2.0 * (acov[live, 1:] / acov[live, :1]).sum(axis=1)  # each chain's tau(M)
+    tau = float(sums.mean())
+    predicted = windowed_sd(tau, window, n)
+    if not (tau > 0 and predicted > 0):
+        return None
+    from scipy.stats import chi2
+
+    k = sums.size
+    ratio = float(sums.std(ddof=1)) / predicted
+    if (k - 1) * ratio**2 <= float(chi2.ppf(1.0 - BETWEEN_CHAINS_LEVEL, k - 1)):
+        return None
+    effective = n / ratio**2
+    if effective >= RELIABLE_LENGTHS * tau:
+        return None
+    return (
+        f"the {k} chains' own sums of the autocorrelation to lag {window} (mean {tau:.3g}) range from "
+        f"{float(sums.min()):.3g} to {float(sums.max()):.3g}, {ratio:.1f} times as spread as chains of {n} "
+        "steps allow: tau rests on rare events (switches between modes, say) that some chains saw and "
+        f"others did not, and the chains inform as chains of about {effective:.0f} steps would, fewer than "
+        f"{RELIABLE_LENGTHS:.0f} tau; tau is uncertain far beyond its noise formula, most likely low: run "
+        "longer chains, or a sampler that moves between modes (flip-the-state, parallel tempering)"
+    )
+
+
 def _with_between(result: IntegratedTime, raw: np.ndarray) -> IntegratedTime:
-    """``result`` failed by :func:`between_chains` on the raw chains ``raw`` where it says so.
+    """``result`` failed by :func:`between_chains` or :func:`chains_disagree_on_tau` on the raw
+    chains ``raw`` where they say so.
 
     An estimate is tested at the top of what it allows: each chain de-meaned on its own lowers a
     sum over ``M`` lags by about ``(2M + 1) / n`` of itself, and its own noise is
     :func:`windowed_sd` (an AR fit is held to ``M = c tau``, Sokal's window); with many chains the
-    chi-square is sharp enough to see both."""
+    chi-square is sharp enough to see both. The chains' own sums are compared at the larger of
+    that window and the end of Geyer's initial positive sequence of their mean function: a slow
+    part a short window leaves out is then inside it."""
     tau = result.tau
+    window = result.window
     if math.isfinite(tau) and tau > 0:
         # an AR fit is held to the window Sokal's rule would give it
-        window = result.window if result.window is not None else math.ceil(SOKAL_C * tau)
+        window = window if window is not None else math.ceil(SOKAL_C * tau)
         n = raw.shape[1]
         tau = tau * (1.0 + (2 * window + 1) / n) + 3.0 * windowed_sd(tau, window, raw.size)
     reason = between_chains(raw, tau)
+    if reason is None and raw.shape[0] >= 2:
+        _, k = _initial_pairs(autocorrelation(raw))
+        reason = chains_disagree_on_tau(raw, max(window or 0, 2 * k))
     if reason is None:
         return result
     return replace(result, reliable=False, reason=reason)
@@ -363,14 +434,11 @@ def integrated_time_geyer(
     """
     a = _as_series(x, min_steps=3)
     rho = autocorrelation(a, center=center)
-    m = rho.size // 2
-    gamma = rho[: 2 * m : 2] + rho[1 : 2 * m : 2]
-    stop = np.flatnonzero(gamma <= 0)
-    k = int(stop[0]) if stop.size else gamma.size
+    gamma, k = _initial_pairs(rho)
     mono = np.minimum.accumulate(gamma[:k]) if k else gamma[:0]
     tau = float(-1.0 + 2.0 * mono.sum()) if k else 1.0
     reason = None
-    if stop.size and 2 * k + 1 < rho.size:
+    if k < gamma.size and 2 * k + 1 < rho.size:
         # the pair sums of a reversible chain are positive: one negative beyond its noise means a
         # chain that is not reversible (the library's sweeps are not), where the sequence's
         # stopping rule cuts off lags that count (a probe found it 10 standard errors high). The

@@ -88,7 +88,9 @@ def autocorrelation_stage(
       :data:`DECAY_Z`: a slow part Sokal's window cuts off is summed), with ``decayed_window`` and
       ``tau_decayed_sd``; it equals ``tau_sokal`` where that window has decayed;
     * ``reliable`` (the chains span at least 50 AR times), ``ar_reason`` (why the AR time is
-      unreliable beyond that: several chains whose means sit apart, ``None`` otherwise), ``acf`` (the pooled normalised
+      unreliable beyond that: several chains whose means sit apart, or whose own
+      windowed sums spread as rare switches between modes spread them, from 2026-12-02 later;
+      ``None`` otherwise), ``acf`` (the pooled normalised
       autocorrelation function up to ``min(max_lag, steps - 1)``) and ``acf_log_lags`` /
       ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``);
 
