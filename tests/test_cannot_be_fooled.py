@@ -150,10 +150,29 @@ def test_draws_that_never_reach_a_second_mode_are_found_out_by_the_targets_own_c
         result = estimate_log_z(model, method, n_chains=100, seed=seed, max_bits=4, start_chain_steps=10)
     assert not inside(result, truth)  # the draws miss the mode: only the verdict can be honest
     verdict = result.reliability()
-    (probe,) = result.settings["checks"]
+    probe = result.settings["checks"][0]
     assert probe["name"] == "probe chains of the target" and not probe["passed"]
     assert probe["excess_log_weight"] > 5 and not verdict.reliable
     assert "chains of the target started away from the proposal" in verdict.reason
+
+
+def test_bridge_chains_that_reached_a_missed_mode_in_part_are_found_out_by_chains_from_elsewhere() -> None:
+    """Found by a probe: on the two-mode RBM, bridge sampling's chains of the target (1,000 sweeps
+    from the draws, seed 4) reached the second mode in part, so the probes' weights found nothing
+    above theirs, and the estimate, 34 sigma low, was reliable. Chains started away from them, as
+    long, sit in that mode more often than they do."""
+    model = two_mode_rbm()
+    truth = exact_log_z(model).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        result = estimate_log_z(model, "bridge", n_chains=100, seed=4, max_bits=4, start_chain_steps=1000)
+    assert not inside(result, truth)
+    weights, chains = result.settings["checks"]
+    assert weights["passed"]  # the target's chains reached the mode: no probe weight lies above theirs
+    assert chains["name"] == "probe chains agree with the target's chains" and not chains["passed"]
+    assert chains["n_probes"] == 4 * 100 and chains["sweeps"] == 1000 and chains["p_value"] < 3e-3
+    verdict = result.reliability()
+    assert not verdict.reliable and "end elsewhere" in verdict.reason
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -46,7 +46,7 @@ from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import path_settings, seed_label, sync
 from boltzkit.estimators.paths import AnnealingPath, check_path
-from boltzkit.estimators.probes import probe_check
+from boltzkit.estimators.probes import chain_check, probe_check
 from boltzkit.estimators.reliability import assess, combine, warn_unreliable, with_checks
 from boltzkit.estimators.result import BridgeEstimate, SpreadResult, effective_sample_size
 from boltzkit.estimators.reverse import relax
@@ -188,8 +188,11 @@ def bridge(
         Randomness and progress bars.
     check
         Where the target's samples are chains, also run chains of the target started away from
-        the draws (:func:`~boltzkit.estimators.probes.probe_check`; their weights against the draws'
-        and the target chains' own): chains started at ``p_0`` can share its blind spot. The
+        the draws: chains started at ``p_0`` can share its blind spot. Their weights after 100
+        sweeps against the draws' and the target chains' own
+        (:func:`~boltzkit.estimators.probes.probe_check`), and 4 per target chain after as many
+        transitions as those, against where those end
+        (:func:`~boltzkit.estimators.probes.chain_check`; 4 times the chains' cost). The
         estimate's numbers do not change.
 
     Returns
@@ -243,7 +246,10 @@ def bridge(
         settings["bridge_warning"] = "the optimal-bridge iteration did not converge"
     verdict = est.verdict
     if check and not exact_b and n >= 2:  # chains of the target started at p_0 may share its blind spot
-        settings["checks"] = [probe_check(path, x_a, torch.maximum(l_a.max(), l_b.max()), gen)]
+        settings["checks"] = [
+            probe_check(path, x_a, torch.maximum(l_a.max(), l_b.max()), gen),
+            chain_check(path, x_b, int(chain_steps), op, gen),
+        ]
         verdict = with_checks(verdict, settings["checks"])
     start = path.log_z_start
     estimate = (0.0 if start is None else start) + est.log_r
