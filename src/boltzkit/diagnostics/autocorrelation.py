@@ -75,11 +75,15 @@ class IntegratedTime:
         ``tau`` of each chain (``"ar"`` only; the windowed estimators pool the chains).
     reliable
         Whether the chains are at least :data:`RELIABLE_LENGTHS` times ``tau`` long and, with
-        several chains, their means differ no more than ``tau`` allows (:func:`between_chains`).
+        several chains, their means differ no more than ``tau`` allows (:func:`between_chains`)
+        and their own windowed sums no more than their length allows
+        (:func:`chains_disagree_on_tau`).
     reason
         Why not, beyond the chains' length: several chains whose means sit apart
-        (:func:`between_chains`), a Sokal window that stops before the function has decayed, a
-        Geyer sequence stopped by a negative pair sum (``None`` otherwise).
+        (:func:`between_chains`) or whose own sums spread as intermittent chains' do
+        (:func:`chains_disagree_on_tau`), a Sokal window that stops before the function has
+        decayed, a Geyer sequence stopped by a negative pair sum (``None`` otherwise; several
+        reasons joined by ``"; and "``).
     """
 
     tau: float
@@ -256,27 +260,32 @@ def _initial_pairs(rho: np.ndarray) -> tuple[np.ndarray, int]:
     return gamma, int(stop[0]) if stop.size else gamma.size
 
 
-def chains_disagree_on_tau(x: np.ndarray, window: int) -> str | None:
+def chains_disagree_on_tau(x: np.ndarray | Tensor | Sequence[float], window: int) -> str | None:
     """Whether ``m >= 2`` chains' own windowed sums ``tau_i(M) = 1 + 2 sum_{dt=1}^{M} R_i(dt)``
-    vary so much more than their length allows that the chains are too short to pin ``tau``
-    down; the reason if so.
+    spread so much more than their length allows that ``tau`` is less precise than the length
+    rule assumes; the reason if so.
 
     Of a process whose sample autocorrelations obey Bartlett's formula (a linear, Gaussian-like
-    process: AR chains, a unimodal model's energy), each chain's sum has the standard deviation
-    :func:`windowed_sd` ``(tau_M, M, n)`` about their mean ``tau_M`` (Madras & Sokal 1988;
-    slightly above the truth for an exponential decay), so ``T = (m - 1) var(tau_i) /
-    windowed_sd^2`` is about chi-square with ``m - 1`` degrees of freedom. A chain that switches
-    rarely between modes breaks the formula: its correlation lives in a few switches, which some
-    chains see and others do not, and the chains' sums differ several times more than their noise
-    (10 chains of 20,000 sweeps of a 6 x 4 RBM of exact ``tau`` 42.7: 5-8 times; every estimator
+    process: AR chains, the energy of the small RBMs tried), each chain's sum has at most about
+    the standard deviation :func:`windowed_sd` ``(tau_M, M, n)`` about their mean ``tau_M``
+    (Madras & Sokal 1988; about 35% above the truth for AR(1) at ``M = 5 tau``, several times for
+    an oscillating AR(2); ``tau_M`` held at 1 or more, since the sums of an anticorrelated chain
+    spread as a sum of independent lags does), so ``T = (m - 1) var(tau_i) / windowed_sd^2`` is
+    at most about chi-square with ``m - 1`` degrees of freedom. A chain that switches rarely
+    between modes breaks the formula: its correlation lives in a few switches, which some chains
+    see and others do not, and the chains' sums differ several times more than their noise (10
+    chains of 20,000 sweeps of a 6 x 4 RBM of exact ``tau`` 42.7: 5-8 times; every estimator
     40-90% low, docs/results.md). Where ``T`` lies above its ``1 - BETWEEN_CHAINS_LEVEL``
-    quantile, the sums are ``r = sd(tau_i) / windowed_sd`` times as spread as the formula says,
-    and the chains inform as chains of ``n / r^2`` steps would; the check fails where that is
-    shorter than :data:`RELIABLE_LENGTHS` ``tau_M`` (the rule every estimate here meets on the
-    chains' real length). A spread a little above the formula (a discrete chain's energy, ``r``
-    about 1.5) leaves long chains reliable. ``x`` is the raw series, shape ``(m, n)``, and
-    ``window`` the lags ``M`` summed; chains that never moved are left to :func:`between_chains`.
+    quantile, the sums are ``r = sd(tau_i) / windowed_sd`` times as spread as the formula allows,
+    so ``tau`` is as precise as from chains of a linear process ``n / r^2`` steps long would
+    be; the check fails where that is shorter than :data:`RELIABLE_LENGTHS` ``tau_M``, the rule
+    that every estimate here meets on the chains' real length. ``r`` is a property of the
+    process, not of ``n``: intermittent chains that are not multimodal (stochastic volatility, a
+    review found ``r`` about 1.45) need ``r^2`` times the length rule too. Chains already shorter
+    than the rule are left to it. ``x`` is the raw series, shape ``(m, n)``, and ``window`` the
+    lags ``M`` summed; chains that never moved are left to :func:`between_chains`.
     """
+    x = _as_series(x, min_steps=3)
     m, n = x.shape
     window = min(int(window), n - 1)
     if m < 2 or window < 1:
@@ -288,9 +297,9 @@ def chains_disagree_on_tau(x: np.ndarray, window: int) -> str | None:
         return None
     sums = 1.0 + 2.0 * (acov[live, 1:] / acov[live, :1]).sum(axis=1)  # each chain's tau(M)
     tau = float(sums.mean())
-    predicted = windowed_sd(tau, window, n)
-    if not (tau > 0 and predicted > 0):
-        return None
+    if n < RELIABLE_LENGTHS * tau:
+        return None  # too short by the length rule already, where the chi-square is not calibrated
+    predicted = windowed_sd(max(tau, 1.0), window, n)
     from scipy.stats import chi2
 
     k = sums.size
@@ -303,10 +312,10 @@ def chains_disagree_on_tau(x: np.ndarray, window: int) -> str | None:
     return (
         f"the {k} chains' own sums of the autocorrelation to lag {window} (mean {tau:.3g}) range from "
         f"{float(sums.min()):.3g} to {float(sums.max()):.3g}, {ratio:.1f} times as spread as chains of {n} "
-        "steps allow: tau rests on rare events (switches between modes, say) that some chains saw and "
-        f"others did not, and the chains inform as chains of about {effective:.0f} steps would, fewer than "
-        f"{RELIABLE_LENGTHS:.0f} tau; tau is uncertain far beyond its noise formula, most likely low: run "
-        "longer chains, or a sampler that moves between modes (flip-the-state, parallel tempering)"
+        f"steps of a linear process would be: tau is as precise as from chains of about {effective:.0f} such "
+        f"steps, fewer than {RELIABLE_LENGTHS:.0f} tau. The chains are intermittent: most often they switch "
+        "rarely between modes, which some chains saw and others did not, and tau is then most likely low; "
+        "run longer chains, or a sampler that moves between modes (flip-the-state, parallel tempering)"
     )
 
 
@@ -333,6 +342,7 @@ def _with_between(result: IntegratedTime, raw: np.ndarray) -> IntegratedTime:
         reason = chains_disagree_on_tau(raw, max(window or 0, 2 * k))
     if reason is None:
         return result
+    reason = reason if result.reason is None else f"{result.reason}; and {reason}"
     return replace(result, reliable=False, reason=reason)
 
 
