@@ -291,6 +291,31 @@ def test_probes_independent_of_the_chains_they_test_hold_the_level_of_one_law(mo
     assert rejected <= 10 + 3 * math.sqrt(200 * 0.05 * 0.95)
 
 
+def test_plain_ais_whose_runs_all_missed_a_mode_is_found_out_by_chains_from_elsewhere() -> None:
+    """Found by a review: a ferromagnetic 7-7-6 DBM (weights 2, biases -10.4, -10.4, -5.6) holds
+    95% of its mass in its "all on" mode, which annealing from the base never reaches: AIS gave
+    about 0.0 against log Z 3.04, with equal weights and a converged schedule check, reliable on 5
+    of 8 seeds. Chains started away from the final states (random and flipped visible units) find
+    the mode, more probable than where every run ended."""
+    from boltzkit.models import BoltzmannMachine as BM
+
+    w = 2.0
+    model = BM.dbm(
+        (7, 7, 6), weights=[torch.full((7, 7), w), torch.full((7, 6), w)],
+        biases=[torch.full((7,), -10.4), torch.full((7,), -10.4), torch.full((6,), -5.6)], dtype=F64,
+    )  # fmt: skip
+    truth = exact_log_z(model).log_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        result = estimate_log_z(model, "ais", n_chains=100, seed=1, max_bits=4)
+    assert not inside(result, truth) and result.log_z < truth - 2.5
+    schedule, probes = result.settings["checks"]
+    assert schedule["passed"] and not probes["passed"]  # the weights and the halved schedule agree
+    assert probes["name"] == "probe chains agree with the forward run's end states"
+    verdict = result.reliability()
+    assert not verdict.reliable and "the annealing chains missed mass" in verdict.reason
+
+
 # ---------------------------------------------------------------------------- 3. reverse AIS
 def test_reverse_ais_from_approximate_samples_says_its_bound_is_heuristic() -> None:
     model, _ = lattice(4, 0.6)

@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from boltzkit._numerics import make_generator
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.paths import AnnealingPath, check_path
+from boltzkit.estimators.probes import PROBES_PER_START, start_check
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.schedules import equal_length_betas, paper_betas, parse_schedule, validate_betas
@@ -264,6 +265,11 @@ def sync(device: torch.device) -> None:
 
 
 # ------------------------------------------------------------------------------ estimator
+#: Sweeps of the probe chains behind plain AIS's check of its final states (the sandwich's default
+#: start-chain length), capped so that they cost at most what the run did.
+END_PROBE_SWEEPS = 1000
+
+
 def ais(
     path: AnnealingPath,
     *,
@@ -304,8 +310,11 @@ def ais(
         a quarter of the cost: an estimate that moves beyond its noise when the schedule is
         halved is ``reliable: false``) and, where exact samples of the target exist,
         :func:`reverse_check` (reverse AIS from them with as many chains: an upper estimate above
-        the forward band makes the estimate ``reliable: false``). The main estimate's numbers do
-        not change.
+        the forward band makes the estimate ``reliable: false``); where none exist,
+        :func:`~boltzkit.estimators.probes.start_check` of the final states (4 chains per run
+        started away from them, :data:`END_PROBE_SWEEPS` sweeps or a quarter of the run's, at
+        most the run's cost again: probes that settle as probably elsewhere show a mode every
+        run missed). The main estimate's numbers do not change.
 
     Returns
     -------
@@ -345,6 +354,9 @@ def ais(
         checks = [schedule_check(path, schedule, main, n_chains, op, sweeps, gen)] if n_steps >= 4 else []
         if path.end_is_exact:
             checks.append(reverse_check(path, schedule, main, n_chains, op, sweeps, gen))
+        else:  # chains that all missed a mode give equal weights: only chains from elsewhere show it
+            probe_sweeps = min(END_PROBE_SWEEPS, max(1, n_steps * int(sweeps) // PROBES_PER_START))
+            checks.append(start_check(path, run.final_state, probe_sweeps, op, gen, forward=True))
         settings["checks"] = checks
     sync(path.device)
     result = record(
