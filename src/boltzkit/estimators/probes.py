@@ -182,6 +182,16 @@ def _max_t_test(
     return t_obs, (1 + exceed) / (1 + PERMUTATIONS)
 
 
+def _not_run(name: str, reference: ChainState) -> dict[str, Any] | None:
+    """The passed record of a check that cannot run on ``reference``: visible units that are not
+    binary (no flipped starts), or fewer than 4 chains (no two-sample test); ``None`` otherwise."""
+    if not _binary(reference.layers[0]):
+        return {"name": name, "passed": True, "reason": "not run: visible units not binary"}
+    if reference.n_chains < 4:
+        return {"name": name, "passed": True, "reason": "not run: fewer than 4 chains"}
+    return None
+
+
 def _run_probes(
     path: AnnealingPath,
     reference: ChainState,
@@ -232,14 +242,13 @@ def chain_check(
     """
     name = "probe chains agree with the target's chains"
     n = chains.n_chains
-    if not _binary(chains.layers[0]):
-        return {"name": name, "passed": True, "reason": "not run: visible units not binary"}
-    if n < 4:
-        return {"name": name, "passed": True, "reason": "not run: fewer than 4 chains"}
+    if (skipped := _not_run(name, chains)) is not None:
+        return skipped
     probes, _ = _run_probes(path, chains, n_steps, operator, generator)
-    t_obs, p = _max_t_test(_statistics(path, probes), _statistics(path, chains), generator)
+    ref_stats, probe_stats = _statistics(path, chains), _statistics(path, probes)
+    t_obs, p = _max_t_test(probe_stats, ref_stats, generator)
     worst = max(t_obs, key=t_obs.__getitem__)
-    ref, probe = _statistics(path, chains)[worst], _statistics(path, probes)[worst]
+    ref, probe = ref_stats[worst], probe_stats[worst]
     out: dict[str, Any] = {
         "name": name,
         "passed": p >= START_LEVEL,
@@ -315,10 +324,8 @@ def start_check(
     text = FORWARD_TEXT if forward else REVERSE_TEXT
     name = text["name"]
     n = starts.n_chains
-    if not _binary(starts.layers[0]):
-        return {"name": name, "passed": True, "reason": "not run: visible units not binary"}
-    if n < 4:
-        return {"name": name, "passed": True, "reason": "not run: fewer than 4 chains"}
+    if (skipped := _not_run(name, starts)) is not None:
+        return skipped
     probes, earlier = _run_probes(path, starts, n_steps, operator, generator)
     ref, probe = _statistics(path, starts), _statistics(path, probes)
     # probes still below the starts' log p* have not relaxed: where they sit says nothing of mass
