@@ -260,7 +260,7 @@ def _initial_pairs(rho: np.ndarray) -> tuple[np.ndarray, int]:
     return gamma, int(stop[0]) if stop.size else gamma.size
 
 
-def chains_disagree_on_tau(x: np.ndarray | Tensor | Sequence[float], window: int) -> str | None:
+def chains_disagree_on_tau(x: np.ndarray | Tensor | Sequence[float], min_window: int = 0) -> str | None:
     """Whether ``m >= 2`` chains' own windowed sums ``tau_i(M) = 1 + 2 sum_{dt=1}^{M} R_i(dt)``
     spread so much more than their length allows that ``tau`` is less precise than the length
     rule assumes; the reason if so.
@@ -282,20 +282,26 @@ def chains_disagree_on_tau(x: np.ndarray | Tensor | Sequence[float], window: int
     that every estimate here meets on the chains' real length. ``r`` is a property of the
     process, not of ``n``: intermittent chains that are not multimodal (stochastic volatility, a
     review found ``r`` about 1.45) need ``r^2`` times the length rule too. Chains already shorter
-    than the rule are left to it. ``x`` is the raw series, shape ``(m, n)``, and ``window`` the
-    lags ``M`` summed; chains that never moved are left to :func:`between_chains`.
+    than the rule are left to it. ``x`` is the raw series, shape ``(m, n)``; the lags ``M`` summed
+    are the larger of ``min_window`` and the end of Geyer's initial positive sequence of the
+    chains' mean function (:func:`autocorrelation`'s, each chain centred on its own mean): a slow
+    part a short window leaves out is then inside it. Chains that never moved are left to
+    :func:`between_chains`.
     """
     x = _as_series(x, min_steps=3)
     m, n = x.shape
-    window = min(int(window), n - 1)
-    if m < 2 or window < 1:
+    if m < 2:
         return None
-    a = x - x.mean(axis=1, keepdims=True)
-    acov = _autocovariance(a)[:, : window + 1]
+    acov = _autocovariance(x - x.mean(axis=1, keepdims=True))
     live = acov[:, 0] > 0
     if int(live.sum()) < 2:
         return None
-    sums = 1.0 + 2.0 * (acov[live, 1:] / acov[live, :1]).sum(axis=1)  # each chain's tau(M)
+    acf = acov[live] / acov[live, :1]  # each live chain's normalised function
+    _, k = _initial_pairs(acf.mean(axis=0))
+    window = min(max(int(min_window), 2 * k), n - 1)
+    if window < 1:
+        return None
+    sums = 1.0 + 2.0 * acf[:, 1 : window + 1].sum(axis=1)  # each chain's tau(M)
     tau = float(sums.mean())
     if n < RELIABLE_LENGTHS * tau:
         return None  # too short by the length rule already, where the chi-square is not calibrated
@@ -326,9 +332,8 @@ def _with_between(result: IntegratedTime, raw: np.ndarray) -> IntegratedTime:
     An estimate is tested at the top of what it allows: each chain de-meaned on its own lowers a
     sum over ``M`` lags by about ``(2M + 1) / n`` of itself, and its own noise is
     :func:`windowed_sd` (an AR fit is held to ``M = c tau``, Sokal's window); with many chains the
-    chi-square is sharp enough to see both. The chains' own sums are compared at the larger of
-    that window and the end of Geyer's initial positive sequence of their mean function: a slow
-    part a short window leaves out is then inside it."""
+    chi-square is sharp enough to see both. The chains' own sums are compared at that window or
+    beyond (:func:`chains_disagree_on_tau`)."""
     tau = result.tau
     window = result.window
     if math.isfinite(tau) and tau > 0:
@@ -337,9 +342,8 @@ def _with_between(result: IntegratedTime, raw: np.ndarray) -> IntegratedTime:
         n = raw.shape[1]
         tau = tau * (1.0 + (2 * window + 1) / n) + 3.0 * windowed_sd(tau, window, raw.size)
     reason = between_chains(raw, tau)
-    if reason is None and raw.shape[0] >= 2:
-        _, k = _initial_pairs(autocorrelation(raw))
-        reason = chains_disagree_on_tau(raw, max(window or 0, 2 * k))
+    if reason is None:
+        reason = chains_disagree_on_tau(raw, window or 0)
     if reason is None:
         return result
     reason = reason if result.reason is None else f"{result.reason}; and {reason}"
