@@ -475,7 +475,8 @@ StartChainStepsOpt = Annotated[
         min=0,
         help="Transitions of the model's own chains where it has no exact samples: the reverse runs' "
         "starts (reverse-ais, sandwich; from the forward run's end states) and bridge sampling's "
-        "chains; the sandwich's probe chains take as many [default: 1000; 10,000 for --relative-to].",
+        "chains; the sandwich's probe chains take as many, and longer while they still relax "
+        "[default: 1000; 10,000 for --relative-to].",
     ),
 ]
 MaxBitsOpt = Annotated[
