@@ -313,7 +313,7 @@ def ais(
         the forward band makes the estimate ``reliable: false``); where none exist,
         :func:`~boltzkit.estimators.probes.start_check` of the final states (4 chains per run
         started away from them, :data:`END_PROBE_SWEEPS` sweeps or a quarter of the run's,
-        doubled while they still relax, at most the run's cost again: probes that settle as
+        longer while they still relax, at most the run's cost again: probes that settle as
         probably elsewhere show a mode every run missed). The main estimate's numbers do not change.
 
     Returns
@@ -356,10 +356,11 @@ def ais(
             checks.append(reverse_check(path, schedule, main, n_chains, op, sweeps, gen))
         else:  # chains that all missed a mode give equal weights: only chains from elsewhere show it
             probe_sweeps = min(END_PROBE_SWEEPS, max(1, n_steps * int(sweeps) // PROBES_PER_START))
-            budget = n_steps * int(sweeps) // PROBES_PER_START  # relaxing probes: at most the run's cost
-            checks.append(
-                start_check(path, run.final_state, probe_sweeps, op, gen, forward=True, max_steps=budget)
+            cost = int(n_chains) * n_steps * int(sweeps)  # relaxing probes may run on to the run's cost
+            probes = start_check(
+                path, run.final_state, probe_sweeps, op, gen, forward=True, budget_chain_sweeps=cost
             )
+            checks.append(probes)
         settings["checks"] = checks
     sync(path.device)
     result = record(

@@ -204,12 +204,24 @@ def _run_probes(
     :func:`~boltzkit.estimators.reverse.relax` runs the chains they are compared with), and their
     :func:`_statistics` at the halfway point."""
     repeated = ChainState(tuple(layer.repeat(PROBES_PER_START, 1) for layer in reference.layers))
-    probes = away_starts(path, repeated, generator)
-    half = int(n_steps) // 2
-    for _ in range(half):
+    return _advance(path, away_starts(path, repeated, generator), 0, int(n_steps), operator, generator)
+
+
+def _advance(
+    path: AnnealingPath,
+    probes: ChainState,
+    done: int,
+    total: int,
+    operator: TransitionOperator,
+    generator: torch.Generator,
+) -> tuple[ChainState, dict[str, Tensor]]:
+    """Probes that have taken ``done`` transitions, taken on to ``total``, and their
+    :func:`_statistics` at the halfway point (at ``done`` where that lies past it)."""
+    half = max(total // 2, done)
+    for _ in range(half - done):
         probes = path.transition(probes, 1.0, operator, generator)
     earlier = _statistics(path, probes)
-    for _ in range(int(n_steps) - half):
+    for _ in range(total - half):
         probes = path.transition(probes, 1.0, operator, generator)
     return probes, earlier
 
@@ -287,7 +299,7 @@ def start_check(
     generator: torch.Generator,
     *,
     forward: bool = False,
-    max_steps: int | None = None,
+    budget_chain_sweeps: int = 0,
 ) -> dict[str, Any]:
     """Whether chains of the target started away from the reverse run's start states end where
     those start, for reverse AIS whose starts are approximate samples (the end states of a
@@ -313,8 +325,9 @@ def start_check(
     then relaxing, not held elsewhere as by a mode (1,000 sweeps from random images of an MNIST
     RBM trained by CD25 end with 24% more ink than its samples, 4,000 sweeps with the same).
 
-    Relaxing probes (or fewer than two that reached the starts' range) go on to ``max_steps``
-    sweeps in all (default ``n_steps``: no second look), the drift measured again over the second
+    Relaxing probes (or fewer than two that reached the starts' range) go on until all of them
+    together have taken ``budget_chain_sweeps`` transitions (the estimate's own cost; default 0:
+    no second look), the drift measured again over the second
     half, and are tested once more; only then is the check passed as ``"not informative"``. One
     second look, at the longest run, rather than one at every doubling: each look at probes still
     relaxing is a chance of a false alarm where the drift goes unseen. The second look adds
@@ -335,8 +348,8 @@ def start_check(
     name = text["name"]
     if (skipped := _not_run(name, starts)) is not None:
         return skipped
-    limit = max(int(n_steps), int(max_steps or 0))
     probes, earlier = _run_probes(path, starts, n_steps, operator, generator)
+    limit = max(int(n_steps), int(budget_chain_sweeps) // probes.n_chains)
     ref = _statistics(path, starts)
     # probes still below the starts' log p* have not relaxed: where they sit says nothing of mass
     # the starts lack (a broad, slowly mixing model), so both sets are cut at the starts' lower
@@ -351,12 +364,7 @@ def start_check(
         # one more look, at the budget: testing at every doubling on the way gave relaxing probes a
         # chance each time to pass the drift rule unseen (a review: 10-21 false alarms in 200
         # exact-start runs of stiff 30 x 12 RBMs, against 7-16 at the first look alone)
-        half = limit // 2
-        for _ in range(half - done):
-            probes = path.transition(probes, 1.0, operator, generator)
-        earlier = _statistics(path, probes)  # the halfway point of the longer run
-        for _ in range(limit - max(half, done)):
-            probes = path.transition(probes, 1.0, operator, generator)
+        probes, earlier = _advance(path, probes, done, limit, operator, generator)
         done = limit
         out, relaxing = _start_look(path, probes, earlier, ref, cut, done, operator, generator, text)
         looks.append({"sweeps": done, "p_value": out.get("p_value"), "relaxing": relaxing})

@@ -46,7 +46,7 @@ from boltzkit.estimators.ais import (
     sync,
 )
 from boltzkit.estimators.paths import AnnealingPath, check_path
-from boltzkit.estimators.probes import PROBES_PER_START, start_check
+from boltzkit.estimators.probes import start_check
 from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult, SandwichResult
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -392,8 +392,8 @@ def sandwich(
         started away from them, for ``start_chain_steps`` transitions, and fail the estimate when
         they end elsewhere (:func:`~boltzkit.estimators.probes.start_check`): reverse runs started from a
         forward run that missed a mode miss it too, and the ends agree about the wrong answer. It
-        costs four times the start chains; probes still relaxing double their sweeps, up to the
-        cost of the two runs. The estimate's numbers do not change.
+        costs four times the start chains; probes still relaxing run on, up to the cost of the
+        two runs. The estimate's numbers do not change.
 
     Returns
     -------
@@ -454,10 +454,9 @@ def sandwich(
     settings["upper_bound"] = settings.pop("bound") + " (reverse AIS)"
     settings["checks"] = [gap_check(settings["gap"], settings["gap_stderr"])]
     if not exact and check:  # after both legs: their numbers do not change
-        # the probes may double their sweeps while they relax, at most to the estimate's own cost
-        budget = 2 * int(n_chains) * n_steps * int(sweeps) // (PROBES_PER_START * rev_init.n_chains)
+        cost = 2 * int(n_chains) * n_steps * int(sweeps)  # relaxing probes may run on to both legs' cost
         settings["checks"].append(
-            start_check(path, rev_init, int(start_chain_steps), op, gen, max_steps=budget)
+            start_check(path, rev_init, int(start_chain_steps), op, gen, budget_chain_sweeps=cost)
         )
     if path.is_ratio and not path.exact_start:
         settings["forward_warning"] = "forward start samples of A are approximate (Gibbs chains)"
