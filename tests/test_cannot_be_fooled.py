@@ -132,6 +132,17 @@ def two_mode_rbm() -> RBM:
     )  # fmt: skip
 
 
+def two_mode_sandwich(betas: int, seed: int):
+    """The sandwich of :func:`two_mode_rbm` with no exact samples (``max_bits=4``): 100 chains,
+    reverse runs from the forward run's end states after 100 start sweeps; warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnreliableEstimateWarning)
+        return sandwich(
+            base_rate_path(two_mode_rbm(), max_bits=4), n_chains=100, betas=betas, seed=seed,
+            start="auto", start_chain_steps=100,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize("method", ["sis", "bridge"])
 @pytest.mark.parametrize("seed", [0, 3, 4])
 def test_draws_that_never_reach_a_second_mode_are_found_out_by_the_targets_own_chains(
@@ -209,14 +220,8 @@ def test_a_sandwich_started_from_a_forward_run_that_missed_a_mode_is_found_out(b
     that keeps slowly relaxing probes of MNIST RBMs from failing sound estimates), it says it is
     not informative. It never passes as a test: 16 of 18 such runs (3 schedules x 6 seeds) fail, the
     probes of 1,000-step runs looking again at the estimate's own cost."""
-    model = two_mode_rbm()
-    truth = exact_log_z(model).log_z
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnreliableEstimateWarning)
-        s = sandwich(
-            base_rate_path(model, max_bits=4), n_chains=100, betas=betas, seed=seed, start="auto",
-            start_chain_steps=100,
-        )  # fmt: skip
+    truth = exact_log_z(two_mode_rbm()).log_z
+    s = two_mode_sandwich(betas, seed)
     assert not inside(s, truth)  # both ends in the first mode: only the verdict can be honest
     gap, probes = s.settings["checks"]
     assert gap["passed"]  # the ends agree
@@ -239,13 +244,7 @@ def test_probes_still_relaxing_at_the_first_look_go_on_until_a_test_and_then_fai
     statistic still moved towards the starts (the drift rule excused it, "not informative"); with
     the estimate's own cost as their budget they ran on to 499 sweeps, settled in the second mode,
     and failed it."""
-    model = two_mode_rbm()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnreliableEstimateWarning)
-        s = sandwich(
-            base_rate_path(model, max_bits=4), n_chains=100, betas=1000, seed=2, start="auto",
-            start_chain_steps=100,
-        )  # fmt: skip
+    s = two_mode_sandwich(1000, 2)
     probes = s.settings["checks"][-1]
     budget = 2 * 100 * 1000 // (4 * 100) - 1  # the estimate's own chain-sweeps, per probe (499)
     assert [look["sweeps"] for look in probes["looks"]] == [100, budget] and probes["sweeps"] == budget
@@ -257,13 +256,7 @@ def test_a_failure_of_probes_still_relaxing_at_the_budget_stands() -> None:
     """The two-mode sandwich of 1,000 steps, seed 1: the probes failed the first look unexcused
     (p = 3e-4 after 100 sweeps); at the budget (499 sweeps) they still moved towards the starts.
     Only a test overturns a failure, so the check fails, at the first look's sweeps."""
-    model = two_mode_rbm()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnreliableEstimateWarning)
-        s = sandwich(
-            base_rate_path(model, max_bits=4), n_chains=100, betas=1000, seed=1, start="auto",
-            start_chain_steps=100,
-        )  # fmt: skip
+    s = two_mode_sandwich(1000, 1)
     probes = s.settings["checks"][-1]
     first, last = probes["looks"]
     assert (first["sweeps"], last["sweeps"]) == (100, 499) and not first["relaxing"] and last["relaxing"]
