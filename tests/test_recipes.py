@@ -198,6 +198,10 @@ def test_the_command_line_overrides_a_recipes_initialisation(tmp_path) -> None:
     model, metadata = load_model(out)
     assert float(model.vbias.detach().abs().max()) < 1e-6  # not the data's log-odds
     assert metadata["training"]["init_vbias"] == "zero" and metadata["training"]["recipe"] == "sm2008-cd1"
+    # a review's finding: the recipe's name alone hid that the options changed its settings
+    assert metadata["training"]["recipe_overrides"] == {
+        "epochs": 1, "lr": 1e-9, "init_vbias": "zero", "init_scale": 0.5,
+    }  # fmt: skip
 
 
 def test_an_explicit_k_replaces_the_recipes_k_schedule(tmp_path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from test_unit_dbm import unit_dbm
 
 import boltzkit.zoo as zoo
 from boltzkit.data.mnist import mnist_available
-from boltzkit.errors import ModelFileError
+from boltzkit.errors import BoltzkitWarning, ModelFileError
 from boltzkit.experiments.zoo_cards import recompute_check
 from boltzkit.io import load_model, save_model
 from boltzkit.models.dbn import DBN
@@ -117,6 +118,11 @@ def test_convert_refuses_what_it_cannot_do(tmp_path) -> None:
     )
     last_json(run("convert", source, target, "--force", "--dtype", "float64", "--json"))
     assert load_model(target)[0].W.dtype == torch.float64
+    (tmp_path / "d.npz").mkdir()  # a review's finding: this asked for --force, which then refused it
+    assert "OUT is a directory" in assert_clean_failure(run("convert", source, tmp_path / "d.npz"))
+    np.save(tmp_path / "x.npy", np.zeros((4, 3)))  # read as a safetensors file before
+    refused = assert_clean_failure(run("convert", tmp_path / "x.npy", target, "--force"))
+    assert "a single .npy array" in refused
 
 
 # ------------------------------------------------------------------------------------------ zoo
@@ -191,6 +197,36 @@ def test_zoo_verify_catches_a_changed_file(tiny_zoo) -> None:
     record = json.loads(result.stdout.strip().splitlines()[-1])
     problems = " ".join(record["models"][0]["problems"])
     assert "sha256" in problems and "outside the card" in problems
+
+
+def test_a_zoo_model_loaded_by_name_warns_where_its_card_does_not_describe_it(tiny_zoo) -> None:
+    """A review's finding: a file replaced under a card's name loaded silently by ``zoo:NAME``, and
+    a file without a card loaded as well; both now warn, and ``zoo show`` says the card is missing."""
+    folder, _ = tiny_zoo
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BoltzkitWarning)
+        zoo.load("bas-rbm")  # the published file: no warning
+    save_model(random_rbm(16, 3, seed=0), folder / "bas-rbm.safetensors")
+    for load in (lambda: zoo.load("bas-rbm"), lambda: load_model("zoo:bas-rbm")):
+        with pytest.warns(BoltzkitWarning, match="not the file its card describes.*zoo verify bas-rbm"):
+            assert load()[0].n_hidden == 3
+    shutil.copy(folder / "bas-rbm.safetensors", folder / "nocard.safetensors")
+    with pytest.warns(BoltzkitWarning, match="has no readable card"):
+        load_model("zoo:nocard")
+    assert "the zoo model has no card" in assert_clean_failure(run("zoo", "show", "nocard"))
+
+
+def test_an_unknown_or_missing_zoo_says_what_to_do(tiny_zoo, tmp_path, monkeypatch) -> None:
+    with pytest.raises(ModelFileError, match="did you mean 'bas-rbm'"):
+        zoo.load("BAS-RBM")
+    monkeypatch.setenv("BOLTZKIT_ZOO_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(ModelFileError, match="names .*nowhere, which is not a directory"):
+        load_model("zoo:bas-rbm")
+    monkeypatch.delenv("BOLTZKIT_ZOO_DIR")
+    monkeypatch.setattr("boltzkit.io.zoo.zoo_dir", lambda: tmp_path / "site-packages" / "zoo")
+    with pytest.raises(ModelFileError, match="ship with the source checkout"):
+        load_model("zoo:bas-rbm")
+    assert "ship with the source checkout" in run("zoo").output
 
 
 def test_zoo_rename_publishes_the_same_model_under_the_new_name_only(tiny_zoo) -> None:
@@ -281,7 +317,7 @@ def test_zoo_add_verify_and_outputs_refuse_what_they_cannot_do(tiny_zoo, tmp_pat
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("{bad", "cannot read the zoo card"),
+        ("{bad", "the zoo card is not valid JSON"),
         ("[1, 2]", "a list, not a JSON object"),
         ("{}", "no 'name'"),
         ("BAD_TEST", "test.mean_log_prob is 'x', not a number"),

@@ -27,8 +27,9 @@ from boltzkit.io.zoo import (
 
 def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict[str, Any]]:
     """Zoo model ``name`` and its file metadata, as :func:`~boltzkit.io.model_files.load_model`
-    returns them; the card is :func:`read_card`."""
-    return load_model(model_path(name), device=device, dtype=dtype)
+    returns them, with a warning where the file is not the one its card describes; the card is
+    :func:`read_card`."""
+    return load_model(PREFIX + str(name).strip().removeprefix(PREFIX), device=device, dtype=dtype)
 
 
 def verify_file(name: str) -> list[str]:

@@ -55,6 +55,8 @@ def command(
         raise BoltzkitError(
             "IN and OUT are the same file", got=str(target), hint="write OUT under another name."
         )
+    if target.is_dir():
+        raise BoltzkitError("OUT is a directory", got=str(target), hint="name a file in it: DIR/model.npz.")
     if target.exists() and not force:
         raise BoltzkitError("the output file exists", got=str(target), hint="pass --force to overwrite it.")
     if not target.parent.is_dir():

@@ -179,7 +179,8 @@ def command(
         ),
     ] = True,
 ) -> None:
-    """Reproduce a paper's table (e.g. salakhutdinov-murray-2008-table1) and write it to --out."""
+    """Reproduce an experiment: a paper's tables or one table (as salakhutdinov-murray-2008-table1),
+    written to --out."""
     t0 = time.perf_counter()
     values = {
         "seed": seed, "device": device_from(device), "data_dir": None if data_dir is None else str(data_dir),

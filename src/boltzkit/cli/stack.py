@@ -44,7 +44,7 @@ from boltzkit.estimators.result import Band, LogProbResult, LogZResult
 from boltzkit.io import load_model, save_model
 from boltzkit.learning import train_dbn, train_mixture
 from boltzkit.learning.checkpoint import checkpointed_seconds
-from boltzkit.learning.recipes import Recipe, recipe_settings
+from boltzkit.learning.recipes import Recipe, get_recipe, recipe_differences, recipe_settings
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
 from boltzkit.models.mixture import MixtureOfBernoullis
@@ -226,6 +226,12 @@ def train_stack(
             **({"k": None} if recipe.k_schedule is not None else {}),  # the schedule says what k ran
             **per_layer,
             "recipe": recipe_name,
+            # where the options given over the recipe changed its settings
+            **(
+                {"recipe_overrides": recipe_differences(get_recipe(recipe_name), recipe_settings(recipe))}
+                if recipe_name
+                else {}
+            ),
             "command": command,
             "init_transpose": init_transpose,
             "bottom": None if bottom is None else str(bottom),

@@ -60,7 +60,14 @@ from boltzkit.learning.api import unit_training_defaults
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.checkpoint import checkpointed_seconds
-from boltzkit.learning.recipes import RECIPES, VBIAS_INITS, Recipe, get_recipe, recipe_settings
+from boltzkit.learning.recipes import (
+    RECIPES,
+    VBIAS_INITS,
+    Recipe,
+    get_recipe,
+    recipe_differences,
+    recipe_settings,
+)
 from boltzkit.learning.schedules import parse_lr_schedule, parse_momentum
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.unit_dbm import UnitDBM
@@ -366,7 +373,10 @@ def command(
     ] = "1",
     k_schedule: Annotated[
         str | None,
-        typer.Option("--k-schedule", help="k over epochs: 'K_START:K_END', 'linear:1:25', 'geometric:1:25'."),
+        typer.Option(
+            "--k-schedule",
+            help="k over epochs: 'K_START:K_END', 'linear:1:25', 'geometric:1:25', 'step:EVERY:K_MAX'.",
+        ),
     ] = None,
     epochs: Annotated[
         str,
@@ -409,8 +419,9 @@ def command(
         str | None,
         typer.Option(
             "--lr-schedule",
-            help="Learning rate by update: constant, linear (to 0), linear-after:E, inverse:E "
-            "[default: linear for pcd/sap/pt, constant for cd].",
+            help="Learning rate by update: constant, linear (to 0), linear-after:E, inverse:E, step:E "
+            "(the rate over ceil(epoch / E)) [default: linear for pcd/sap/pt, constant "
+            "for cd].",
             callback=_check_lr_schedule,
         ),
     ] = None,
@@ -823,6 +834,8 @@ def command(
         "hidden": hidden_sizes,
         **recipe_settings(chosen),
         "recipe": recipe,
+        # where the options given over the recipe changed its settings
+        **({"recipe_overrides": recipe_differences(named, recipe_settings(chosen))} if recipe else {}),
         "command": command,
         **training,
         # what ran where the options left it to train(): the rate's schedule and the positive phase

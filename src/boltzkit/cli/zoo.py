@@ -35,8 +35,10 @@ from boltzkit.cli.common import (
 )
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError, ModelFileError
+from boltzkit.experiments.report import recipe_label
 from boltzkit.io import load_model
-from boltzkit.io.zoo import names, read_card, zoo_dir
+from boltzkit.io.zoo import missing_text, names, read_card, zoo_dir
+from boltzkit.learning.recipes import RECIPES, recipe_differences
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
 from boltzkit.zoo import verify_file
@@ -104,7 +106,7 @@ def _json_wanted(ctx: typer.Context, as_json: bool) -> bool:
 
 def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     if not rows:
-        return f"the zoo is empty ({zoo_dir()})"
+        return f"the zoo is empty: {missing_text()}" if missing_text() else f"the zoo is empty ({zoo_dir()})"
     lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"] if header else []
     width = max(28, *(len(r["name"]) for r in rows))
     for r in rows:
@@ -138,6 +140,15 @@ def list_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     )
 
 
+def _recipe_text(card: dict[str, Any]) -> str:
+    """A card's recipe, with the settings in which its model departs from it (flags given over the
+    recipe in its command), e.g. ``sm2008-cd3 (lr 0.05, epochs 100)``."""
+    name, used = card.get("recipe"), card.get("training")
+    if not isinstance(name, str) or name.lower() not in RECIPES or not isinstance(used, dict):
+        return str(name)
+    return recipe_label(name, {"recipe_differences": recipe_differences(RECIPES[name.lower()], used)})
+
+
 @app.command("show", cls=BoltzkitCommand)
 def show_command(
     ctx: typer.Context,
@@ -152,7 +163,7 @@ def show_command(
         lines = [
             f"{card['name']}: {str(card.get('kind')).upper()} {card.get('layer_sizes')}",
             f"  trained by: {card.get('command')}",
-            f"  recipe: {card.get('recipe')}; seed {card.get('seed')}; "
+            f"  recipe: {_recipe_text(card)}; seed {card.get('seed')}; "
             f"{fmt(card.get('training_seconds'), 0)} s on {card.get('machine')}",
             f"  log Z ({log_z.get('method')}): {fmt(log_z.get('log_z'))}"
             + ("" if log_z.get("method") == "exact" else f" {band_text(log_z, 'log_z')}"),

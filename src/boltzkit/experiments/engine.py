@@ -56,7 +56,7 @@ from boltzkit.io.zoo import names as zoo_names
 from boltzkit.io.zoo import read_card
 from boltzkit.jsonio import save_json, to_jsonable
 from boltzkit.learning import train_model
-from boltzkit.learning.recipes import Recipe, recipe_settings
+from boltzkit.learning.recipes import Recipe, recipe_differences, recipe_settings
 from boltzkit.models import BoltzmannMachine
 from boltzkit.variational import ConvergenceWarning, variational_log_z
 
@@ -402,10 +402,7 @@ def train_stage(
         found = zoo_model(zoo, device=ctx.device)
         if found is not None:
             model, training = found
-            used = training.get("settings") or {}
-            training["recipe_differences"] = {
-                k: used[k] for k, v in recipe_settings(recipe).items() if k in used and used[k] != v
-            }
+            training["recipe_differences"] = recipe_differences(recipe, training.get("settings") or {})
             return model, training
     config = {"kind": kind, "hidden": hidden, "recipe": recipe.to_dict(), "data": data,
               "n_train": int(train_x.shape[0]), "seed": ctx.seed}  # fmt: skip

@@ -42,6 +42,7 @@ Every file is written atomically (:mod:`boltzkit.atomic`).
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -56,7 +57,7 @@ from torch import Tensor, nn
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import PathLike, atomic_write_bytes
 from boltzkit.errors import BoltzkitError, ModelFileError
-from boltzkit.io.zoo import resolve_model_path
+from boltzkit.io.zoo import PREFIX, resolve_model_path, warn_if_unpublished
 from boltzkit.jsonio import dumps
 
 __all__ = [
@@ -92,6 +93,8 @@ FORMATS_HINT = (
     "line')."
 )
 ZIP_MAGIC = b"PK\x03\x04"
+#: The first bytes of a single ``.npy`` array (which np.load reads too; the npz reader names it).
+NPY_MAGIC = b"\x93NUMPY"
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
 _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Names other tools commonly use for the RBM's arrays; used only to suggest a renaming.
@@ -451,13 +454,13 @@ def _check_metadata_agrees(
         if claimed != sizes:
             raise ModelFileError(
                 "the model file's metadata disagrees with its arrays",
-                got=f"metadata n_visible={claimed[0]}, n_hidden={claimed[1]}; W {sizes[0]} x {sizes[1]}",
+                got=f"metadata n_visible={claimed[0]!r}, n_hidden={claimed[1]!r}; W {sizes[0]} x {sizes[1]}",
                 hint=hint,
             )
     elif "n_visible" in md and md["n_visible"] != sizes[0]:
         raise ModelFileError(
             "the model file's metadata disagrees with its arrays",
-            got=f"metadata n_visible={md['n_visible']}; bias_0 ({sizes[0]},)",
+            got=f"metadata n_visible={md['n_visible']!r}; bias_0 ({sizes[0]},)",
             hint=hint,
         )
     if "layer_sizes" in md and md["layer_sizes"] != list(sizes):
@@ -872,7 +875,7 @@ def register_format(fmt: FileFormat) -> None:
 
 def is_npz(raw_head: bytes, p: Path) -> bool:
     """Whether a file is read as an ``.npz`` archive: by content, falling back to the extension."""
-    if raw_head.startswith(ZIP_MAGIC):
+    if raw_head.startswith((ZIP_MAGIC, NPY_MAGIC)):
         return True
     # An .npz-named file that is not a zip archive is reported by the npz reader.
     return p.suffix.lower() == ".npz" and raw_head[8:9] != b"{"
@@ -923,6 +926,8 @@ def load_model(
     """
     p = stat_model_file(resolve_model_path(path))
     raw = read_bytes(p)
+    if os.fspath(path).startswith(PREFIX):
+        warn_if_unpublished(p, raw)
     fmt = next((f for f in FORMATS if f.detect(raw[:16], p)), None)
     if fmt is not None:
         tensors, md = fmt.read(raw, p)

@@ -29,6 +29,7 @@ from boltzkit.io.model_files import (
     FORMATS_HINT,
     METADATA_KEY,
     NOT_OURS,
+    NPY_MAGIC,
     ZIP_MAGIC,
     FileFormat,
     check_names,
@@ -113,8 +114,8 @@ def read_npz(raw: bytes, p: Any) -> tuple[dict[str, Tensor], dict[str, Any] | No
     return tensors, md
 
 
-#: The first bytes of an empty zip archive and of a single ``.npy`` array (which np.load reads too).
-EMPTY_ZIP_MAGIC, NPY_MAGIC = b"PK\x05\x06", b"\x93NUMPY"
+#: The first bytes of an empty zip archive.
+EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 
 
 def _read_array(archive: Any, name: str, p: Any) -> np.ndarray:

@@ -17,14 +17,16 @@ they live in :mod:`boltzkit.zoo`.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
-from boltzkit.errors import ModelFileError
+from boltzkit.errors import BoltzkitWarning, ModelFileError
 
 #: Prefix of a zoo model where a path is expected.
 PREFIX = "zoo:"
@@ -52,13 +54,32 @@ def names() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json") if (folder / f"{p.stem}.safetensors").is_file())
 
 
+def missing_text() -> str | None:
+    """Why the zoo folder holds no model, where it does not exist (``None`` where it does): the zoo
+    ships with the source checkout, not with an installed wheel."""
+    folder = zoo_dir()
+    if folder.is_dir():
+        return None
+    if os.environ.get(ZOO_ENV):
+        return f"{ZOO_ENV} names {folder}, which is not a directory"
+    return (
+        f"this install has no zoo folder ({folder}): the zoo's models ship with the source checkout "
+        f"(zoo/ at its root), not with an installed package; install from a clone (`pip install -e .`) "
+        f"or set {ZOO_ENV} to a zoo folder"
+    )
+
+
 def _unknown(name: str) -> ModelFileError:
     known = names()
+    lowered = [k.lower() for k in known]
+    close = difflib.get_close_matches(name.lower(), lowered, n=1)
+    hint = f"did you mean {known[lowered.index(close[0])]!r}? " if close else ""
+    empty = missing_text() or f"a model in {zoo_dir()} (the zoo is empty)"
     return ModelFileError(
         "no such model in the zoo",
         got=repr(name),
-        expected=", ".join(known) if known else f"a model in {zoo_dir()} (the zoo is empty or missing)",
-        hint="`boltzkit zoo` lists the models; set BOLTZKIT_ZOO_DIR to use another zoo folder.",
+        expected=", ".join(known) if known else empty,
+        hint=f"{hint}`boltzkit zoo` lists the models; set {ZOO_ENV} to use another zoo folder.",
     )
 
 
@@ -87,10 +108,24 @@ def resolve_model_path(path: str | os.PathLike) -> Path:
 def read_card(name: str) -> dict[str, Any]:
     """The card of zoo model ``name`` (a dict, as stored), checked by :func:`check_card`."""
     path = card_path(name)
+    rewrite = "write it with `boltzkit zoo add NAME MODEL --force`, or restore it from version control."
     try:
-        card = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ModelFileError("cannot read the zoo card", got=str(path), hint=str(exc)) from None
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ModelFileError(
+            "the zoo model has no card", got=str(path), expected="a card beside its model file",
+            hint=rewrite,
+        ) from None  # fmt: skip
+    except OSError as exc:
+        got = f"{path}: {exc.strerror}"
+        raise ModelFileError("cannot read the zoo card", got=got, hint=rewrite) from None
+    try:
+        card = json.loads(text)
+    except ValueError as exc:
+        raise ModelFileError(
+            "the zoo card is not valid JSON", got=f"{path}: {exc}", expected="a card as `boltzkit zoo add` "
+            "writes it (zoo/README.md)", hint=rewrite,
+        ) from None  # fmt: skip
     problem = check_card(card)
     if problem is not None:
         raise ModelFileError(
@@ -164,6 +199,29 @@ def check_card(card: Any) -> str | None:
     return None
 
 
+def warn_if_unpublished(path: Path, raw: bytes) -> None:
+    """Warn where the bytes ``raw`` of zoo model file ``path`` are not those its card describes (a
+    changed or replaced file, or no readable card): the card's figures do not hold for it."""
+    card = path.with_suffix(".json")
+    try:
+        recorded = json.loads(card.read_text()).get("sha256")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded is None:
+        problem = f"has no readable card ({card}), so nothing says what was measured on it"
+    elif recorded != hashlib.sha256(raw).hexdigest():
+        problem = "is not the file its card describes (another sha256): the card's figures do not hold for it"
+    else:
+        return
+    warnings.warn(
+        BoltzkitWarning(
+            f"zoo model {path.stem!r} {problem}; `boltzkit zoo verify {path.stem}` says what differs, "
+            f"and `boltzkit zoo add {path.stem} MODEL --force` measures it again"
+        ),
+        stacklevel=3,
+    )
+
+
 def file_sha256(path: str | os.PathLike) -> str:
     """Hex sha256 of a file's bytes."""
     digest = hashlib.sha256()
@@ -187,9 +245,11 @@ __all__ = [
     "card_path",
     "check_card",
     "file_sha256",
+    "missing_text",
     "model_path",
     "names",
     "read_card",
     "resolve_model_path",
+    "warn_if_unpublished",
     "zoo_dir",
 ]

@@ -20,9 +20,11 @@ weight decay and learning-rate decay of the recipe ``sm2008-cd1`` gives -121.3 a
 
 Every field says where its value comes from (:attr:`Recipe.sources`). Recipes are frozen;
 ``recipe.replace(epochs=10)`` gives a variant, and a trained model's metadata records the
-recipe's name and its full settings (:meth:`Recipe.to_dict`). ``boltzkit train --recipe NAME``,
-:func:`boltzkit.learning.train_model` (``recipe=``) and the paper reproductions all read recipes
-from :data:`RECIPES`; ``boltzkit train --list-recipes`` prints them.
+recipe's name, the settings it trained by (:func:`recipe_settings`) and, from the command line,
+those in which they depart from the named recipe (``recipe_overrides``,
+:func:`recipe_differences`). ``boltzkit train --recipe NAME``, :func:`boltzkit.learning.train_model`
+(``recipe=``) and the paper reproductions all read recipes from :data:`RECIPES`; ``boltzkit train
+--list-recipes`` prints them.
 
 References
 ----------
@@ -468,6 +470,13 @@ def recipe_settings(recipe: Recipe) -> dict[str, Any]:
     return out
 
 
+def recipe_differences(recipe: Recipe, used: dict[str, Any]) -> dict[str, Any]:
+    """The settings in which a run's recorded ``used`` (as :func:`recipe_settings` writes them)
+    departs from ``recipe``'s: ``{setting: the run's value}``, empty where it was trained by
+    ``recipe``'s settings, whatever name its command gave them."""
+    return {k: used[k] for k, v in recipe_settings(recipe).items() if k in used and used[k] != v}
+
+
 def get_recipe(recipe: str | Recipe) -> Recipe:
     """A recipe by name (or the recipe itself); a clear error naming the known ones otherwise."""
     if isinstance(recipe, Recipe):
@@ -498,5 +507,6 @@ __all__ = [
     "VBIAS_INITS",
     "Recipe",
     "get_recipe",
+    "recipe_differences",
     "recipe_settings",
 ]
