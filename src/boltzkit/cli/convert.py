@@ -36,7 +36,12 @@ def command(
     source: Annotated[str, typer.Argument(metavar="IN", help="Model file (.safetensors, .npz) or zoo:NAME.")],
     target: Annotated[Path, typer.Argument(metavar="OUT", help="Output file: .safetensors or .npz.")],
     dtype: Annotated[
-        str | None, typer.Option("--dtype", help="float32 or float64 [default: as stored].")
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="float32 or float64 [default: as stored; arrays of mixed precision all take the widest, "
+            "float16 becomes float32].",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite OUT if it exists.")] = False,
     as_json: JsonFlag = False,
