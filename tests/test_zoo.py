@@ -149,7 +149,7 @@ def test_zoo_add_list_show_and_use_by_name(tiny_zoo) -> None:
     assert card["recipe"] == "sm2008-cd1" and card["command"].startswith("boltzkit train")
     assert card["sha256"] == zoo.file_sha256(folder / "bas-rbm.safetensors")
     listed = last_json(run("zoo", "--json"))
-    assert [m["name"] for m in listed["models"]] == ["bas-rbm"]
+    assert [m["name"] for m in listed["models"]] == ["bas-rbm"] and listed["models"][0]["file_matches_card"]
     assert last_json(run("zoo", "show", "bas-rbm", "--json"))["name"] == "bas-rbm"
     assert last_json(run("zoo", "--json", "show", "bas-rbm"))["name"] == "bas-rbm"  # --json before, too
     model, metadata = zoo.load("bas-rbm")
@@ -201,7 +201,8 @@ def test_zoo_verify_catches_a_changed_file(tiny_zoo) -> None:
 
 def test_a_zoo_model_loaded_by_name_warns_where_its_card_does_not_describe_it(tiny_zoo) -> None:
     """A review's finding: a file replaced under a card's name loaded silently by ``zoo:NAME``, and
-    a file without a card loaded as well; both now warn, and ``zoo show`` says the card is missing."""
+    a file without a card loaded as well; both now warn, the list shows no figure for the changed
+    file, and ``zoo show`` says the card is missing."""
     folder, _ = tiny_zoo
     with warnings.catch_warnings():
         warnings.simplefilter("error", BoltzkitWarning)
@@ -210,6 +211,8 @@ def test_a_zoo_model_loaded_by_name_warns_where_its_card_does_not_describe_it(ti
     for load in (lambda: zoo.load("bas-rbm"), lambda: load_model("zoo:bas-rbm")):
         with pytest.warns(BoltzkitWarning, match="not the file its card describes.*zoo verify bas-rbm"):
             assert load()[0].n_hidden == 3
+    assert not last_json(run("zoo", "--json"))["models"][0]["file_matches_card"]
+    assert "the file is not its card's" in run("zoo").output  # no figure the card holds for another file
     shutil.copy(folder / "bas-rbm.safetensors", folder / "nocard.safetensors")
     with pytest.warns(BoltzkitWarning, match="has no readable card"):
         load_model("zoo:nocard")

@@ -37,7 +37,7 @@ from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.experiments.report import recipe_label
 from boltzkit.io import load_model
-from boltzkit.io.zoo import missing_text, names, read_card, zoo_dir
+from boltzkit.io.zoo import file_sha256, missing_text, model_path, names, read_card, zoo_dir
 from boltzkit.learning.recipes import RECIPES, recipe_differences
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
@@ -81,9 +81,12 @@ def _rows() -> list[dict[str, Any]]:
             rows.append({"name": name, "problem": describe_error(exc)})
             continue
         paper = card.get("paper") or {}
+        # a file changed or replaced under its card: the card's figures are not its own
+        changed = file_sha256(model_path(name)) != card.get("sha256")
         rows.append(
             {
                 "name": name,
+                "file_matches_card": not changed,
                 "kind": card.get("kind"),
                 "layer_sizes": card.get("layer_sizes"),
                 "test_log_prob": (card.get("test") or {}).get("mean_log_prob"),
@@ -116,7 +119,8 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
         kind = str(r["kind"]).upper()
-        lines.append(f"  {r['name']:<{width}} {kind:<4} {shape:<14} test {r['cell']}{paper}")
+        cell = r["cell"] if r["file_matches_card"] else "? (the file is not its card's: zoo verify NAME)"
+        lines.append(f"  {r['name']:<{width}} {kind:<4} {shape:<14} test {cell}{paper}")
     return "\n".join(lines)
 
 
