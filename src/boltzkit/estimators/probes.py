@@ -375,13 +375,13 @@ def start_check(
         out, relaxing = _start_look(path, probes, earlier, ref, cut, limit, operator, generator, text)
         looks.append({"sweeps": limit, "p_value": out.get("p_value"), "relaxing": relaxing})
         if not first["passed"] and relaxing:
-            # only a test overturns a failure: probes still moving at the budget leave it standing
+            # only a test overturns a failure: probes still relaxing at the budget leave it standing
             # (the two-mode sandwich of 1,000 steps, seed 1: p = 3e-4 at 100 sweeps, relaxing at 499)
-            out, relaxing = first, False
-            out["reason"] += (
-                f"; at {limit} sweeps, the most the estimate's own cost allows, the probes still moved "
-                "towards the starts, so nothing overturns it"
+            first["reason"] += (
+                f"; at {limit} sweeps, the most the estimate's own cost allows, no test overturned it "
+                f"({out['reason']})"
             )
+            out, relaxing = first, False
         done = limit
     out.update(n_chains=int(starts.n_chains), n_probes=int(probes.n_chains))
     if relaxing:
