@@ -324,6 +324,35 @@ def test_probe_check_calibration_on_stiff_exact_starts(
     assert failed <= 4
 
 
+@pytest.mark.slow
+def test_probe_check_power_on_a_partial_miss(request) -> None:
+    """The check's power where the starts under-represent a mode rather than miss it: exact draws of
+    the two-mode RBM, 100 starts of which a tenth of the second mode's share (3% against the
+    model's 30%), probes of 100 sweeps, a budget of 499 (100 seeds, about 3 minutes). Measured
+    (2026-12-03): 39 of 100 fail, as at the first look alone: none of its failures is overturned. The
+    bound, 30, lies two binomial standard errors below; the check stays weak on such misses."""
+    if "slow" not in str(request.config.getoption("markexpr") or ""):
+        pytest.skip("slow calibration: select it with -m slow")
+    from boltzkit.estimators import probes
+    from boltzkit.estimators.reverse import relax
+    from boltzkit.samplers.operators import make_operator
+    from boltzkit.state import ChainState
+
+    gibbs, failed = make_operator("gibbs"), 0
+    path = base_rate_path(two_mode_rbm(), max_bits=22)
+    for seed in range(100, 200):
+        g = torch.Generator().manual_seed(seed)
+        draws = relax(path, path.sample_end(400, g), 1, gibbs, g)
+        second = draws.layers[1].mean(1) > 0.5  # the mode where the hidden units are on
+        first_mode, second_mode = (~second).nonzero().flatten(), second.nonzero().flatten()
+        n_second = min(round(0.1 * len(second_mode) * 100 / 400), len(second_mode))
+        chosen = torch.cat([second_mode[:n_second], first_mode[: 100 - n_second]])
+        starts = ChainState(tuple(layer[chosen] for layer in draws.layers))
+        check = probes.start_check(path, starts, 100, gibbs, g, budget_chain_sweeps=499 * 400)
+        failed += not check["passed"]
+    assert failed >= 30
+
+
 def test_probes_given_too_few_sweeps_run_on_until_they_pass_exact_starts(monkeypatch) -> None:
     """Starts that are exact samples (a 30 x 12 RBM, one transition after exact draws, so both
     layers are draws) and probes of 2 sweeps from random and flipped images: at one look the drift
