@@ -109,7 +109,8 @@ def _json_wanted(ctx: typer.Context, as_json: bool) -> bool:
 
 def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     if not rows:
-        return f"the zoo is empty: {missing_text()}" if missing_text() else f"the zoo is empty ({zoo_dir()})"
+        why = missing_text()
+        return f"the zoo is empty: {why}" if why else f"the zoo is empty ({zoo_dir()})"
     lines = [f"{len(rows)} models in {zoo_dir()} (load one as zoo:NAME):"] if header else []
     width = max(28, *(len(r["name"]) for r in rows))
     for r in rows:
@@ -119,7 +120,8 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
         kind = str(r["kind"]).upper()
-        cell = r["cell"] if r["file_matches_card"] else "? (the file is not its card's: zoo verify NAME)"
+        changed = f"? (the file is not its card's: zoo verify {r['name']})"
+        cell = r["cell"] if r["file_matches_card"] else changed
         lines.append(f"  {r['name']:<{width}} {kind:<4} {shape:<14} test {cell}{paper}")
     return "\n".join(lines)
 
