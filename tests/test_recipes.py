@@ -16,7 +16,7 @@ from boltzkit.io import load_model
 from boltzkit.learning import train, train_dbn, train_model
 from boltzkit.learning.centering import Centering, centered_biases, centered_energy, parse_centering
 from boltzkit.learning.phases import ContrastiveDivergence, ExactConditional, sample_means
-from boltzkit.learning.recipes import RECIPES, SETTINGS, Recipe, get_recipe
+from boltzkit.learning.recipes import RECIPES, SETTINGS, Recipe, get_recipe, recipe_settings
 from boltzkit.learning.schedules import LRSchedule, parse_k_schedule, parse_lr_schedule, parse_momentum
 from boltzkit.state import ChainState
 
@@ -412,3 +412,43 @@ def test_a_wider_transposed_start_defines_the_rbm_below_exactly() -> None:
         assert torch.allclose(dbn_exact_log_prob(dbn, v), exact_log_prob(rbm, v), atol=tol)
     with pytest.raises(BoltzkitError, match="narrower"):
         train_dbn(_bars(20), [9, 5], init_transpose=True, epochs=1, progress=False)
+
+
+def test_a_recipe_used_for_other_layers_than_it_is_meant_for_trains_with_a_warning(tmp_path) -> None:
+    """A review's finding: ``dbn-top-pcd`` without a bottom trained the DBN's bottom layer by the
+    top's recipe without a word. Recipes say what they are meant for; used otherwise they train as
+    told and warn, in Python and on the command line; used as meant, they are silent."""
+    import warnings
+
+    x = _bars(60)
+    top = RECIPES["dbn-top-pcd"].replace(epochs=1, batch_size=20)
+    with pytest.warns(UserWarning, match="bottom layer is trained by it too") as caught:
+        dbn, _ = train_dbn(x, [9, 12], recipe=top, init_transpose=True, progress=False)
+    assert len(caught) == 1  # the layer above starts transposed, as meant
+    with pytest.warns(UserWarning, match="started as the transposed layer below"):
+        train_dbn(x, [9, 12], recipe=top, bottom=dbn.rbms[:1], progress=False)
+    with pytest.warns(UserWarning, match="starts at random couplings"):
+        train_model(x, hidden=4, recipe=top, progress=False)
+    finetune = RECIPES["sap-finetune"].replace(epochs=1, batch_size=20)
+    with pytest.warns(UserWarning, match="meant to train a trained model further"):
+        model, _ = train_model(x, hidden=4, recipe=finetune, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as meant: no warning
+        train_dbn(x, [9, 12], recipe=top, bottom=dbn.rbms[:1], init_transpose=True, progress=False)
+        train_model(x, hidden=4, recipe=finetune, init=model, progress=False)
+        train_model(x, hidden=4, recipe=RECIPES["sm2008-cd1"].replace(epochs=1), progress=False)
+    # not a training setting: the run's recorded settings leave it out, the listing says it
+    assert "meant_for" not in recipe_settings(top) and recipe_settings(top) == recipe_settings(
+        top.replace(meant_for="any")
+    )
+    assert (
+        "meant_for = 'upper-layers'" in top.describe() and "meant_for" not in RECIPES["sm2008-cd1"].describe()
+    )
+    with pytest.raises(BoltzkitError, match="meant_for"):
+        Recipe(name="x", summary="", meant_for="tops")
+    result = run("train", "--data", "bars-and-stripes", "--model", "dbn", "--hidden", "8,20", "--recipe",
+                 "dbn-top-pcd", "--epochs", 1, "--out", tmp_path / "dbn.safetensors", "--json")  # fmt: skip
+    assert (
+        "warning: the recipe 'dbn-top-pcd' is meant for a DBN's layers above a trained bottom"
+        in result.stderr
+    )

@@ -380,6 +380,13 @@ def zoo_model(name: str, *, device: Any = None) -> tuple[Any, dict[str, Any]] | 
     return model, training
 
 
+def recipe_config(recipe: Recipe) -> dict[str, Any]:
+    """The part of a stage's ``config`` that says how it trains: the recipe's name and the
+    settings a run records (:func:`~boltzkit.learning.recipes.recipe_settings`), not its summary
+    or sources, so that rewording a recipe's documentation leaves the stages it trained valid."""
+    return {"name": recipe.name, **recipe_settings(recipe)}
+
+
 def train_stage(
     ctx: Context,
     name: str,
@@ -404,7 +411,7 @@ def train_stage(
             model, training = found
             training["recipe_differences"] = recipe_differences(recipe, training.get("settings") or {})
             return model, training
-    config = {"kind": kind, "hidden": hidden, "recipe": recipe.to_dict(), "data": data,
+    config = {"kind": kind, "hidden": hidden, "recipe": recipe_config(recipe), "data": data,
               "n_train": int(train_x.shape[0]), "seed": ctx.seed}  # fmt: skip
 
     def train(checkpoint: Path) -> tuple[Any, dict[str, Any]]:
@@ -710,6 +717,7 @@ __all__ = [
     "stage",
     "stage_seed",
     "threads_for",
+    "recipe_config",
     "train_stage",
     "variational_stage",
     "zoo_model",

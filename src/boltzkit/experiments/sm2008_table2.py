@@ -53,6 +53,7 @@ from boltzkit.experiments.engine import (
     ais_stage,
     log_prob_stage,
     model_stage,
+    recipe_config,
     record_log_z,
     stage,
     train_stage,
@@ -215,7 +216,7 @@ def _top(
     recipe = _recipe(spec.recipe, mode)
     if mode.top_recipe is not None:  # boltzkit's top recipe, always from the transposed bottom
         recipe, transpose = _recipe(mode.top_recipe, mode), True
-    config = {"bottom": _config(name, bottom_training), "recipe": recipe.to_dict(), "n_top": n_top,
+    config = {"bottom": _config(name, bottom_training), "recipe": recipe_config(recipe), "n_top": n_top,
               "transpose": transpose, "n_train": int(data["train"].shape[0]), "seed": ctx.seed}  # fmt: skip
 
     def train(checkpoint: Path) -> tuple[Any, dict[str, Any]]:

@@ -38,7 +38,7 @@ from boltzkit.learning.phases import (
     PositivePhase,
     default_positive,
 )
-from boltzkit.learning.recipes import SETTINGS, Recipe, get_recipe
+from boltzkit.learning.recipes import SETTINGS, Recipe, get_recipe, recipe_misuse
 from boltzkit.learning.schedules import (
     LRSchedule,
     MomentumSchedule,
@@ -645,6 +645,9 @@ def train_model(
         if init_vbias_from_data is not None:
             overrides["init_vbias"] = "data" if init_vbias_from_data else "zero"
         chosen = chosen.replace(**overrides)
+        misuse = recipe_misuse(chosen, role="model", start="random" if init is None else "given")
+        if misuse is not None:
+            warnings.warn(misuse, stacklevel=2)
         kwargs = {**chosen.train_kwargs(), **kwargs}
         start = chosen.init_kwargs()
         init_scale, init_vbias_from_data = start["init_scale"], start["init_vbias_from_data"]

@@ -61,6 +61,9 @@ from boltzkit.learning.schedules import parse_k_schedule, parse_lr_schedule, par
 VBIAS_INITS = ("data", "zero")
 #: What a DBN's upper layers are trained on.
 LAYER_DATA = ("samples", "probs")
+#: What a recipe is meant for: any training, a DBN's layers above a trained bottom (from the
+#: transposed layer below), or training further a model already trained (``init``).
+RECIPE_USES = ("any", "upper-layers", "fine-tuning")
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,12 @@ class Recipe:
         (:mod:`boltzkit.learning.averaging`; [SCMF10]): the trained model holds the average.
     layer_data
         What a DBN's upper layers are trained on: ``"samples"`` (S1 Sec. 4.1) or ``"probs"``.
+    meant_for
+        What the recipe is made for (:data:`RECIPE_USES`): ``"any"``; ``"upper-layers"``, a DBN's
+        layers above a trained bottom, each started as the transposed layer below; or
+        ``"fine-tuning"``, a model already trained (``train_model(init=...)``, ``--init``). Not a
+        training setting: a run records its settings without it, and a recipe used otherwise
+        trains as told, with a warning (:func:`misuse`).
     sources
         For each setting the source its value follows.
     """
@@ -126,6 +135,7 @@ class Recipe:
     centering: str | None = None
     average: str | None = None
     layer_data: str = "samples"
+    meant_for: str = "any"
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -144,6 +154,7 @@ class Recipe:
             (self.init_vbias in VBIAS_INITS, "init_vbias", VBIAS_INITS),
             (self.reconstruction in RECONSTRUCTIONS, "reconstruction", RECONSTRUCTIONS),
             (self.layer_data in LAYER_DATA, "layer_data", LAYER_DATA),
+            (self.meant_for in RECIPE_USES, "meant_for", RECIPE_USES),
             (self.method in ("cd", "pcd", "sap", "pt"), "method", ("cd", "pcd", "sap", "pt")),
         )
         for ok, what, allowed in checks:
@@ -227,7 +238,7 @@ class Recipe:
         """Several lines: summary, then each setting with its source."""
         lines = [f"{self.name}: {self.summary}"]
         for f in dataclasses.fields(self):
-            if f.name in ("name", "summary", "sources"):
+            if f.name in ("name", "summary", "sources") or f.name == "meant_for" and self.meant_for == "any":
                 continue
             source = self.sources.get(f.name)
             lines.append(f"  {f.name} = {getattr(self, f.name)!r}" + (f"  ({source})" if source else ""))
@@ -411,6 +422,7 @@ RECIPES: dict[str, Recipe] = {
             weight_decay=0.001,
             n_chains=100,
             layer_data="samples",
+            meant_for="upper-layers",
             sources={
                 "method": (
                     "[T08]; ours: 2,000-unit tops trained by CD-1 from the transposed start fall 23 "
@@ -442,6 +454,7 @@ RECIPES: dict[str, Recipe] = {
             momentum="0",
             weight_decay=0.0,
             n_chains=100,
+            meant_for="fine-tuning",
             sources={
                 "method": "[S2] Sec. 4.1.1; [T08]",
                 "k": "[S2] Sec. 5: 'For SAP, we always used 5 Gibbs updates'",
@@ -460,7 +473,7 @@ def recipe_settings(recipe: Recipe) -> dict[str, Any]:
     """The settings a run records: the recipe's training settings without its name, summary and
     sources, and without those its method does not use (chains for CD, replicas but for PT,
     reconstruction but for CD)."""
-    out = {k: v for k, v in recipe.to_dict().items() if k not in ("name", "summary", "sources")}
+    out = {k: v for k, v in recipe.to_dict().items() if k not in ("name", "summary", "meant_for", "sources")}
     if recipe.method == "cd":
         out["n_chains"] = None
     else:
@@ -475,6 +488,50 @@ def recipe_differences(recipe: Recipe, used: dict[str, Any]) -> dict[str, Any]:
     departs from ``recipe``'s: ``{setting: the run's value}``, empty where it was trained by
     ``recipe``'s settings, whatever name its command gave them."""
     return {k: used[k] for k, v in recipe_settings(recipe).items() if k in used and used[k] != v}
+
+
+def recipe_misuse(recipe: Recipe, *, role: str, start: str) -> str | None:
+    """Why ``recipe`` is not meant for this training, or ``None`` when it is.
+
+    Parameters
+    ----------
+    recipe
+        The recipe (its :attr:`Recipe.meant_for`).
+    role
+        What is trained: ``"model"`` (a model of its own, :func:`~boltzkit.learning.api.train_model`),
+        ``"dbn-bottom"`` (a DBN's lowest layer) or ``"dbn-upper"`` (a layer above it).
+    start
+        Where it starts: ``"random"`` couplings, a ``"given"`` trained model, or the
+        ``"transposed"`` layer below (S1 Sec. 5.2).
+
+    The training runs as told either way: the callers warn with this text.
+    """
+    name = recipe.name.rstrip("+")
+    if recipe.meant_for == "upper-layers":
+        if role == "dbn-upper" and start == "transposed" or role == "model" and start == "given":
+            return None
+        if role == "dbn-upper":
+            return (
+                f"the recipe {name!r} is meant for a DBN layer started as the transposed layer below "
+                "(init_transpose=True, --init-transpose); this layer starts at random couplings"
+            )
+        what = (
+            "the DBN's bottom layer is trained by it too"
+            if role == "dbn-bottom"
+            else "this model starts at random couplings"
+        )
+        hint = (
+            "pass the trained lowest layers as bottom= (--bottom MODEL) to train only the layers above"
+            if role == "dbn-bottom"
+            else "train a DBN with it (train_dbn, --model dbn --bottom MODEL --init-transpose)"
+        )
+        return f"the recipe {name!r} is meant for a DBN's layers above a trained bottom, but {what}: {hint}"
+    if recipe.meant_for == "fine-tuning" and start == "random":
+        return (
+            f"the recipe {name!r} is meant to train a trained model further (init=MODEL, --init MODEL), "
+            "but this one starts at random couplings"
+        )
+    return None
 
 
 def get_recipe(recipe: str | Recipe) -> Recipe:
@@ -506,7 +563,9 @@ __all__ = [
     "SETTINGS",
     "VBIAS_INITS",
     "Recipe",
+    "RECIPE_USES",
     "get_recipe",
     "recipe_differences",
+    "recipe_misuse",
     "recipe_settings",
 ]

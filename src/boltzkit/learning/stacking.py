@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ from boltzkit.learning.api import METHODS, init_rbm, train
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.history import History
-from boltzkit.learning.recipes import LAYER_DATA, Recipe, get_recipe
+from boltzkit.learning.recipes import LAYER_DATA, Recipe, get_recipe, recipe_misuse
 from boltzkit.models.dbn import DBN, recognition_pass
 from boltzkit.models.rbm import RBM
 from boltzkit.models.unit_rbm import UnitRBM
@@ -333,6 +334,17 @@ def train_dbn(
             + ",".join(map(str, [*sizes, sizes[-1]]))
             + ").",
         )
+    if base is not None:  # a recipe made for other layers trains them as told, with a warning
+        misuses = {
+            recipe_misuse(
+                base,
+                role="dbn-bottom" if l == 0 else "dbn-upper",
+                start="transposed" if per["init_transpose"][l] else "random",
+            )
+            for l in range(len(below), n)
+        }
+        for message in sorted(m for m in misuses if m is not None):
+            warnings.warn(message, stacklevel=2)
     ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
     if ckpt_dir is not None:
         if ckpt_dir.exists() and not ckpt_dir.is_dir():
