@@ -3,6 +3,7 @@ executor, the report's verdict marks, and a small reproduction end to end with r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,31 @@ def test_a_stage_is_computed_once_and_refuses_other_settings(tmp_path: Path) -> 
         engine.stage(path, {"n": 2, "t": [1, 2]}, compute)
     path.write_text('{"config": {"n": 1')  # a file cut short by a kill is computed again
     assert engine.stage(path, {"n": 1, "t": [1, 2]}, compute)["value"] == 3.5 and len(calls) == 2
+
+
+def test_a_stage_whose_config_held_the_whole_recipe_stays_valid_under_the_same_settings(
+    tmp_path: Path,
+) -> None:
+    """A review's finding: configs once held ``recipe.to_dict()`` (summary and sources too), and a
+    change of what they hold refused every folder made before it. Stored recipes are compared by
+    their settings, at any depth (later stages copy a model's config into theirs)."""
+    from boltzkit.learning.recipes import RECIPES
+
+    recipe = RECIPES["sm2008-cd1"].replace(epochs=3)
+    old_form = {k: v for k, v in recipe.to_dict().items() if k != "meant_for"}  # as written before
+    path = tmp_path / "results" / "ais.json"
+    path.parent.mkdir(parents=True)
+    stored = {"model": {"recipe": old_form, "seed": 0}, "runs": 100}
+    path.write_text(json.dumps({"config": stored, "value": 1.0}))
+    config = {"model": {"recipe": engine.recipe_config(recipe), "seed": 0}, "runs": 100}
+    assert engine.stage(path, config, lambda: {"value": 2.0})["value"] == 1.0  # taken, not recomputed
+    other = {"model": {"recipe": engine.recipe_config(recipe.replace(lr=0.01)), "seed": 0}, "runs": 100}
+    with pytest.raises(BoltzkitError, match="other settings"):
+        engine.stage(path, other, lambda: {"value": 2.0})
+    # rewording a recipe's summary or sources changes nothing a stage compares
+    assert engine.recipe_config(recipe) == engine.recipe_config(
+        dataclasses.replace(recipe, summary="reworded", sources={})
+    )
 
 
 @dataclass(frozen=True)

@@ -425,13 +425,18 @@ def test_a_recipe_used_for_other_layers_than_it_is_meant_for_trains_with_a_warni
     with pytest.warns(UserWarning, match="bottom layer is trained by it too") as caught:
         dbn, _ = train_dbn(x, [9, 12], recipe=top, init_transpose=True, progress=False)
     assert len(caught) == 1  # the layer above starts transposed, as meant
-    with pytest.warns(UserWarning, match="started as the transposed layer below"):
+    with pytest.warns(UserWarning, match="transposed layer below .* but layer 2 starts at random"):
         train_dbn(x, [9, 12], recipe=top, bottom=dbn.rbms[:1], progress=False)
     with pytest.warns(UserWarning, match="starts at random couplings"):
         train_model(x, hidden=4, recipe=top, progress=False)
     finetune = RECIPES["sap-finetune"].replace(epochs=1, batch_size=20)
     with pytest.warns(UserWarning, match="meant to train a trained model further"):
         model, _ = train_model(x, hidden=4, recipe=finetune, progress=False)
+    with pytest.warns(
+        UserWarning, match="RBM, SRBM, BM or DBM further .* the DBN's layers 1 and 2 start"
+    ) as caught:
+        train_dbn(x, [9, 12], recipe=finetune, progress=False)
+    assert len(caught) == 1  # one warning for both layers
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # as meant: no warning
         train_dbn(x, [9, 12], recipe=top, bottom=dbn.rbms[:1], init_transpose=True, progress=False)

@@ -383,7 +383,7 @@ def start_check(
             # (the two-mode sandwich of 1,000 steps, seed 1: p = 3e-4 at 100 sweeps, relaxing at 499)
             first["reason"] += (
                 f"; the look at {limit} sweeps (the most the estimate's own cost allows) reached no test "
-                f"that could overturn this failure, so it stands: there {out['reason']}"
+                f"that could overturn this failure, so it stands (at the budget, {out['reason']})"
             )
             out, relaxing = first, False
         done = limit

@@ -78,8 +78,28 @@ def load_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def comparable(config: Any) -> Any:
+    """``config`` as :func:`check_config` compares it: every recipe in it (a ``"recipe"`` dict, at
+    any depth) by :func:`recipe_config`, so that stages written when configs held the whole
+    recipe (its summary and sources too; before 2026-12-03) stay valid under the same settings."""
+    if isinstance(config, list):
+        return [comparable(v) for v in config]
+    if not isinstance(config, dict):
+        return config
+    out = {k: comparable(v) for k, v in config.items()}
+    recipe = out.get("recipe")
+    if isinstance(recipe, dict) and {"summary", "sources"} & set(recipe):
+        try:
+            out["recipe"] = normalized(recipe_config(Recipe.from_dict(recipe)))
+        except (BoltzkitError, TypeError, ValueError):  # not a recipe this version knows: as written
+            pass
+    return out
+
+
 def check_config(path: Path, stored: Any, config: dict[str, Any]) -> None:
-    """Refuse a stored record or model made with other settings than ``config``."""
+    """Refuse a stored record or model made with other settings than ``config`` (both as
+    :func:`comparable` has them)."""
+    stored, config = comparable(stored), comparable(config)
     if stored != config:
         diff = sorted(k for k in set(stored or {}) | set(config) if (stored or {}).get(k) != config.get(k))
         raise BoltzkitError(

@@ -48,6 +48,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,8 +110,8 @@ class Recipe:
         What the recipe is made for (:data:`RECIPE_USES`): ``"any"``; ``"upper-layers"``, a DBN's
         layers above a trained bottom, each started as the transposed layer below; or
         ``"fine-tuning"``, a model already trained (``train_model(init=...)``, ``--init``). Not a
-        training setting: a run records its settings without it, and a recipe used otherwise
-        trains as told, with a warning (:func:`misuse`).
+        training setting: :func:`recipe_settings` leaves it out, a resume does not compare it, and
+        a recipe used otherwise trains as told, with a warning (:func:`recipe_misuse`).
     sources
         For each setting the source its value follows.
     """
@@ -490,7 +491,7 @@ def recipe_differences(recipe: Recipe, used: dict[str, Any]) -> dict[str, Any]:
     return {k: used[k] for k, v in recipe_settings(recipe).items() if k in used and used[k] != v}
 
 
-def recipe_misuse(recipe: Recipe, *, role: str, start: str) -> str | None:
+def recipe_misuse(recipe: Recipe, *, role: str, start: str, layers: Sequence[int] = ()) -> str | None:
     """Why ``recipe`` is not meant for this training, or ``None`` when it is.
 
     Parameters
@@ -503,33 +504,51 @@ def recipe_misuse(recipe: Recipe, *, role: str, start: str) -> str | None:
     start
         Where it starts: ``"random"`` couplings, a ``"given"`` trained model, or the
         ``"transposed"`` layer below (S1 Sec. 5.2).
+    layers
+        For a DBN, the layers concerned (0 the bottom), named in the text.
 
-    The training runs as told either way: the callers warn with this text.
+    An upper-layer recipe is meant for a DBN layer above the bottom started transposed, and is
+    left to the caller for a model started from a given one (which may be such a layer, stacked by
+    hand); a fine-tuning recipe for any model that does not start at random couplings. The
+    training runs as told either way: the callers warn with this text.
     """
     name = recipe.name.rstrip("+")
+    numbers = [str(int(l) + 1) for l in layers]
+    which = (
+        "this layer starts"
+        if not numbers
+        else f"layer {numbers[0]} starts"
+        if len(numbers) == 1
+        else f"layers {', '.join(numbers[:-1])} and {numbers[-1]} start"
+    )
     if recipe.meant_for == "upper-layers":
         if role == "dbn-upper" and start == "transposed" or role == "model" and start == "given":
             return None
         if role == "dbn-upper":
             return (
                 f"the recipe {name!r} is meant for a DBN layer started as the transposed layer below "
-                "(init_transpose=True, --init-transpose); this layer starts at random couplings"
+                f"(init_transpose=True, --init-transpose), but {which} at random couplings"
             )
-        what = (
-            "the DBN's bottom layer is trained by it too"
-            if role == "dbn-bottom"
-            else "this model starts at random couplings"
-        )
-        hint = (
-            "pass the trained lowest layers as bottom= (--bottom MODEL) to train only the layers above"
-            if role == "dbn-bottom"
-            else "train a DBN with it (train_dbn, --model dbn --bottom MODEL --init-transpose)"
-        )
-        return f"the recipe {name!r} is meant for a DBN's layers above a trained bottom, but {what}: {hint}"
-    if recipe.meant_for == "fine-tuning" and start == "random":
+        if role == "dbn-bottom":
+            return (
+                f"the recipe {name!r} is meant for a DBN's layers above a trained bottom, but the DBN's "
+                "bottom layer is trained by it too: pass the trained lowest layers as bottom= "
+                "(--bottom MODEL) to train only the layers above"
+            )
         return (
-            f"the recipe {name!r} is meant to train a trained model further (init=MODEL, --init MODEL), "
-            "but this one starts at random couplings"
+            f"the recipe {name!r} is meant for a DBN's layers above a trained bottom, but this model "
+            "starts at random couplings: train a DBN with it (train_dbn, --model dbn --bottom MODEL "
+            "--init-transpose)"
+        )
+    if recipe.meant_for == "fine-tuning" and start == "random":
+        if role == "model":
+            return (
+                f"the recipe {name!r} is meant to train a trained model further (init=MODEL, "
+                "--init MODEL), but this one starts at random couplings"
+            )
+        return (
+            f"the recipe {name!r} is meant to train a trained RBM, SRBM, BM or DBM further "
+            f"(init=MODEL, --init MODEL), but the DBN's {which.removeprefix('this ')} at random couplings"
         )
     return None
 

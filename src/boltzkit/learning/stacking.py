@@ -335,16 +335,15 @@ def train_dbn(
             + ").",
         )
     if base is not None:  # a recipe made for other layers trains them as told, with a warning
-        misuses = {
-            recipe_misuse(
-                base,
-                role="dbn-bottom" if l == 0 else "dbn-upper",
-                start="transposed" if per["init_transpose"][l] else "random",
-            )
-            for l in range(len(below), n)
-        }
-        for message in sorted(m for m in misuses if m is not None):
-            warnings.warn(message, stacklevel=2)
+        uses: dict[tuple[str, str], tuple[str, list[int]]] = {}  # one warning per text, bottom first
+        for l in range(len(below), n):
+            use = {"role": "dbn-bottom" if l == 0 else "dbn-upper"}
+            use["start"] = "transposed" if per["init_transpose"][l] else "random"
+            text = recipe_misuse(base, **use)
+            if text is not None:
+                uses.setdefault((text, use["start"]), (use["role"], []))[1].append(l)
+        for (_, start), (role, layers) in uses.items():
+            warnings.warn(recipe_misuse(base, role=role, start=start, layers=layers), stacklevel=2)
     ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
     if ckpt_dir is not None:
         if ckpt_dir.exists() and not ckpt_dir.is_dir():

@@ -68,9 +68,9 @@ def _setting_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[s
     return out
 
 
-#: What a recorded recipe says of itself rather than of the run: its name and texts. A run resumes
-#: under the same settings by any name (a recipe renamed keeps its runs resumable).
-_RECIPE_TEXTS = ("name", "summary", "sources")
+#: What a recorded recipe says of itself rather than of the run: its name, texts and use. A run
+#: resumes under the same settings by any name (a recipe renamed keeps its runs resumable).
+_RECIPE_TEXTS = ("name", "summary", "meant_for", "sources")
 
 
 def _as_recorded_now(settings: dict[str, Any]) -> dict[str, Any]:
