@@ -737,6 +737,13 @@ def test_evaluate_split_asked_of_a_file_without_splits_warns_and_an_archive_give
     assert quiet.exit_code == 0 and "split of its own" not in quiet.stderr
     archive = run("evaluate", model, "--data", tmp_path / "splits.npz", "--split", "valid", "--json")
     assert archive.exit_code == 0 and json.loads(archive.stdout.strip().splitlines()[-1])["n"] == 5
+    # one array named train: the default test split says it takes training rows; train says nothing
+    np.savez(tmp_path / "train_only.npz", train=rows["train"])
+    lone = run("evaluate", model, "--data", tmp_path / "train_only.npz", "--json")
+    assert lone.exit_code == 0 and "(its one array is named 'train')" in lone.stderr
+    trained = run("train", "--data", tmp_path / "train_only.npz", "--hidden", 2, "--epochs", 1,
+                  "--out", tmp_path / "t.safetensors", "--json")  # fmt: skip
+    assert trained.exit_code == 0 and "split of its own" not in trained.stderr
 
 
 def test_max_bits_bounds_the_exact_log_z_put_beside_a_sampled_one(tmp_path):
@@ -762,3 +769,31 @@ def test_train_on_an_archive_of_splits_takes_its_test_split_only_where_it_has_on
     assert without["test_log_lik"] is None and without["train_log_lik"] is not None
     held = last_json(run(*args, "--data", tmp_path / "tvt.npz", "--out", tmp_path / "b.safetensors"))
     assert held["test_log_lik"] is not None
+
+
+def test_every_output_file_is_refused_when_it_exists_unless_forced(tmp_path: Path, small_model) -> None:
+    """A review's finding: ``train`` and ``convert`` refused to overwrite, while ``sample --out``,
+    ``logz --out``/``--trace``, ``evaluate --per-example`` and ``mixing --out`` replaced earlier
+    results without a word. One check now holds for all, before the work; ``--force`` replaces."""
+    model = small_model[0]
+    data = tmp_path / "x.npy"
+    n_visible = small_model[1].n_visible
+    np.save(data, (np.random.default_rng(0).random((12, n_visible)) < 0.5).astype(np.float32))
+    commands = {
+        "sample --out": (["sample", model, "--chains", 3, "--steps", 2], "--out", "s.npy"),
+        "logz --out": (["logz", model, "--method", "exact"], "--out", "l.json"),
+        "logz --trace": (["logz", model, "--method", "ais", "--betas", 20, "--chains", 4], "--trace", "t.npz"),
+        "evaluate --per-example": (["evaluate", model, "--data", data], "--per-example", "p.npy"),
+        "mixing --out": (["mixing", model, "--chains", 2, "--steps", 50], "--out", "m.npz"),
+    }
+    for what, (args, option, name) in commands.items():
+        target = tmp_path / name
+        first = run(*args, option, target)
+        assert first.exit_code == 0, (what, first.output)
+        stamp = target.stat().st_mtime_ns
+        again = assert_clean_failure(run(*args, option, target))
+        assert "the output file exists" in again and f"choose another {option}" in again, what
+        assert target.stat().st_mtime_ns == stamp, what  # untouched
+        assert run(*args, option, target, "--force").exit_code == 0, what
+        missing = assert_clean_failure(run(*args, option, tmp_path / "no" / name))
+        assert f"the directory of {option} does not exist" in missing and "mkdir -p" in missing, what

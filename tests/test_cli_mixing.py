@@ -177,3 +177,21 @@ def test_an_oscillating_autocorrelation_gives_no_sokal_estimate_and_no_compariso
     assert flip["reliable"] is False and "not positive" in result.stderr
     assert "not compared" in result.stdout and "% shorter" not in result.stdout
     assert record["estimates"]["flip"]["geyer"]["tau"] > 0
+
+
+def test_taus_of_too_short_chains_are_not_compared_and_each_unreliable_estimate_is_marked(tmp_path):
+    """A review's finding: ten sweeps of one chain printed 'flip vs gibbs: -32.78 % shorter' from
+    two AR times it called unreliable, and a negative Sokal time among the others unmarked."""
+    model = tmp_path / "r.safetensors"
+    save_model(random_rbm(8, 4, seed=2), model)
+    args = ["mixing", str(model), "--chains", "1", "--steps", "10"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    record = run_json(*args, "--json")
+    assert not any(record["estimates"][n]["ar"]["reliable"] for n in ("gibbs", "flip"))
+    assert "flip vs gibbs: not compared" in result.stdout and "%" not in result.stdout
+    for name, estimates in record["estimates"].items():
+        for est, r in estimates.items():
+            if est != "ar" and not r["reliable"]:
+                line = next(l for l in result.stdout.splitlines() if l.strip().startswith(f"{name}:"))
+                assert f"{est} {r['tau']:.2f} unreliable" in line

@@ -119,7 +119,7 @@ def test_convert_refuses_what_it_cannot_do(tmp_path) -> None:
     last_json(run("convert", source, target, "--force", "--dtype", "float64", "--json"))
     assert load_model(target)[0].W.dtype == torch.float64
     (tmp_path / "d.npz").mkdir()  # a review's finding: this asked for --force, which then refused it
-    assert "OUT is a directory" in assert_clean_failure(run("convert", source, tmp_path / "d.npz"))
+    assert "OUT names a folder" in assert_clean_failure(run("convert", source, tmp_path / "d.npz"))
     np.save(tmp_path / "x.npy", np.zeros((4, 3)))  # read as a safetensors file before
     refused = assert_clean_failure(run("convert", tmp_path / "x.npy", target, "--force"))
     assert "a single .npy array" in refused

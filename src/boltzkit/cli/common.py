@@ -339,6 +339,32 @@ def band_text(
     return f"[{fmt(lo, digits)}, {fmt(hi, digits)}] ({note})"
 
 
+def check_output(path: Path | None, option: str, *, force: bool) -> None:
+    """The one check of an output file before the work that fills it: not a folder, in a folder
+    that exists, and not a file already there unless ``force`` (``--force``) says to replace it
+    (each command writes it atomically, so a file replaced is whole, old or new)."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise BoltzkitError(
+            f"{option} names a folder; it takes a file",
+            got=str(path),
+            hint=f"name a file in it: {path}/FILE.",
+        )
+    if not path.parent.is_dir():
+        raise BoltzkitError(
+            f"the directory of {option} does not exist",
+            got=str(path),
+            hint=f"create it first (mkdir -p {path.parent}), or choose another {option}.",
+        )
+    if path.exists() and not force:
+        raise BoltzkitError(
+            "the output file exists",
+            got=str(path),
+            hint=f"pass --force to overwrite it, or choose another {option}.",
+        )
+
+
 def refuse_zoo_output(out: Path | str, option: str = "--out") -> None:
     """Refuse an output model path written ``zoo:NAME``: a zoo name is read, not written (it
     would make a file of that literal name here)."""
@@ -423,7 +449,11 @@ ProgressFlag = Annotated[
 DeviceOpt = Annotated[
     str, typer.Option("--device", help="'auto' (CUDA when available), 'cpu', 'cuda' or 'cuda:N'.")
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random number used.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite output files that exist.")]
+SeedOpt = Annotated[
+    int,
+    typer.Option("--seed", min=0, max=2**63 - 1, help="Seed of every random number used (0 to 2^63 - 1)."),
+]
 AlphabetOpt = Annotated[
     str | None,
     typer.Option(

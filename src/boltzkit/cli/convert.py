@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from boltzkit.cli.common import JsonFlag, emit, refuse_zoo_output
+from boltzkit.cli.common import ForceOpt, JsonFlag, check_output, emit, refuse_zoo_output
 from boltzkit.errors import BoltzkitError
 from boltzkit.io import export_npz, load_model, save_model
 from boltzkit.io.zoo import resolve_model_path
@@ -43,7 +43,7 @@ def command(
             "float16 becomes float32].",
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite OUT if it exists.")] = False,
+    force: ForceOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Write a model file in another format (.safetensors <-> .npz); IN may be zoo:NAME."""
@@ -60,12 +60,7 @@ def command(
         raise BoltzkitError(
             "IN and OUT are the same file", got=str(target), hint="write OUT under another name."
         )
-    if target.is_dir():
-        raise BoltzkitError("OUT is a directory", got=str(target), hint="name a file in it: DIR/model.npz.")
-    if target.exists() and not force:
-        raise BoltzkitError("the output file exists", got=str(target), hint="pass --force to overwrite it.")
-    if not target.parent.is_dir():
-        raise BoltzkitError("the directory of OUT does not exist", got=str(target))
+    check_output(target, "OUT", force=force)
     model, metadata = load_model(source, dtype=dtype)
     kept = {key: value for key, value in metadata.items() if key not in _FILE_KEYS}
     (export_npz if suffix == ".npz" else save_model)(model, target, metadata=kept)

@@ -30,6 +30,7 @@ from boltzkit.cli.common import (
     DataDirOpt,
     DataOpt,
     DeviceOpt,
+    ForceOpt,
     JsonFlag,
     LogZMethod,
     LogZOptions,
@@ -41,6 +42,7 @@ from boltzkit.cli.common import (
     SweepsOpt,
     band_text,
     check_alphabet,
+    check_output,
     deterministic_log_z,
     device_from,
     emit,
@@ -166,11 +168,13 @@ def command(
         typer.Option("--samples", min=1, help="DBN: samples M of the recognition model per data vector."),
     ] = 5,
     alphabet: AlphabetOpt = None,
+    force: ForceOpt = False,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
     """Mean log-probability of a data set under MODEL, with log Z exact or estimated (a DBN: the
     lower bound of S&M 2008 Eqs. 22-24 with its error split; a mixture: exact)."""
+    check_output(per_example, "--per-example", force=force)
 
     if per_example is not None and per_example.suffix.lower() not in PER_EXAMPLE_FORMATS:
         raise BoltzkitError(

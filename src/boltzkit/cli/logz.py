@@ -21,6 +21,7 @@ from boltzkit.cli.common import (
     ChainsOpt,
     DataDirOpt,
     DeviceOpt,
+    ForceOpt,
     JsonFlag,
     LogZMethod,
     LogZOptions,
@@ -33,6 +34,7 @@ from boltzkit.cli.common import (
     StartChainStepsOpt,
     SweepsOpt,
     band_text,
+    check_output,
     device_from,
     emit,
     estimate,
@@ -104,7 +106,8 @@ def _summary(record: dict[str, Any]) -> str:
         if record.get("converged") is not None and record.get("log_z_plus_3sigma") is None:
             line += f"  (bound: {record.get('bound')}, converged: {record['converged']})"
         elif record["method"] == "sandwich":
-            line += "  (the forward end; the band spans both ends)  " + band_text(record, "log_z")
+            spans = "" if record.get("reliable") is False else "; the band spans both ends"
+            line += f"  (the forward end{spans})  " + band_text(record, "log_z")
         elif record["method"] != "exact":
             line += "  " + band_text(record, "log_z")
         lines.append(line)
@@ -251,10 +254,13 @@ def command(
             help=f"TRW with --rho optimized: most Frank-Wolfe steps over rho [default: {FW_STEPS}].",
         ),
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
     """Estimate log Z of MODEL (exactly, or with AIS and its relatives)."""
+    check_output(out, "--out", force=force)
+    check_output(trace, "--trace", force=force)
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None

@@ -28,10 +28,12 @@ from boltzkit._numerics import make_generator
 from boltzkit.atomic import atomic_open
 from boltzkit.cli.common import (
     DeviceOpt,
+    ForceOpt,
     JsonFlag,
     ModelArg,
     ProgressFlag,
     SeedOpt,
+    check_output,
     device_from,
     emit,
     fmt,
@@ -105,10 +107,12 @@ def command(
     ] = None,
     seed: SeedOpt = 0,
     device: DeviceOpt = "auto",
+    force: ForceOpt = False,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
     """Estimate the energy autocorrelation time of each sampler on MODEL (S3, Table 2)."""
+    check_output(out, "--out", force=force)
     if method not in ESTIMATORS:
         raise BoltzkitError(
             "unknown autocorrelation-time estimator", got=repr(method), expected=", ".join(ESTIMATORS)
@@ -172,7 +176,6 @@ def command(
                 by_reason.setdefault(r["reason"], []).append(est)
         for reason, ests in by_reason.items():
             warn(f"{n} ({', '.join(ests)}): tau is unreliable: {reason}")
-    flagged = {n for n in names if taus[n][method]["reason"]}  # unreliable beyond their length
     unreliable = [
         f"{n} ({est})"
         for n in names
@@ -232,7 +235,11 @@ def command(
     def human() -> str:
         rows = [f"integrated autocorrelation time of the energy ({chains} chains x {steps} sweeps):"]
         for n in names:
-            others = ", ".join(f"{e} {fmt(taus[n][e]['tau'], 2)}" for e in ESTIMATORS if e != method)
+            others = ", ".join(
+                f"{e} {fmt(taus[n][e]['tau'], 2)}" + ("" if taus[n][e]["reliable"] else " unreliable")
+                for e in ESTIMATORS
+                if e != method
+            )
             mark = " (unreliable: see the warning)" if not taus[n][method]["reliable"] else ""
             rows.append(f"  {n}: tau = {fmt(taus[n][method]['tau'], 2)} ({method}; {others}){mark}")
         if len(names) > 1:
@@ -241,11 +248,13 @@ def command(
                 if ref <= 0 or taus[n][method]["tau"] <= 0:
                     rows.append(f"  {n} vs {names[0]}: not compared (a tau that is not positive)")
                     continue
-                if names[0] in flagged or n in flagged:
+                if not (taus[names[0]][method]["reliable"] and taus[n][method]["reliable"]):
                     rows.append(f"  {n} vs {names[0]}: not compared (an unreliable tau: see the warning)")
                     continue
                 gain = 100.0 * (ref - taus[n][method]["tau"]) / ref
-                rows.append(f"  {n} vs {names[0]}: {fmt(gain, 2)} % shorter")
+                rows.append(
+                    f"  {n} vs {names[0]}: {fmt(abs(gain), 2)} % {'shorter' if gain >= 0 else 'longer'}"
+                )
         rows.append(f"in {fmt(seconds, 2)} s" + ("" if out is None else f" -> {out}"))
         return "\n".join(rows)
 

@@ -27,11 +27,13 @@ from boltzkit.atomic import atomic_open
 from boltzkit.cli.common import (
     AlphabetOpt,
     DeviceOpt,
+    ForceOpt,
     JsonFlag,
     ModelArg,
     ProgressFlag,
     SeedOpt,
     check_alphabet,
+    check_output,
     device_from,
     emit,
     fmt,
@@ -101,11 +103,13 @@ def command(
         ),
     ] = "uniform",
     alphabet: AlphabetOpt = None,
+    force: ForceOpt = False,
     as_json: JsonFlag = False,
     progress: ProgressFlag = None,
 ) -> None:
     """Sample from MODEL with Gibbs, flip-the-state, a blend or parallel tempering, and save the
     final visible states."""
+    check_output(out, "--out", force=force)
     kind = out.suffix.lower()
     if kind not in (".npy", ".png") and not is_fasta(out):
         raise BoltzkitError(

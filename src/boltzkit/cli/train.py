@@ -30,10 +30,12 @@ from boltzkit.cli.common import (
     DataDirOpt,
     DataOpt,
     DeviceOpt,
+    ForceOpt,
     ProgressFlag,
     SamplerOpt,
     SeedOpt,
     check_alphabet,
+    check_output,
     command_line,
     device_from,
     emit,
@@ -51,7 +53,7 @@ from boltzkit.cli.common import (
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values
-from boltzkit.data.files import file_splits
+from boltzkit.data.files import file_splits, lone_split_name
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.likelihood import exact_log_likelihoods
 from boltzkit.io import export_npz, load_model, save_model
@@ -162,6 +164,8 @@ def _test_data(
         return load_dataset(test_spec, split="test", data_dir=data_dir, seed=seed, n_visible=n_visible)
     splits = file_splits(spec)
     if splits and "test" not in splits:  # an archive of train (and valid) arrays: no test split
+        return None
+    if lone_split_name(spec) not in (None, "test"):  # one array, named after another split
         return None
     test = load_dataset(spec, split="test", data_dir=data_dir, seed=seed, n_visible=n_visible)
     return None if torch.equal(test.x, train_x) else test
@@ -533,7 +537,7 @@ def command(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue from the checkpoint when it exists.")
     ] = False,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    force: ForceOpt = False,
     init: Annotated[
         Path | None,
         typer.Option(
@@ -580,16 +584,7 @@ def command(
     categories) and save it with its settings and final metrics."""
     command = command_line(ctx)
     refuse_zoo_output(out)
-    if not out.parent.is_dir():
-        raise BoltzkitError("the directory of --out does not exist", got=str(out))
-    if out.is_dir():
-        raise BoltzkitError("--out names a folder; it takes a model file", got=str(out))
-    if out.exists() and not (force or resume):
-        raise BoltzkitError(
-            "the output file exists",
-            got=str(out),
-            hint="pass --force to overwrite it, or choose another --out.",
-        )
+    check_output(out, "--out", force=force or resume)
     if out.suffix.lower() not in (".safetensors", ".npz"):
         raise BoltzkitError(
             "unknown model file type for --out",

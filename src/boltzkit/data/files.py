@@ -54,6 +54,7 @@ __all__ = [
     "read_matrix",
     "read_text_matrix",
     "file_splits",
+    "lone_split_name",
     "split_key",
     "split_path_and_key",
 ]
@@ -167,6 +168,14 @@ def file_splits(path: str | os.PathLike[str]) -> list[str]:
     arrays named by split; empty for a file without splits (see :func:`split_key`)."""
     names = _archive_names(Path(path)) or []
     return [name for name in FILE_SPLITS if name in names] if len(names) >= 2 else []
+
+
+def lone_split_name(path: str | os.PathLike[str]) -> str | None:
+    """The name of an archive's one array when it is a split's (``train``, ``valid`` or
+    ``test``), else ``None``: such a file holds no splits (:func:`file_splits`), yet its name says
+    which split its rows are, so a caller that takes it as another split warns."""
+    names = _archive_names(Path(path)) or []
+    return names[0] if len(names) == 1 and names[0] in FILE_SPLITS else None
 
 
 def _parse_01_fixed(raw: bytes, sep: str) -> np.ndarray | None:

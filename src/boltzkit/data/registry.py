@@ -52,6 +52,7 @@ from boltzkit.data.files import (
     FILE_EXTENSIONS,
     FILE_SPLITS,
     load_binary_file,
+    lone_split_name,
     read_matrix,
     split_key,
     split_path_and_key,
@@ -221,15 +222,25 @@ def _check_split(split: str, valid: tuple[str, ...], what: str) -> None:
         )
 
 
-def _warn_whole(name: str, split: str, n_rows: int, *, file: bool = True, stacklevel: int = 3) -> None:
-    """Say that a data set asked for its ``split`` by name has none of its own, and all of it is used
-    (``stacklevel`` as :func:`warnings.warn` counts it from the caller of this function)."""
+def _warn_whole(
+    name: str, split: str, n_rows: int, *, file: bool = True, lone: str | None = None, stacklevel: int = 3
+) -> None:
+    """Say that a data set asked for its ``split`` by name (or a file whose one array is named
+    ``lone``, another split) has none of its own, and all of it is used (``stacklevel`` as
+    :func:`warnings.warn` counts it from the caller of this function)."""
     tip = " (an .npz file of arrays named train, valid and test holds its splits)" if file else ""
+    named = f" (its one array is named {lone!r})" if lone is not None else ""
     warnings.warn(
-        f"{name} has no {split!r} split of its own: all of its {n_rows} rows are used as the {split} data"
-        + tip,
+        f"{name} has no {split!r} split of its own{named}: all of its {n_rows} rows are used as the "
+        f"{split} data" + tip,
         stacklevel=stacklevel + 1,
     )
+
+
+def _mislabelled(path: Path, split: str) -> str | None:
+    """The name of ``path``'s one array when it names another split than ``split``."""
+    lone = lone_split_name(path)
+    return lone if lone is not None and lone != split else None
 
 
 def _is_builtin(spec: str) -> bool:
@@ -390,8 +401,9 @@ def load_values(
         raise DataError(f"{path}: the array is not numeric", got=f"dtype {array.dtype}", expected="numbers")
     name = str(path) if key is None else f"{path}:{key}"
     check_matrix_shape(tuple(array.shape), name)
-    if whole and named_split:
-        _warn_whole(name, split, int(array.shape[0]), stacklevel=2)
+    lone = _mislabelled(path, split) if whole else None
+    if whole and (named_split or lone is not None):
+        _warn_whole(name, split, int(array.shape[0]), lone=lone, stacklevel=2)
     return name, torch.from_numpy(np.asarray(array, dtype=np.float64))
 
 
@@ -421,6 +433,7 @@ def _load_file(spec: str, *, split: str, n_visible: int | None, named_split: boo
     path, key, whole = _file_key(spec, split)
     x = load_binary_file(path, key=key, n_visible=n_visible)
     name = str(path) if key is None else f"{path}:{key}"
-    if whole and named_split:
-        _warn_whole(name, split, int(x.shape[0]), stacklevel=3)
+    lone = _mislabelled(path, split) if whole else None
+    if whole and (named_split or lone is not None):
+        _warn_whole(name, split, int(x.shape[0]), lone=lone, stacklevel=3)
     return Dataset(name=name, x=to_tensor(x), image_shape=None, split=split)

@@ -240,6 +240,13 @@ def parse_schedule(spec: str | int | Tensor) -> tuple[Tensor | None, str]:
         return linear_betas(int(text)), f"linear ({text} points)"
     if Path(text).is_file():
         return load_betas(text), f"file {text}"
+    if Path(text).suffix.lower() in (".txt", ".npy", ".csv", ".npz") or "/" in text:
+        raise BoltzkitError(
+            "the file of betas does not exist",
+            got=text,
+            expected="a text, .npy or .npz file of betas from 0 to 1",
+            hint="check the path (or give a schedule: 'paper', 's2', N, 'adaptive:N').",
+        )
     raise BoltzkitError(
         "unknown beta schedule",
         got=spec,
