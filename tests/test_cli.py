@@ -782,7 +782,11 @@ def test_every_output_file_is_refused_when_it_exists_unless_forced(tmp_path: Pat
     commands = {
         "sample --out": (["sample", model, "--chains", 3, "--steps", 2], "--out", "s.npy"),
         "logz --out": (["logz", model, "--method", "exact"], "--out", "l.json"),
-        "logz --trace": (["logz", model, "--method", "ais", "--betas", 20, "--chains", 4], "--trace", "t.npz"),
+        "logz --trace": (
+            ["logz", model, "--method", "ais", "--betas", 20, "--chains", 4],
+            "--trace",
+            "t.npz",
+        ),
         "evaluate --per-example": (["evaluate", model, "--data", data], "--per-example", "p.npy"),
         "mixing --out": (["mixing", model, "--chains", 2, "--steps", 50], "--out", "m.npz"),
     }

@@ -13,6 +13,7 @@ import torch
 from conftest import F64
 from test_cli import last_json, run
 
+from boltzkit.data import load_dataset
 from boltzkit.estimators import exact_log_z
 from boltzkit.io import load_model, save_model
 from boltzkit.models.ising import IsingModel
@@ -102,6 +103,10 @@ def test_spins_are_written_signed_and_read_back(tmp_path) -> None:
     )  # fmt: skip
     assert record["kind"] == "fvbm" and record["layer_sizes"] == [5] and math.isfinite(record["log_z"])
     assert load_model(tmp_path / "fv.safetensors")[1]["kind"] == "fvbm"
+    # read as bits, and said so (a review's finding: +-1 data for a binary model were silently converted)
+    with pytest.warns(UserWarning, match=r"holds \+-1 spins: they are read as the 0/1 bits"):
+        bits = load_dataset(str(tmp_path / "s.npy")).x
+    np.testing.assert_array_equal(bits.numpy(), (spins + 1) // 2)
 
 
 def test_every_log_z_field_of_a_variational_record_is_in_the_ising_convention(tmp_path) -> None:

@@ -550,7 +550,14 @@ def load_binary_file(
     key = key if key is not None else named
     array = read_matrix(file, key=key)
     source = str(file) if key is None else f"{file}:{key}"
-    return as_uint8(check_binary(spins_to_bits(array), source=source, n_visible=n_visible))
+    bits = spins_to_bits(array)
+    if bits is not array:
+        warnings.warn(
+            f"{source} holds +-1 spins: they are read as the 0/1 bits (s + 1) / 2, as an Ising "
+            "model's states are",
+            stacklevel=2,
+        )
+    return as_uint8(check_binary(bits, source=source, n_visible=n_visible))
 
 
 def spins_to_bits(array: np.ndarray) -> np.ndarray:
