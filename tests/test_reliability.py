@@ -163,6 +163,20 @@ def test_a_diverging_run_stops_with_a_clear_error():
     assert "lower it" in str(info.value)
 
 
+def test_a_start_beyond_the_divergence_limit_is_refused_as_a_start_not_a_divergence():
+    """A review's finding: a model of |W| = 1e29 given to train further was said to have
+    diverged in epoch 1 for a learning rate too large."""
+    from boltzkit.learning import train_model
+
+    x = bars_and_stripes()
+    huge = random_rbm(int(x.shape[1]), 3, 0)
+    with torch.no_grad():
+        huge.W.mul_(1e29)
+    with pytest.raises(BoltzkitError, match="cannot start from this model: parameter W holds") as info:
+        train_model(x, hidden=3, init=huge, epochs=1, progress=False)
+    assert "learning rate" not in str(info.value) and "rescale" in str(info.value)
+
+
 def test_a_falling_history_warns():
     values = iter([-10.0, -9.0, -30.0, -31.0])
 

@@ -27,7 +27,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from boltzkit._numerics import make_generator
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.estimators.paths import AnnealingPath, check_path
 from boltzkit.estimators.probes import PROBES_PER_START, start_check
 from boltzkit.estimators.reliability import warn_unreliable
@@ -192,11 +192,11 @@ def resolve_betas(
 
 
 def check_runs(n_chains: int, sweeps: int = 1) -> None:
-    """Validate the number of chains and of sweeps per beta of an AIS-type estimate."""
-    if isinstance(n_chains, bool) or int(n_chains) < 1:
-        raise BoltzkitError("the number of AIS chains must be at least 1", got=n_chains)
-    if isinstance(sweeps, bool) or int(sweeps) < 1:
-        raise BoltzkitError("sweeps per beta must be at least 1", got=sweeps)
+    """Validate the number of chains and of sweeps per beta of an AIS-type estimate: whole
+    numbers of at least 1 (:func:`~boltzkit.errors.positive_int`; 2.5 chains are refused, not
+    rounded)."""
+    positive_int(n_chains, "the number of AIS chains")
+    positive_int(sweeps, "sweeps per beta")
 
 
 def seed_label(seed: int | torch.Generator | None) -> Any:

@@ -318,6 +318,7 @@ class Trainer:
         self._stop = False
         # the data's scale: Gaussian units start their biases at the data's means
         self._data_scale = max(1.0, float(self.train_x.abs().max()) if self.train_x.numel() else 1.0)
+        self._check_parameters(self.epoch, None)  # a start already beyond the limit is no divergence
         self.learner.setup(self.model, self.train_x, self.generator)
         if self.average is not None:
             self.average.setup(self.model)
@@ -372,27 +373,43 @@ class Trainer:
         self._watch_history(record)
 
     @torch.no_grad()
-    def _check_parameters(self, epoch: int, lr: float) -> None:
+    def _check_parameters(self, epoch: int, lr: float | None) -> None:
         """Stop a diverged run before its parameters are recorded: non-finite values, or values
         beyond :data:`EXPLODED` times the data's scale (no trained Boltzmann machine has such
-        weights)."""
-        hint = (
-            f"the learning rate {lr:g} is too large for this model and data: lower it (e.g. --lr "
-            f"{lr / 10:g}), and check --momentum; the last checkpoint, if any, holds the epoch before."
+        weights). ``lr=None``: the model training starts from (or resumes at ``epoch``), refused
+        as a start rather than called a divergence (a review's finding: a given model of |W| =
+        1e29 was said to have diverged in epoch 1 for a learning rate too large)."""
+        if lr is None:
+            hint = (
+                "training starts from these parameters (a model given to train further, or a "
+                "checkpoint): start from another model, or rescale this one."
+            )
+        else:
+            hint = (
+                f"the learning rate {lr:g} is too large for this model and data: lower it (e.g. --lr "
+                f"{lr / 10:g}), and check --momentum; the last checkpoint, if any, holds the epoch before."
+            )
+        what = (
+            f"training cannot start from the parameters of epoch {epoch}"
+            if lr is None and epoch
+            else "training cannot start from this model"
+            if lr is None
+            else f"training diverged in epoch {epoch}"
         )
         for name, param in self.model.named_parameters():
             finite = torch.isfinite(param)
             if not bool(finite.all()):
                 raise BoltzkitError(
-                    f"training diverged in epoch {epoch}: parameter {name} holds "
-                    f"{int((~finite).sum())} NaN or infinite values",
+                    f"{what}: parameter {name} holds {int((~finite).sum())} NaN or infinite values",
                     hint=hint,
                 )
             top = float(param.abs().max()) if param.numel() else 0.0
             limit = EXPLODED * self._data_scale
             if top > limit:
                 raise BoltzkitError(
-                    f"training diverged in epoch {epoch}: parameter {name} reached |{name}| = {top:.3g}",
+                    f"{what}: parameter {name} "
+                    + ("holds" if lr is None else "reached")
+                    + f" |{name}| = {top:.3g}",
                     expected=f"values below {limit:g}",
                     hint=hint,
                 )
