@@ -801,3 +801,20 @@ def test_every_output_file_is_refused_when_it_exists_unless_forced(tmp_path: Pat
         assert run(*args, option, target, "--force").exit_code == 0, what
         missing = assert_clean_failure(run(*args, option, tmp_path / "no" / name))
         assert f"the directory of {option} does not exist" in missing and "mkdir -p" in missing, what
+
+
+def test_evaluate_warns_of_sampling_options_its_log_z_method_does_not_use(
+    tmp_path: Path, small_model
+) -> None:
+    """A review's finding: ``logz --method exact --chains 5`` warned, ``evaluate --logz exact
+    --chains 7`` did not."""
+    model, rbm = small_model
+    data = tmp_path / "x.npy"
+    np.save(data, (np.random.default_rng(1).random((10, rbm.n_visible)) < 0.5).astype(np.float32))
+    exact = run("evaluate", model, "--data", data, "--logz", "exact", "--betas", 200, "--chains", 7)
+    assert (
+        exact.exit_code == 0
+        and "warning: --logz exact does not use --chains, --betas: ignored" in exact.stderr
+    )
+    sampled = run("evaluate", model, "--data", data, "--logz", "ais", "--betas", 200, "--chains", 7)
+    assert sampled.exit_code == 0 and "does not use" not in sampled.stderr

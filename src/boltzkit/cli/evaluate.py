@@ -59,6 +59,7 @@ from boltzkit.cli.common import (
     warn_if_unreliable,
     warn_ignored,
 )
+from boltzkit.cli.logz import warn_unused
 from boltzkit.cli.stack import emit_evaluation, evaluate_stack, is_stack_model
 from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError
@@ -183,6 +184,11 @@ def command(
             expected="a file ending in " + ", ".join(PER_EXAMPLE_FORMATS),
         )
     t0 = time.perf_counter()
+    # the sampling options of log Z, given with a --logz that samples nothing (seed and max-bits
+    # also serve the data and log p here)
+    warn_unused(
+        ctx, logz.value, option="--logz", among=("chains", "betas", "sweeps", "sampler", "base_rate_data")
+    )
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     units_of = unit_visible(rbm)

@@ -170,11 +170,18 @@ _USED_BY = {
 }
 
 
-def _warn_unused(ctx: typer.Context, method: str) -> None:
-    """Warn about each option given on the command line that ``method`` does not use."""
-    unused = [name for name, users in _USED_BY.items() if method not in users and option_given(ctx, name)]
+def warn_unused(
+    ctx: typer.Context, method: str, *, option: str = "--method", among: tuple[str, ...] | None = None
+) -> None:
+    """Warn about each option given on the command line that the log Z ``method`` does not use
+    (``among``: only those options, as ``evaluate --logz`` shares some of them)."""
+    unused = [
+        name
+        for name, users in _USED_BY.items()
+        if (among is None or name in among) and method not in users and option_given(ctx, name)
+    ]
     if unused:
-        warn_ignored(f"--method {method}", ["--" + name.replace("_", "-") for name in unused])
+        warn_ignored(f"{option} {method}", ["--" + name.replace("_", "-") for name in unused])
 
 
 def command(
@@ -264,7 +271,7 @@ def command(
     dev = device_from(device)
     rbm, metadata = load_model(model, device=dev)
     reference = load_model(relative_to, device=dev)[0] if relative_to is not None else None
-    _warn_unused(ctx, method.value)
+    warn_unused(ctx, method.value)
     if fw_steps is not None and (method.value != "trw" or rho.value != "optimized"):
         warn("--fw-steps applies to --method trw with --rho optimized (Frank-Wolfe over rho): ignored")
     opts = LogZOptions(
