@@ -119,3 +119,26 @@ def test_samplers_take_a_seed_and_refuse_chains_that_disagree_with_init() -> Non
         sample(rbm, "gibbs", n_chains=3, n_steps=1, generator=0, init=rbm.random_state(5, torch.Generator()))
     with pytest.raises(BoltzkitError, match="number of chains"):
         sample(rbm, "gibbs", n_chains=-1, n_steps=1, generator=0)
+
+
+def test_values_that_are_no_seed_or_path_are_refused_plainly() -> None:
+    """A review's finding: ``ais(..., seed='a')``, a seed of 10^20 and ``load_model(5)`` ended in
+    raw Python errors; 2.5 AIS chains ran as 2."""
+    from boltzkit.errors import BoltzkitError
+    from boltzkit.estimators import ais
+    from boltzkit.estimators.paths import base_rate_path
+    from boltzkit.io import load_model
+    from boltzkit.models import RBM
+
+    path = base_rate_path(RBM(4, 2))
+    for seed, match in (
+        ("a", "a seed must be a whole number"),
+        (2.5, "whole number"),
+        (10**20, "out of range"),
+    ):
+        with pytest.raises(BoltzkitError, match=match):
+            ais(path, n_chains=4, betas=10, seed=seed)
+    with pytest.raises(BoltzkitError, match="the number of AIS chains must be a positive integer"):
+        ais(path, n_chains=2.5, betas=10, seed=0)
+    with pytest.raises(BoltzkitError, match="a model path must be a string or a path"):
+        load_model(5)

@@ -100,7 +100,14 @@ def card_path(name: str) -> Path:
 
 
 def resolve_model_path(path: str | os.PathLike) -> Path:
-    """``zoo:NAME`` as the zoo's model file; any other path unchanged."""
+    """``zoo:NAME`` as the zoo's model file; any other path unchanged (a value that is no path is
+    refused plainly)."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise ModelFileError(
+            "a model path must be a string or a path",
+            got=repr(path),
+            expected="'model.safetensors', a pathlib.Path, or 'zoo:NAME'",
+        )
     text = os.fspath(path)
     return model_path(text) if str(text).startswith(PREFIX) else Path(text)
 
