@@ -55,7 +55,10 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, BoltzkitError):
         return " ".join(str(exc).split())
     if isinstance(exc, FileNotFoundError):
-        return f"file not found: {exc.filename or exc}"
+        return (
+            f"file not found: {exc.filename or exc}. Hint: check the path (a relative path is taken "
+            "from the current folder)."
+        )
     if isinstance(exc, IsADirectoryError):
         return f"expected a file but got a directory: {exc.filename or exc}"
     if isinstance(exc, PermissionError):
