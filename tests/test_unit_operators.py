@@ -194,7 +194,9 @@ def test_command_line_samples_unit_models_with_every_sampler_and_draws_them(tmp_
     for sampler in ("flip", "blend:0.5", "pt:3:flip"):
         out = tmp_path / "p.npy"
         assert (
-            run("sample", potts, "--out", out, "--sampler", sampler, "--chains", 4, "--steps", 5).exit_code
+            run(
+                "sample", potts, "--out", out, "--sampler", sampler, "--chains", 4, "--steps", 5, "--force"
+            ).exit_code
             == 0
         )
         states = np.load(out)
