@@ -65,6 +65,9 @@ LAYER_DATA = ("samples", "probs")
 #: What a recipe is meant for: any training, a DBN's layers above a trained bottom (from the
 #: transposed layer below), or training further a model already trained (``init``).
 RECIPE_USES = ("any", "upper-layers", "fine-tuning")
+#: What a recipe says of itself rather than of the training: its name, texts and use. A run records
+#: its settings without them (:func:`recipe_settings`) and resumes under the same settings by any name.
+RECIPE_TEXTS = ("name", "summary", "meant_for", "sources")
 
 
 @dataclass(frozen=True)
@@ -474,7 +477,7 @@ def recipe_settings(recipe: Recipe) -> dict[str, Any]:
     """The settings a run records: the recipe's training settings without its name, summary and
     sources, and without those its method does not use (chains for CD, replicas but for PT,
     reconstruction but for CD)."""
-    out = {k: v for k, v in recipe.to_dict().items() if k not in ("name", "summary", "meant_for", "sources")}
+    out = {k: v for k, v in recipe.to_dict().items() if k not in RECIPE_TEXTS}
     if recipe.method == "cd":
         out["n_chains"] = None
     else:
@@ -582,6 +585,7 @@ __all__ = [
     "SETTINGS",
     "VBIAS_INITS",
     "Recipe",
+    "RECIPE_TEXTS",
     "RECIPE_USES",
     "get_recipe",
     "recipe_differences",

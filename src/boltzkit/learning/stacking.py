@@ -335,14 +335,14 @@ def train_dbn(
             + ").",
         )
     if base is not None:  # a recipe made for other layers trains them as told, with a warning
-        uses: dict[tuple[str, str], tuple[str, list[int]]] = {}  # one warning per text, bottom first
+        misused: dict[str, tuple[str, str, list[int]]] = {}  # one warning per text, bottom first
         for l in range(len(below), n):
-            use = {"role": "dbn-bottom" if l == 0 else "dbn-upper"}
-            use["start"] = "transposed" if per["init_transpose"][l] else "random"
-            text = recipe_misuse(base, **use)
+            role = "dbn-bottom" if l == 0 else "dbn-upper"
+            start = "transposed" if per["init_transpose"][l] else "random"
+            text = recipe_misuse(base, role=role, start=start)
             if text is not None:
-                uses.setdefault((text, use["start"]), (use["role"], []))[1].append(l)
-        for (_, start), (role, layers) in uses.items():
+                misused.setdefault(text, (role, start, []))[2].append(l)
+        for role, start, layers in misused.values():
             warnings.warn(recipe_misuse(base, role=role, start=start, layers=layers), stacklevel=2)
     ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
     if ckpt_dir is not None:

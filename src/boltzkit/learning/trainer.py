@@ -39,6 +39,7 @@ from boltzkit.learning.checkpoint import (
 )
 from boltzkit.learning.gradients import Learner
 from boltzkit.learning.history import History
+from boltzkit.learning.recipes import RECIPE_TEXTS
 from boltzkit.learning.schedules import (
     ConstantK,
     KSchedule,
@@ -68,11 +69,6 @@ def _setting_changes(saved: dict[str, Any], now: dict[str, Any]) -> list[tuple[s
     return out
 
 
-#: What a recorded recipe says of itself rather than of the run: its name, texts and use. A run
-#: resumes under the same settings by any name (a recipe renamed keeps its runs resumable).
-_RECIPE_TEXTS = ("name", "summary", "meant_for", "sources")
-
-
 def _as_recorded_now(settings: dict[str, Any]) -> dict[str, Any]:
     """Settings as this version compares them: a recipe by its settings alone (not its name and
     texts), and a command-line recipe's centering and average of ``"none"`` (as they were recorded
@@ -83,7 +79,7 @@ def _as_recorded_now(settings: dict[str, Any]) -> dict[str, Any]:
     fixed = {
         k: None if k in ("centering", "average") and v == "none" else v
         for k, v in recipe.items()
-        if k not in _RECIPE_TEXTS
+        if k not in RECIPE_TEXTS
     }
     return {**settings, "recipe": fixed}
 
@@ -380,22 +376,17 @@ class Trainer:
         as a start rather than called a divergence (a review's finding: a given model of |W| =
         1e29 was said to have diverged in epoch 1 for a learning rate too large)."""
         if lr is None:
+            what = "training cannot start from this model" + (f" (resumed at epoch {epoch})" if epoch else "")
             hint = (
                 "training starts from these parameters (a model given to train further, or a "
                 "checkpoint): start from another model, or rescale this one."
             )
         else:
+            what = f"training diverged in epoch {epoch}"
             hint = (
                 f"the learning rate {lr:g} is too large for this model and data: lower it (e.g. --lr "
                 f"{lr / 10:g}), and check --momentum; the last checkpoint, if any, holds the epoch before."
             )
-        what = (
-            f"training cannot start from the parameters of epoch {epoch}"
-            if lr is None and epoch
-            else "training cannot start from this model"
-            if lr is None
-            else f"training diverged in epoch {epoch}"
-        )
         for name, param in self.model.named_parameters():
             finite = torch.isfinite(param)
             if not bool(finite.all()):
