@@ -386,6 +386,51 @@ def test_logz_human_output(small_model):
     assert result.exit_code == 0 and "log Z (exact)" in result.stdout
 
 
+def test_logz_text_says_what_the_probe_check_tested():
+    """The plain-text report names each probe check's chains, looks and verdict: "reliable: yes"
+    alone does not say whether the probes tested anything."""
+    from boltzkit.cli.logz import _probe_line
+
+    looks = [
+        {"sweeps": 1000, "p_value": 2e-4, "relaxing": True},
+        {"sweeps": 7250, "p_value": 0.015, "relaxing": False},
+    ]
+    tested = {
+        "name": "probe chains agree with the reverse starts",
+        "passed": True,
+        "n_probes": 400,
+        "looks": looks,
+    }
+    assert _probe_line(tested) == (
+        "probe check: 400 chains started away from the reverse starts, 1,000 sweeps (p = 0.0002, still "
+        "relaxing), 7,250 sweeps (p = 0.015): agree"
+    )
+    idle = {"name": "probe chains agree with the forward run's end states", "passed": True, "n_probes": 8,
+            "sweeps": 2, "reason": "not informative: 0 of 8 probe chains reached the range"}  # fmt: skip
+    assert _probe_line(idle).endswith(
+        "2 sweeps (no test, still relaxing): not informative (the probes had not relaxed)"
+    )
+    failed = {"name": "probe chains of the target", "passed": False, "n_chains": 100, "sweeps": 100,
+              "excess_log_weight": 12.76}  # fmt: skip
+    assert "+12.76 nats" in _probe_line(failed) and _probe_line(failed).endswith(
+        "FOUND weights the draws never reach"
+    )
+    assert _probe_line(
+        {"name": "probe chains of the target", "passed": True, "reason": "not run: fewer than 4 chains"}
+    ) == ("probe check: not run: fewer than 4 chains")
+    assert _probe_line({"name": "schedule halved", "passed": True}) is None
+
+
+def test_logz_ais_text_shows_its_probe_check(tmp_path):
+    """Plain AIS of a model beyond ``--max-bits`` runs the probes of its end states; the text shows them."""
+    path = tmp_path / "m.safetensors"
+    save_model(random_rbm(8, 5, seed=2), path)
+    result = run("logz", path, "--method", "ais", "--betas", "100", "--chains", "20", "--max-bits", "4")
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if line.startswith("probe check:"))
+    assert "chains started away from the forward run's end states" in line and "sweeps (p = " in line
+
+
 # ----------------------------------------------------------------------------------- evaluate
 def test_evaluate_exact_json_and_per_example(bas_model, tmp_path):
     per_example = tmp_path / "logp.npy"

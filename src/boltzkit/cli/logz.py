@@ -138,6 +138,8 @@ def _summary(record: dict[str, Any]) -> str:
                 f"(difference {fmt(check['difference'], 3)} ± {fmt(check['difference_stderr'], 3)}): "
                 + ("converged" if check["passed"] else "NOT converged")
             )
+        elif (line := _probe_line(check)) is not None:
+            lines.append(line)
     if record.get("exact_log_z") is not None:
         lines.append(f"exact log Z (enumerated beside it): {fmt(record['exact_log_z'])}")
     if record.get("convention"):
@@ -150,6 +152,49 @@ def _summary(record: dict[str, Any]) -> str:
         lines.append(f"reliable: {verdict}")
     lines.append(f"time: {fmt(record.get('seconds'), 2)} s")
     return "\n".join(lines)
+
+
+def _probe_line(check: dict[str, Any]) -> str | None:
+    """The line of a probe check (``boltzkit.estimators.probes``: chains of the target started
+    away from where the estimate looked): how many, how long, its p-values, and whether it tested
+    anything, which "reliable: yes" alone does not say. ``None`` for other checks."""
+    name = str(check.get("name", ""))
+    if not name.startswith("probe chains"):
+        return None
+    reason = str(check.get("reason") or "")
+    if reason.startswith("not run"):
+        return f"probe check: {reason}"
+    n = check.get("n_probes") or check.get("n_chains")
+    if "excess_log_weight" in check:  # the importance weights of probes against the draws'
+        verdict = (
+            "none above the draws' weights" if check["passed"] else "FOUND weights the draws never reach"
+        )
+        return (
+            f"probe check: {n} chains of the target started elsewhere, {check.get('sweeps')} sweeps: their "
+            f"largest log-weight {check['excess_log_weight']:+.2f} nats from the draws' largest: {verdict}"
+        )
+    against = name.split("agree with ", 1)[-1]
+    looks = check.get("looks") or [
+        {
+            "sweeps": check.get("sweeps"),
+            "p_value": check.get("p_value"),
+            "relaxing": reason.startswith("not informative"),
+        }
+    ]
+    seen = ", ".join(
+        f"{look['sweeps']:,} sweeps ("
+        + ("no test" if look.get("p_value") is None else f"p = {look['p_value']:.2g}")
+        + (", still relaxing" if look.get("relaxing") else "")
+        + ")"
+        for look in looks
+    )
+    if not check.get("passed"):
+        verdict = "DISAGREE"
+    elif reason.startswith("not informative"):
+        verdict = "not informative (the probes had not relaxed)"
+    else:
+        verdict = "agree"
+    return f"probe check: {n} chains started away from {against}, {seen}: {verdict}"
 
 
 #: The methods that use an option (others would silently ignore it: a warning says so).
