@@ -425,6 +425,36 @@ def test_probes_of_exact_starts_of_a_two_mode_model_pass(monkeypatch) -> None:
     assert failed <= 2
 
 
+def test_the_first_mirror_move_of_a_look_comes_before_its_halfway_point(monkeypatch) -> None:
+    """Found by a review: with a move every 10 transitions, probes of 11-21 transitions made their
+    first move after the halfway point, its jump out of a mode the starts miss read as a drift
+    towards the starts, and the drift rule excused the failure. The two-mode RBM with hidden biases
+    1.7 (8% of its mass in the second mode), 100 starts all in the first mode, probes of 15
+    sweeps and no second look: "not informative" on 13 of 30 seeds then (4 without mirror moves),
+    2 now; the bound, 6, lies between."""
+    from boltzkit.estimators import probes
+    from boltzkit.estimators.reverse import relax
+    from boltzkit.samplers.operators import make_operator
+
+    assert [probes.mirror_period(n) for n in (0, 3, 4, 12, 15, 40, 41, 1000)] == [0, 0, 1, 3, 3, 10, 10, 10]
+    assert all(0 < probes.mirror_period(n) < n // 2 for n in range(4, 200))  # a move in the first half
+    monkeypatch.setattr(probes, "PERMUTATIONS", 2000)
+    kw = {"dtype": F64}
+    model = RBM(
+        8, 6, weights=torch.full((8, 6), -6.0, **kw), vbias=torch.full((8,), 1.5, **kw),
+        hbias=torch.full((6,), 1.7, **kw), dtype=F64,
+    )  # fmt: skip
+    path, gibbs, not_informative = base_rate_path(model, max_bits=22), make_operator("gibbs"), 0
+    for seed in range(30):
+        g = torch.Generator().manual_seed(seed)
+        draws = relax(path, path.sample_end(300, g), 1, gibbs, g)
+        first_mode = draws.layers[1].mean(1) < 0.5
+        starts = ChainState(tuple(layer[first_mode][:100] for layer in draws.layers))
+        check = probes.start_check(path, starts, 15, gibbs, g, budget_chain_sweeps=0)
+        not_informative += check["passed"] and check.get("reason", "").startswith("not informative")
+    assert not_informative <= 6
+
+
 def test_plain_ais_of_a_ferromagnet_with_a_minor_mirror_mode_is_not_withheld() -> None:
     """Found by a review (2026-12-03): plain AIS of a 16-spin fully connected ferromagnet (Ising
     couplings 0.6, fields 0.1; the all-minus mode holds 4% of the mass), 50 chains of 200 steps,
