@@ -436,7 +436,8 @@ def test_the_first_mirror_move_of_a_look_comes_before_its_halfway_point(monkeypa
     towards the starts, and the drift rule excused the failure. The two-mode RBM with hidden biases
     1.7 (8% of its mass in the second mode), 100 starts all in the first mode, probes of 15
     sweeps and no second look: "not informative" on 13 of 30 seeds then (4 without mirror moves),
-    2 now; the bound, 6, lies between."""
+    2 with the moves' period of a quarter of the look, 0 with mirrored probes also left out of the
+    drift; the bound, 6, lies between."""
     from boltzkit.estimators import probes
     from boltzkit.estimators.reverse import relax
     from boltzkit.samplers.operators import make_operator
