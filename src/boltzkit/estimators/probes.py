@@ -532,7 +532,8 @@ def _start_look(
     # Where most jumped (a model symmetric under the flip accepts every move) all are kept: left
     # out there, none remained, and exact starts of symmetric RBMs failed 50 of 60 times
     moved = probe[worst] - earlier[worst]
-    if 2 * int(steady.sum()) >= steady.numel():
+    n_steady = int(steady.sum())
+    if 2 * n_steady >= steady.numel() and n_steady >= 2:  # a spread needs two
         moved = moved[steady]
     towards = float(moved.mean()) * (out["reference_mean"] - out["probe_mean"])
     spread = float(moved.std(unbiased=True)) / math.sqrt(moved.numel())
