@@ -1056,3 +1056,65 @@ def test_to_jsonable_converts_the_usual_types(tmp_path: Path) -> None:
     assert to_jsonable(object()).startswith("<object")  # lenient: anything else as a string
     with pytest.raises(BoltzkitError, match=r"nan at a\[0\]"):
         to_jsonable({"a": [math.nan]}, strict=True)
+
+
+def _with_metadata(path: Path, **changes) -> None:  # noqa: ANN003
+    """Rewrite the safetensors file ``path`` with its metadata changed (a hand-edited file)."""
+    tensors = load_file(path)
+    with safe_open(path, framework="pt") as f:
+        md = json.loads(f.metadata()[METADATA_KEY])
+    save_file(tensors, path, metadata={METADATA_KEY: json.dumps({**md, **changes})})
+
+
+@pytest.mark.parametrize(
+    ("units", "key", "label"),
+    [
+        ("binary", "visible_units", "gaussian"),
+        ("gaussian", "visible_units", "categorical:3"),
+        ("mixture", "n_components", 7),
+    ],
+)
+def test_metadata_facts_the_model_contradicts_are_refused(tmp_path: Path, units: str, key: str, label) -> None:  # noqa: ANN001
+    """A stored fact about the model that its arrays contradict is refused, as a wrong n_visible is
+    (review of 2026-12-04: the stored label won, and ``convert`` passed it on or rewrote it); the
+    same file with the true fact loads."""
+    from conftest import unit_rbm
+
+    from boltzkit.models.mixture import MixtureOfBernoullis
+
+    if units == "mixture":
+        model = MixtureOfBernoullis(torch.tensor([0.25, 0.75]), torch.full((2, 5), 0.3))
+    else:
+        model = unit_rbm(units, 5, 3, seed=0)
+    path = tmp_path / "edited.safetensors"
+    save_model(model, path)
+    true_value = load_model(path)[1].get(key, "binary")
+    _with_metadata(path, **{key: label})
+    with pytest.raises(ModelFileError, match="metadata disagrees") as info:
+        load_model(path)
+    assert f"{key}={label!r}" in str(info.value) and repr(true_value) in str(info.value)
+    _with_metadata(path, **{key: true_value})
+    assert load_model(path)[1][key] == true_value
+
+
+def test_ising_log_z_constant_comes_from_the_model(tmp_path: Path) -> None:
+    """A stored number computed from the parameters is replaced by the model's own value."""
+    from boltzkit.models.ising import IsingModel
+
+    g = torch.Generator().manual_seed(3)
+    J = torch.randn(5, 5, generator=g, dtype=torch.float64).triu(1)
+    model = IsingModel(J + J.t(), torch.randn(5, generator=g, dtype=torch.float64))
+    path = tmp_path / "ising.safetensors"
+    save_model(model, path)
+    _with_metadata(path, log_z_constant=99.0)
+    assert load_model(path)[1]["log_z_constant"] == pytest.approx(model.log_z_constant, abs=1e-12)
+
+
+def test_alphabet_that_is_not_a_string_is_a_clear_error(tmp_path: Path) -> None:
+    g = np.random.default_rng(0)
+    path = tmp_path / "alphabet.npz"
+    md = json.dumps({"kind": "categorical-rbm", "alphabet": 5})
+    np.savez(path, W=g.normal(size=(4, 3, 2)), vbias=g.normal(size=(4, 3)), hbias=g.normal(size=2), boltzkit=np.array(md))
+    with pytest.raises(ModelFileError, match="alphabet") as info:
+        load_model(path)
+    assert "one letter per state" in str(info.value)

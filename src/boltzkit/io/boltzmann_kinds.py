@@ -502,7 +502,14 @@ def _build_ising(tensors, md, dtype, device) -> IsingModel:  # noqa: ANN001
 
 
 def _ising_tensors(model) -> dict[str, Tensor]:  # noqa: ANN001
-    return {"J": model.ising_couplings, "h": model.ising_fields}
+    """``J, h`` from the model's {0, 1} parameters, worked out in float64 and rounded once to the
+    model's dtype: a float32 model then changes by at most that one rounding in a save and load
+    (the {0, 1} biases are rebuilt in float64 too, :class:`~boltzkit.models.ising.IsingModel`),
+    not by two roundings a trip that add up over repeated round trips."""
+    couplings = model.coupling(0, 0).detach().to(torch.float64)
+    bias = model.bias(0).detach().to(torch.float64)
+    dtype = model.coupling(0, 0).dtype
+    return {"J": (couplings / 4.0).to(dtype), "h": (bias / 2.0 + couplings.sum(1) / 4.0).to(dtype)}
 
 
 def _ising_facts(model) -> dict[str, Any]:  # noqa: ANN001

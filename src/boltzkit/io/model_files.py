@@ -477,6 +477,27 @@ def _check_metadata_agrees(
         )
 
 
+def _check_facts_agree(md: Mapping[str, Any] | None, facts: Mapping[str, Any], p: Path) -> None:
+    """Refuse a file whose metadata states a fact about the model (``visible_units``,
+    ``n_components``, ...) that the model its arrays make contradicts: the label would otherwise
+    travel on with the model (``load_model``'s metadata, ``convert``'s output). Facts that are
+    numbers computed from the parameters (an Ising model's ``log_z_constant``) are taken from the
+    model as loaded, without a check (their last digits depend on the stored dtype). A kind whose
+    facts name no ``visible_units`` has binary visible units."""
+    if md is None:
+        return
+    for key, value in {"visible_units": "binary", **facts}.items():
+        if key not in md or isinstance(value, float):
+            continue
+        expected = json.loads(dumps(value, what="model metadata"))
+        if md[key] != expected:
+            raise ModelFileError(
+                "the model file's metadata disagrees with its arrays",
+                got=f"metadata {key}={md[key]!r}; the arrays make a model with {key}={expected!r} (in {p})",
+                hint="the file was edited or written by another tool; remove the key or re-save the model.",
+            )
+
+
 # ------------------------------------------------------------------------------------------------
 # Saving
 # ------------------------------------------------------------------------------------------------
@@ -841,8 +862,9 @@ def _model_from_arrays(tensors, md, p, *, source, dtype, device) -> tuple[nn.Mod
         )
     out: dict[str, Any] = dict(md) if md is not None else {}
     out["kind"] = kind.name
-    for key, value in kind.facts(model).items():
-        out.setdefault(key, value)
+    facts = kind.facts(model)
+    _check_facts_agree(md, facts, p)
+    out.update(facts)
     out.setdefault("arrays", list(kind.tensors_of(model)))
     out["dtype"] = _dtype_name(stored)
     out["source_format"] = source

@@ -43,10 +43,13 @@ _BINARY = Bernoulli()
 def checked_alphabet(units: UnitType, alphabet: str | None) -> str | None:
     """``alphabet`` when it names each state of categorical ``units`` with one letter, else a clear
     error (``None`` passes)."""
-    if alphabet is not None and (not isinstance(units, Categorical) or len(alphabet) != units.n_states):
+    if alphabet is not None and (
+        not isinstance(alphabet, str) or not isinstance(units, Categorical) or len(alphabet) != units.n_states
+    ):
         raise BoltzkitError(
             "an alphabet names the states of categorical units, one letter each",
             got=f"{alphabet!r} for {units.name} units",
+            expected="a string of one letter per state, e.g. 'ACGT' for 4 states",
         )
     return alphabet
 
