@@ -1074,7 +1074,9 @@ def _with_metadata(path: Path, **changes) -> None:  # noqa: ANN003
         ("mixture", "n_components", 7),
     ],
 )
-def test_metadata_facts_the_model_contradicts_are_refused(tmp_path: Path, units: str, key: str, label) -> None:  # noqa: ANN001
+def test_metadata_facts_the_model_contradicts_are_refused(
+    tmp_path: Path, units: str, key: str, label: str | int
+) -> None:
     """A stored fact about the model that its arrays contradict is refused, as a wrong n_visible is
     (review of 2026-12-04: the stored label won, and ``convert`` passed it on or rewrote it); the
     same file with the true fact loads."""
@@ -1114,7 +1116,8 @@ def test_alphabet_that_is_not_a_string_is_a_clear_error(tmp_path: Path) -> None:
     g = np.random.default_rng(0)
     path = tmp_path / "alphabet.npz"
     md = json.dumps({"kind": "categorical-rbm", "alphabet": 5})
-    np.savez(path, W=g.normal(size=(4, 3, 2)), vbias=g.normal(size=(4, 3)), hbias=g.normal(size=2), boltzkit=np.array(md))
+    arrays_of = {"W": g.normal(size=(4, 3, 2)), "vbias": g.normal(size=(4, 3)), "hbias": g.normal(size=2)}
+    np.savez(path, **arrays_of, boltzkit=np.array(md))
     with pytest.raises(ModelFileError, match="alphabet") as info:
         load_model(path)
     assert "one letter per state" in str(info.value)
