@@ -143,7 +143,24 @@ def test_plot_ais_course_from_logz_trace(written):
     assert (
         json.loads(untraced.stdout.strip().splitlines()[-1])["log_z"] == record["log_z"]
     )  # tracing changes nothing
+    assert [c["name"] for c in record["checks"]] == [
+        c["name"] for c in json.loads(untraced.stdout.strip().splitlines()[-1])["checks"]
+    ]
     check_png(plot_ais_course(written["trace"], written["dir"] / "course.png"))
+
+
+def test_a_traced_estimate_is_judged_as_an_untraced_one(tmp_path):
+    """An AIS run far too short for its sharp model (5 steps; unreliable on 10 of 10 seeds, traced
+    or not) is judged unreliable traced as untraced (review of 2026-12-04: ``logz --trace``
+    skipped the checks and printed a band where ``logz`` withheld it)."""
+    model = random_rbm(12, 6, 3, scale=3.0)
+    path = base_rate_path(model)
+    plain = ais(path, n_chains=20, betas=5, seed=1, check=True)
+    traced = ais_trace(path, n_chains=20, betas=5, seed=1, n_show=2, check=True).result
+    assert not plain.reliability().reliable
+    assert traced.log_z == plain.log_z and not traced.reliability().reliable
+    # the same checks; their draws follow the trace's final move at beta = 1
+    assert [c["name"] for c in traced.settings["checks"]] == [c["name"] for c in plain.settings["checks"]]
 
 
 def test_log_z_by_runs_pools_the_first_runs():

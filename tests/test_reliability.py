@@ -3,6 +3,7 @@ sandwich's gap, diverging training, and one-line warnings on the command line.""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -248,6 +249,12 @@ def test_logz_judges_an_estimate_by_the_exact_value_beside_it_and_withholds_its_
     assert record["log_z_minus_3sigma"] is None and record["log_z_plus_3sigma"] is None
     assert record["band_withheld"] and record["log_z"] < 2.5
     assert "no band" in run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3).stdout
+    # and its --out file, as the JSON line (review of 2026-12-04: the file kept the band)
+    out = tmp_path / "sis.json"
+    run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3, "--out", out)
+    saved = json.loads(out.read_text())
+    assert saved["reliable"] is False and saved["band_withheld"]
+    assert saved["log_z_minus_3sigma"] is None and saved["log_z_plus_3sigma"] is None
 
 
 def test_logz_puts_the_exact_value_beside_a_variational_approximation(tmp_path):

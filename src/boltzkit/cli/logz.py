@@ -49,6 +49,7 @@ from boltzkit.cli.common import (
     warn,
     warn_if_unreliable,
     warn_ignored,
+    withhold_bands,
 )
 from boltzkit.cli.stack import is_stack_model, stack_log_z
 from boltzkit.cli.trace import traced_log_z
@@ -385,7 +386,7 @@ def command(
     if relative_to is not None:
         record["relative_to"] = str(relative_to)
     if out is not None:
-        save_result_json(jsonable(record), out)
+        save_result_json(withhold_bands(jsonable(record)), out)  # as --json prints it
         record["out"] = str(out)
     warn_if_unreliable(record)
     emit(record, as_json=as_json, human=lambda: _summary(record))

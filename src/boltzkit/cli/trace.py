@@ -70,6 +70,7 @@ def traced_log_z(
         at=betas,
         n_show=n_show,
         progress=progress,
+        check=True,  # judged as `logz --method ais` judges its estimate
     )
     if source:
         trace = dataclasses.replace(trace, result=trace.result.with_settings(base_data=source))

@@ -349,25 +349,44 @@ def ais(
         "total_sweeps": n_steps * int(sweeps),
         "seed": seed_label(seed),
     }
-    main = record("ais", path, run.log_weights, n_steps=n_steps, seconds=0.0, **settings)
     if check:
-        checks = [schedule_check(path, schedule, main, n_chains, op, sweeps, gen)] if n_steps >= 4 else []
-        if path.end_is_exact:
-            checks.append(reverse_check(path, schedule, main, n_chains, op, sweeps, gen))
-        else:  # chains that all missed a mode give equal weights: only chains from elsewhere show it
-            probe_sweeps = min(END_PROBE_SWEEPS, max(1, n_steps * int(sweeps) // PROBES_PER_START))
-            cost = int(n_chains) * n_steps * int(sweeps)  # relaxing probes may run on to the run's cost
-            probes = start_check(
-                path, run.final_state, probe_sweeps, op, gen, forward=True, budget_chain_sweeps=cost
-            )
-            checks.append(probes)
-        settings["checks"] = checks
+        main = record("ais", path, run.log_weights, n_steps=n_steps, seconds=0.0, **settings)
+        settings["checks"] = ais_checks(path, schedule, main, run.final_state, op, sweeps, gen)
     sync(path.device)
     result = record(
         "ais", path, run.log_weights, n_steps=n_steps, seconds=time.perf_counter() - t0, **settings
     )
     warn_unreliable("the AIS estimate of log Z", result.reliability())
     return result
+
+
+def ais_checks(
+    path: AnnealingPath,
+    schedule: Tensor,
+    main: LogZResult,
+    final_state: ChainState,
+    operator: TransitionOperator,
+    sweeps: int,
+    generator: torch.Generator,
+) -> list[dict[str, Any]]:
+    """The checks of a forward AIS estimate ``main`` (see :func:`ais`, ``check``): the schedule
+    check where the schedule has at least 4 steps, then the reverse check where exact samples of
+    the target exist, else the probe chains started away from the runs' ``final_state``."""
+    n_chains, n_steps = int(main.n_chains), schedule.numel() - 1
+    checks = (
+        [schedule_check(path, schedule, main, n_chains, operator, sweeps, generator)] if n_steps >= 4 else []
+    )
+    if path.end_is_exact:
+        checks.append(reverse_check(path, schedule, main, n_chains, operator, sweeps, generator))
+    else:  # chains that all missed a mode give equal weights: only chains from elsewhere show it
+        probe_sweeps = min(END_PROBE_SWEEPS, max(1, n_steps * int(sweeps) // PROBES_PER_START))
+        cost = n_chains * n_steps * int(sweeps)  # relaxing probes may run on to the run's cost
+        checks.append(
+            start_check(
+                path, final_state, probe_sweeps, operator, generator, forward=True, budget_chain_sweeps=cost
+            )
+        )
+    return checks
 
 
 #: Ends of a sandwich further apart than this many standard errors of their gap disagree.

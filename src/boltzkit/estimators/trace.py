@@ -39,6 +39,7 @@ from boltzkit._numerics import make_generator
 from boltzkit.atomic import atomic_open
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.ais import (
+    ais_checks,
     anneal,
     check_runs,
     path_settings,
@@ -48,6 +49,7 @@ from boltzkit.estimators.ais import (
     sync,
 )
 from boltzkit.estimators.paths import AnnealingPath, check_path
+from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.result import LogZResult, stored_steps
 from boltzkit.jsonio import to_jsonable
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -224,6 +226,7 @@ def ais_trace(
     at: Sequence[float] = DEFAULT_TRACE_BETAS,
     n_show: int = 16,
     progress: bool = False,
+    check: bool = False,
 ) -> AISTrace:
     """Run AIS along ``path`` and record its course (see the module docstring).
 
@@ -237,6 +240,10 @@ def ais_trace(
         of the schedule (default: 0, 0.5, 0.9 and 1, as in S&M 2008, Fig. 2).
     n_show
         Chains whose states are kept (the first ``n_show``; at most ``n_chains``).
+    check
+        As for :func:`~boltzkit.estimators.ais.ais`: run its checks on the estimate (schedule
+        check, reverse check or probe chains; after the traced run, so the trace is unchanged), so
+        that a traced estimate is judged as an untraced one is (``logz --trace`` does).
 
     Returns
     -------
@@ -283,19 +290,22 @@ def ais_trace(
     )
     sync(path.device)
     n_steps = n - 1
-    result = record(
-        "ais",
-        path,
-        run.log_weights,
-        n_steps=n_steps,
-        seconds=time.perf_counter() - t0,
+    settings: dict[str, Any] = {
         **path_settings(path),
-        schedule=schedule_name,
-        sampler=op.name,
-        sweeps=int(sweeps),
-        total_sweeps=n_steps * int(sweeps),
-        seed=seed_label(seed),
+        "schedule": schedule_name,
+        "sampler": op.name,
+        "sweeps": int(sweeps),
+        "total_sweeps": n_steps * int(sweeps),
+        "seed": seed_label(seed),
+    }
+    if check:  # the checks of ais(): a traced estimate is judged as an untraced one is
+        main = record("ais", path, run.log_weights, n_steps=n_steps, seconds=0.0, **settings)
+        settings["checks"] = ais_checks(path, schedule, main, run.final_state, op, sweeps, gen)
+    sync(path.device)
+    result = record(
+        "ais", path, run.log_weights, n_steps=n_steps, seconds=time.perf_counter() - t0, **settings
     )
+    warn_unreliable("the AIS estimate of log Z", result.reliability())
     snapshots = torch.stack([t for t in kept if t is not None]).numpy()
     return AISTrace(
         result=result,
