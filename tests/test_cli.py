@@ -453,6 +453,40 @@ def test_evaluate_exact_json_and_per_example(bas_model, tmp_path):
     assert values.mean() == pytest.approx(expected, abs=1e-9)
 
 
+def test_evaluate_text_gives_the_verdict_and_a_sandwichs_conservative_figure(bas_model, tmp_path):
+    """The text says what the JSON says (review of 2026-12-04: it gave neither the verdict nor the
+    figure with the sandwich's upper end, nor which end the main figure takes)."""
+    args = ("evaluate", bas_model, "--data", "bars-and-stripes", "--logz", "sandwich", "--chains", 20)
+    record = last_json(run(*args, "--betas", 200, "--json"))
+    text = run(*args, "--betas", 200).stdout
+    assert f"{record['mean_log_prob']:.4f}  (with the forward end of log Z)" in text
+    assert f"reverse (upper) end of log Z: {record['mean_log_prob_conservative']:.4f}" in text
+    assert ("reliable: yes" if record["reliable"] else "reliable: NO") in text
+    # AIS of 2 steps on a sharp 12 x 6 RBM from the base rates of uniform noise: 5-19 nats low,
+    # unreliable on 6 of 6 seeds
+    sharp, data = tmp_path / "sharp.safetensors", tmp_path / "x.npy"
+    save_model(random_rbm(12, 6, 3, scale=5.0), sharp)
+    np.save(data, (np.random.default_rng(0).random((50, 12)) < 0.5).astype(np.float32))
+    short = (
+        "evaluate",
+        sharp,
+        "--data",
+        data,
+        "--logz",
+        "ais",
+        "--chains",
+        20,
+        "--betas",
+        3,
+        "--base-rate-data",
+        data,
+    )
+    verdict = last_json(run(*short, "--json"))
+    assert verdict["reliable"] is False
+    text = run(*short).stdout
+    assert "(unreliable)" in text and f"reliable: NO: {verdict['reliability_reason']}" in text
+
+
 def test_evaluate_per_example_text(bas_model, tmp_path):
     out = tmp_path / "logp.txt"
     assert run("evaluate", bas_model, "--data", "bars-and-stripes", "--per-example", out).exit_code == 0

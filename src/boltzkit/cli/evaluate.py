@@ -87,9 +87,17 @@ def _write_per_example(path: Path, values: np.ndarray) -> None:
 def _summary(record: dict[str, Any]) -> str:
     where = f"{record['data']} ({record['split']}, n={record['n']})"
     line = f"{log_prob_what(record)} on {where}: {fmt(record['mean_log_prob'])}"
+    sandwich = record["log_z_method"] == "sandwich"
+    if sandwich:
+        line += "  (with the forward end of log Z)"
     if record["log_z_method"] != "exact" and not deterministic_log_z(record):
         line += "  " + band_text(record, "mean_log_prob", note="log Z ±3σ")
     lines = [line]
+    if sandwich and record.get("mean_log_prob_conservative") is not None:
+        lines.append(
+            f"  with the reverse (upper) end of log Z: {fmt(record['mean_log_prob_conservative'])} "
+            "(the conservative figure: the truth lies between the two while the ends agree)"
+        )
     if record.get("data_stderr") is not None:
         lines.append(
             f"  the data's own sampling error (standard error over the {record['n']} examples): "
@@ -101,10 +109,13 @@ def _summary(record: dict[str, Any]) -> str:
         lines.append(
             f"convention: {record['convention']} (in {{0, 1}} units: log Z {fmt(record['log_z_binary'])})"
         )
-    lines += [
-        f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}",
-        f"time: {fmt(record['seconds'], 2)} s",
-    ]
+    unreliable = "  (unreliable)" if record.get("reliable") is False else ""
+    lines.append(f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}{unreliable}")
+    if record["log_z_method"] != "exact" and record.get("reliable") is not None:
+        lines.append(
+            "reliable: " + ("yes" if record["reliable"] else f"NO: {record.get('reliability_reason')}")
+        )
+    lines.append(f"time: {fmt(record['seconds'], 2)} s")
     return "\n".join(lines)
 
 
