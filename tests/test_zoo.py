@@ -211,17 +211,35 @@ def test_a_zoo_model_loaded_by_name_warns_where_its_card_does_not_describe_it(ti
     for load in (lambda: zoo.load("bas-rbm"), lambda: load_model("zoo:bas-rbm")):
         with pytest.warns(BoltzkitWarning, match="not the file its card describes.*zoo verify bas-rbm"):
             assert load()[0].n_hidden == 3
-    assert not last_json(run("zoo", "--json"))["models"][0]["file_matches_card"]
+    with pytest.warns(BoltzkitWarning) as caught:
+        zoo.load("bas-rbm")
+    assert caught[0].filename == __file__  # at the caller's line (review of 2026-12-04: zoo.py's)
+    row = last_json(run("zoo", "--json"))["models"][0]
+    assert not row["file_matches_card"] and row["test_log_prob"] is None and row["cell"] is None
     assert "the file is not its card's" in run("zoo").output  # no figure the card holds for another file
+    shown = run("zoo", "show", "bas-rbm")  # the card, said not to be the file's (review of 2026-12-04)
+    assert "FILE CHANGED" in shown.stdout and "is not the one its card describes" in shown.output
+    assert last_json(run("zoo", "show", "bas-rbm", "--json"))["file_matches_card"] is False
     shutil.copy(folder / "bas-rbm.safetensors", folder / "nocard.safetensors")
     with pytest.warns(BoltzkitWarning, match="has no readable card"):
         load_model("zoo:nocard")
     assert "the zoo model has no card" in assert_clean_failure(run("zoo", "show", "nocard"))
+    # half a pair is listed and fails verify (it was left out of both)
+    rows = {r["name"]: r for r in last_json(run("zoo", "--json"))["models"]}
+    assert "has no card" in rows["nocard"]["problem"]
+    verified = run("zoo", "verify", "--quick", "--json")
+    assert verified.exit_code == 1
+    failed = {r["name"]: r for r in json.loads(verified.stdout.strip().splitlines()[-1])["models"]}
+    assert not failed["nocard"]["ok"] and "has no card" in failed["nocard"]["problems"][0]
 
 
 def test_an_unknown_or_missing_zoo_says_what_to_do(tiny_zoo, tmp_path, monkeypatch) -> None:
+    assert zoo.load("BAS-RBM")[1]["zoo_name"] == "bas-rbm"  # a name in other letter case is found
+    assert load_model("ZOO:bas-rbm")[1]["zoo_name"] == "bas-rbm"
     with pytest.raises(ModelFileError, match="did you mean 'bas-rbm'"):
-        zoo.load("BAS-RBM")
+        zoo.load("bas-rb")
+    with pytest.raises(ModelFileError, match="named with its prefix: zoo:bas-rbm"):
+        load_model("bas-rbm")  # a zoo name given as a path
     monkeypatch.setenv("BOLTZKIT_ZOO_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(ModelFileError, match="names .*nowhere, which is not a directory"):
         load_model("zoo:bas-rbm")

@@ -8,6 +8,7 @@ on the model files, so they live here, above both. See ``zoo/README.md``.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from boltzkit.io.model_files import load_model
@@ -29,7 +30,12 @@ def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict
     """Zoo model ``name`` and its file metadata, as :func:`~boltzkit.io.model_files.load_model`
     returns them, with a warning where the file is not the one its card describes; the card is
     :func:`read_card`."""
-    return load_model(PREFIX + str(name).strip().removeprefix(PREFIX), device=device, dtype=dtype)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = load_model(PREFIX + str(name).strip().removeprefix(PREFIX), device=device, dtype=dtype)
+    for w in caught:  # raised again at the caller's line, not this one
+        warnings.warn(w.message, stacklevel=2)
+    return loaded
 
 
 def verify_file(name: str) -> list[str]:

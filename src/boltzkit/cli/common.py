@@ -371,8 +371,8 @@ def check_output(path: Path | None, option: str, *, force: bool) -> None:
 def refuse_zoo_output(out: Path | str, option: str = "--out") -> None:
     """Refuse an output model path written ``zoo:NAME``: a zoo name is read, not written (it
     would make a file of that literal name here)."""
-    if str(out).startswith("zoo:"):
-        name = str(out).removeprefix("zoo:")
+    if str(out).lower().startswith("zoo:"):
+        name = str(out)[len("zoo:") :]
         raise BoltzkitError(
             f"{option} names a zoo model; the zoo is written by `boltzkit zoo add`, not by a model path",
             got=str(out),

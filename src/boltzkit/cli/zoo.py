@@ -37,7 +37,7 @@ from boltzkit.data import load_dataset
 from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.experiments.report import recipe_label
 from boltzkit.io import load_model
-from boltzkit.io.zoo import file_sha256, missing_text, model_path, names, read_card, zoo_dir
+from boltzkit.io.zoo import file_sha256, missing_text, model_path, names, read_card, unpaired, zoo_dir
 from boltzkit.learning.recipes import RECIPES, recipe_differences
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.dbn import DBN
@@ -81,24 +81,28 @@ def _rows() -> list[dict[str, Any]]:
             rows.append({"name": name, "problem": describe_error(exc)})
             continue
         paper = card.get("paper") or {}
-        # a file changed or replaced under its card: the card's figures are not its own
-        changed = file_sha256(model_path(name)) != card.get("sha256")
+        # a file changed or replaced under its card: the card's figures are not its own, and the
+        # listing gives none (text and JSON alike)
+        matches = file_sha256(model_path(name)) == card.get("sha256")
         rows.append(
             {
                 "name": name,
-                "file_matches_card": not changed,
+                "file_matches_card": matches,
                 "kind": card.get("kind"),
                 "layer_sizes": card.get("layer_sizes"),
-                "test_log_prob": (card.get("test") or {}).get("mean_log_prob"),
+                "test_log_prob": (card.get("test") or {}).get("mean_log_prob") if matches else None,
                 "test_bound": (card.get("test") or {}).get("bound"),
-                "log_z": (card.get("log_z") or {}).get("log_z"),
+                "log_z": (card.get("log_z") or {}).get("log_z") if matches else None,
                 "log_z_method": (card.get("log_z") or {}).get("method"),
                 "reliable": (card.get("log_z") or {}).get("reliable"),
                 "paper_test": paper.get("test"),
                 "paper": paper.get("source"),
-                "cell": _test_cell(card),
+                "cell": _test_cell(card) if matches else None,
             }
         )
+    for name, missing in unpaired().items():  # half a pair: no model of the zoo, and said so
+        warn(f"zoo file {name} skipped: {missing}")
+        rows.append({"name": name, "problem": missing})
     return rows
 
 
@@ -115,7 +119,8 @@ def _table(rows: list[dict[str, Any]], header: bool = True) -> str:
     width = max(28, *(len(r["name"]) for r in rows))
     for r in rows:
         if r.get("problem"):
-            lines.append(f"  {r['name']:<{width}} (unreadable card: see the warning)")
+            what = "half a pair" if "has no" in r["problem"] else "unreadable card"
+            lines.append(f"  {r['name']:<{width}} ({what}: see the warning)")
             continue
         shape = "x".join(str(n) for n in r["layer_sizes"] or [])
         paper = f"; paper {fmt(r['paper_test'], 2)} ({r['paper']})" if r["paper_test"] is not None else ""
@@ -162,12 +167,22 @@ def show_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Print a model's card: recipe, command, seed, seconds, machine, log Z and log-probabilities."""
-    card = read_card(name.removeprefix("zoo:"))
+    name = name.removeprefix("zoo:")
+    card = read_card(name)
+    matches = file_sha256(model_path(name)) == card.get("sha256")
+    if not matches:
+        warn(
+            f"the model file of {card['name']} is not the one its card describes (another sha256): the "
+            f"card's figures do not hold for it; `boltzkit zoo verify {card['name']}` says what differs"
+        )
+    card = {**card, "file_matches_card": matches}
 
     def human() -> str:
         log_z = card.get("log_z") or {}
+        changed = [] if matches else ["  FILE CHANGED: the figures below are the card's, not the file's"]
         lines = [
             f"{card['name']}: {str(card.get('kind')).upper()} {card.get('layer_sizes')}",
+            *changed,
             f"  trained by: {card.get('command')}",
             f"  recipe: {_recipe_text(card)}; seed {card.get('seed')}; "
             f"{fmt(card.get('training_seconds'), 0)} s on {card.get('machine')}",
@@ -211,7 +226,8 @@ def verify_command(
     from boltzkit.experiments.zoo_cards import recompute_check
 
     chosen = [n.removeprefix("zoo:") for n in names_] if names_ else names()
-    results = []
+    halves = unpaired() if not names_ else {}
+    results = [{"name": n, "ok": False, "problems": [why], "check": None} for n, why in halves.items()]
     for name in chosen:
         try:
             problems = verify_file(name)

@@ -57,7 +57,7 @@ from torch import Tensor, nn
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import PathLike, atomic_write_bytes
 from boltzkit.errors import BoltzkitError, ModelFileError
-from boltzkit.io.zoo import PREFIX, resolve_model_path, warn_if_unpublished
+from boltzkit.io.zoo import PREFIX, close_names, resolve_model_path, warn_if_unpublished
 from boltzkit.jsonio import dumps
 
 __all__ = [
@@ -620,10 +620,13 @@ def stat_model_file(path: PathLike) -> Path:
     p = Path(path)
     if not p.exists():
         parent_hint = "" if p.parent.is_dir() else f" (the directory {p.parent} does not exist either)"
+        zoo = close_names(str(path)) if p.parent == Path(".") and not p.suffix else []
         raise ModelFileError(
             f"model file not found{parent_hint}",
             got=str(p),
-            hint="check the path; model files are written by `save_model` or `boltzkit train`.",
+            hint=f"a model of the zoo is named with its prefix: {PREFIX}{zoo[0]}."
+            if zoo
+            else "check the path; model files are written by `save_model` or `boltzkit train`.",
         )
     if p.is_dir():
         raise ModelFileError("the model path is a directory, not a file", got=str(p))
@@ -948,7 +951,7 @@ def load_model(
     """
     p = stat_model_file(resolve_model_path(path))
     raw = read_bytes(p)
-    if os.fspath(path).startswith(PREFIX):
+    if os.fspath(path).lower().startswith(PREFIX):
         warn_if_unpublished(p, raw)
     fmt = next((f for f in FORMATS if f.detect(raw[:16], p)), None)
     if fmt is not None:

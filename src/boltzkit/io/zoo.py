@@ -54,6 +54,20 @@ def names() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json") if (folder / f"{p.stem}.safetensors").is_file())
 
 
+def unpaired() -> dict[str, str]:
+    """The zoo folder's half pairs: a model file without its card, or a card without its model
+    file, by name, with what is missing (``{}`` where every file has its partner). :func:`names`
+    leaves them out; ``boltzkit zoo`` lists them and ``zoo verify`` fails them."""
+    folder = zoo_dir()
+    if not folder.is_dir():
+        return {}
+    models = {p.stem for p in folder.glob("*.safetensors")}
+    cards = {p.stem for p in folder.glob("*.json")}
+    out = {name: f"the model file {name}.safetensors has no card {name}.json" for name in models - cards}
+    out.update({n: f"the card {n}.json has no model file {n}.safetensors" for n in cards - models})
+    return dict(sorted(out.items()))
+
+
 def missing_text() -> str | None:
     """Why the zoo folder holds no model, where it does not exist (``None`` where it does): the zoo
     ships with the source checkout, not with an installed wheel."""
@@ -69,11 +83,17 @@ def missing_text() -> str | None:
     )
 
 
-def _unknown(name: str) -> ModelFileError:
+def close_names(name: str, n: int = 3) -> list[str]:
+    """Up to ``n`` zoo names close to ``name`` (case ignored), closest first."""
     known = names()
     lowered = [k.lower() for k in known]
-    close = difflib.get_close_matches(name.lower(), lowered, n=1)
-    hint = f"did you mean {known[lowered.index(close[0])]!r}? " if close else ""
+    return [known[lowered.index(c)] for c in difflib.get_close_matches(name.lower(), lowered, n=n)]
+
+
+def _unknown(name: str) -> ModelFileError:
+    known = names()
+    close = close_names(name)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
     empty = missing_text() or f"a model in {zoo_dir()} (the zoo is empty)"
     return ModelFileError(
         "no such model in the zoo",
@@ -86,9 +106,12 @@ def _unknown(name: str) -> ModelFileError:
 def model_path(name: str) -> Path:
     """The model file of zoo model ``name`` (an error naming the known models if absent)."""
     name = str(name).strip()
-    if name.startswith(PREFIX):
+    if name.lower().startswith(PREFIX):
         name = name[len(PREFIX) :].strip()
     path = zoo_dir() / f"{name}.safetensors"
+    if name and "/" not in name and not path.is_file():  # the name in other letter case
+        same = [k for k in names() if k.lower() == name.lower()]
+        path = zoo_dir() / f"{same[0]}.safetensors" if len(same) == 1 else path
     if not name or "/" in name or not path.is_file():
         raise _unknown(name)
     return path
@@ -109,7 +132,7 @@ def resolve_model_path(path: str | os.PathLike) -> Path:
             expected="'model.safetensors', a pathlib.Path, or 'zoo:NAME'",
         )
     text = os.fspath(path)
-    return model_path(text) if str(text).startswith(PREFIX) else Path(text)
+    return model_path(text) if str(text).lower().startswith(PREFIX) else Path(text)
 
 
 def read_card(name: str) -> dict[str, Any]:
