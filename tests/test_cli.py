@@ -314,6 +314,24 @@ def test_train_refuses_an_option_the_run_would_not_use(tmp_path, options, flag):
     assert not (tmp_path / "m.safetensors").exists()
 
 
+@pytest.mark.parametrize(
+    ("options", "flag"), [(("--init-scale", 0.5), "--init-scale"), (("--init-vbias", "zero"), "--init-vbias")]
+)
+def test_train_from_a_model_refuses_options_of_fresh_weights(bas_model, tmp_path, options, flag):
+    """A run started from --init draws no initial weights (review of 2026-12-04: the options were
+    dropped, and recorded in the metadata as if used); the API refuses them as well."""
+    from boltzkit.learning import train_model
+
+    out = tmp_path / "m.safetensors"
+    args = ("train", "--data", "bars-and-stripes", "--hidden", 5, "--epochs", 1, "--init", bas_model)
+    message = assert_clean_failure(run(*args, *options, "--out", out))
+    assert f"{flag} applies to a fresh model's initial weights" in message and not out.exists()
+    start, _ = load_model(bas_model)
+    x = load_dataset("bars-and-stripes").x
+    with pytest.raises(BoltzkitError, match="a model started from init draws none"):
+        train_model(x, hidden=5, init=start, init_scale=0.5, epochs=1)
+
+
 def test_mistyped_output_folders_fail_before_any_work(tmp_path):
     (tmp_path / "m.safetensors").mkdir()
     message = assert_clean_failure(

@@ -234,10 +234,15 @@ _NOT_STACKING = (
 )  # fmt: skip
 
 
-def _refuse_unused_options(ctx: typer.Context, kind: str, method: str, positive: str) -> None:
+def _refuse_unused_options(
+    ctx: typer.Context, kind: str, method: str, positive: str, *, started: bool = False
+) -> None:
     """Refuse an option given on the command line that this run would not use (a silent no-op
-    would let a researcher believe it took effect)."""
+    would let a researcher believe it took effect); ``started``: the run starts from ``--init``."""
+    fresh = "a fresh model's initial weights (a run without --init)"
     scoped = {  # option: (whether it applies, where it does)
+        "init_scale": (not started, fresh),
+        "init_vbias": (not started, fresh),
         "bottom": (kind == "dbn", "DBNs (--model dbn)"),
         "init_transpose": (kind == "dbn", "DBNs (--model dbn)"),
         "layer_data": (kind == "dbn", "DBNs (--model dbn)"),
@@ -647,7 +652,9 @@ def command(
             )
     units = unit_type(visible)
     unit_dbm_cd = units.name != "binary" and model.value == "dbm" and chosen.method == "cd"
-    _refuse_unused_options(ctx, model.value, "pcd" if unit_dbm_cd else chosen.method, positive.value)
+    _refuse_unused_options(
+        ctx, model.value, "pcd" if unit_dbm_cd else chosen.method, positive.value, started=init is not None
+    )
     if units.name != "binary":
         if model.value not in ("rbm", "dbm"):
             raise BoltzkitError(

@@ -613,7 +613,8 @@ def train_model(
         :func:`train`'s own defaults apply.
     init_vbias_from_data, init_scale
         Visible biases from the data's log-odds (default yes) and the scale of the initial
-        couplings (default 0.01), unless the recipe says otherwise.
+        couplings (default 0.01), unless the recipe says otherwise. A model started from ``init``
+        draws no initial weights, so neither may be given with it.
     init
         Start from (a copy of) this model instead of a fresh one, to train a finished model
         further; it must have the given sizes and be of ``kind`` or a model ``kind`` extends (an
@@ -636,6 +637,14 @@ def train_model(
         seed, "seed", hint="a torch.Generator drives train() and sample(); train_model takes a seed"
     )
     _check_dtype(dtype)
+    if init is not None and (init_scale is not None or init_vbias_from_data is not None):
+        given = "init_scale" if init_scale is not None else "init_vbias_from_data"
+        raise BoltzkitError(
+            f"{given} sets the initial weights of a fresh model; a model started from init draws none",
+            got=f"{given}={init_scale if init_scale is not None else init_vbias_from_data!r} with init=a "
+            f"{getattr(init, 'kind', type(init).__name__)}",
+            hint=f"drop {given}, or drop init to train a fresh model.",
+        )
     recipe_record = None
     if recipe is not None:
         chosen = get_recipe(recipe)
