@@ -412,6 +412,21 @@ def test_a_wider_transposed_start_defines_the_rbm_below_exactly() -> None:
         assert torch.allclose(dbn_exact_log_prob(dbn, v), exact_log_prob(rbm, v), atol=tol)
     with pytest.raises(BoltzkitError, match="narrower"):
         train_dbn(_bars(20), [9, 5], init_transpose=True, epochs=1, progress=False)
+    # refused before the layers below train (review of 2026-12-04: after them, their hours lost)
+    from boltzkit.learning.callbacks import Callback
+
+    started = []
+
+    class Started(Callback):
+        def on_train_begin(self, trainer) -> None:  # noqa: ANN001
+            started.append(trainer)
+
+    with pytest.raises(BoltzkitError, match="hidden layer 3 cannot start .* narrower") as info:
+        train_dbn(
+            _bars(20), [16, 9, 5], init_transpose=True, epochs=1, progress=False,
+            layer_callbacks=lambda l: [Started()],
+        )  # fmt: skip
+    assert not started and "at least 16 (the visible units of the RBM below it)" in str(info.value)
 
 
 def test_a_recipe_used_for_other_layers_than_it_is_meant_for_trains_with_a_warning(tmp_path) -> None:

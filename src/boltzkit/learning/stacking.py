@@ -344,6 +344,24 @@ def train_dbn(
                 misused.setdefault(text, (role, start, []))[2].append(l)
         for role, start, layers in misused.values():
             warnings.warn(recipe_misuse(base, role=role, start=start, layers=layers), stacklevel=2)
+    for l in range(
+        len(below), n
+    ):  # before any layer trains: a refusal after hours of the layers below wastes them
+        if not per["init_transpose"][l]:
+            continue
+        if l == 0:
+            raise BoltzkitError(
+                "the first layer cannot start as a transposed layer below",
+                hint="init_transpose applies to layers 1 and up.",
+            )
+        width_below = int(x.shape[1]) if l == 1 else int(sizes[l - 2])  # the visible units of the RBM below
+        if sizes[l] < width_below:
+            raise BoltzkitError(
+                f"hidden layer {l + 1} cannot start as the transposed RBM below it: it is narrower",
+                got=f"{sizes[l]} hidden units",
+                expected=f"at least {width_below} (the visible units of the RBM below it)",
+                hint="widen the layer, or start it at random (no init_transpose for it).",
+            )
     ckpt_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
     if ckpt_dir is not None:
         if ckpt_dir.exists() and not ckpt_dir.is_dir():
@@ -365,23 +383,12 @@ def train_dbn(
             callbacks.append(resample)
         else:
             data = layer_data(below, x, mode="probs")  # the data themselves for l = 0
-        if transpose:
-            if l == 0:
-                raise BoltzkitError(
-                    "the first layer cannot start as a transposed layer below",
-                    hint="init_transpose applies to layers 1 and up.",
-                )
+        if transpose:  # (the first layer and a narrower one are refused before the loop)
             if isinstance(below[-1], UnitRBM):
                 raise BoltzkitError(
-                    f"layer {l + 1} cannot start as the transposed RBM below: its "
+                    f"hidden layer {l + 1} cannot start as the transposed RBM below it: its "
                     f"{below[-1].visible_units.name} visible units cannot be a binary layer's hidden units",
                     hint="start it at random (no --init-transpose).",
-                )
-            if sizes[l] < below[-1].n_visible:
-                raise BoltzkitError(
-                    f"layer {l + 1} cannot start as the transposed RBM below: it is narrower",
-                    got=f"{sizes[l]} hidden units",
-                    expected=f"at least {below[-1].n_visible} (the visible units of RBM {l - 1})",
                 )
             rbm = transposed_start(below[-1], sizes[l], generator=gen, scale=init_scale).to(
                 device=dev, dtype=dtype
