@@ -119,11 +119,13 @@ class Centering:
         shift = [torch.zeros_like(g) for g in bias_grad]
         for l, m in model.coupling_keys:
             g = model.coupling(l, m).grad
-            g.sub_(torch.outer(mu[l], bias_grad[m])).sub_(torch.outer(bias_grad[l], mu[m]))
-            if l == m:
+            if l == m:  # one symmetric term: a_ij + a_ji is a_ji + a_ij, so L stays exactly symmetric
+                term = torch.outer(mu[l], bias_grad[l])
+                g.sub_(term + term.t())
                 g.fill_diagonal_(0.0)
                 shift[l].add_(g @ mu[l])
             else:
+                g.sub_(torch.outer(mu[l], bias_grad[m])).sub_(torch.outer(bias_grad[l], mu[m]))
                 shift[l].add_(g @ mu[m])
                 shift[m].add_(g.t() @ mu[l])
         for l in range(model.n_layers):
