@@ -16,7 +16,14 @@ from boltzkit.io import load_model
 from boltzkit.learning import train, train_dbn, train_model
 from boltzkit.learning.centering import Centering, centered_biases, centered_energy, parse_centering
 from boltzkit.learning.phases import ContrastiveDivergence, ExactConditional, sample_means
-from boltzkit.learning.recipes import RECIPES, SETTINGS, Recipe, get_recipe, recipe_settings
+from boltzkit.learning.recipes import (
+    RECIPES,
+    SETTINGS,
+    Recipe,
+    get_recipe,
+    recipe_differences,
+    recipe_settings,
+)
 from boltzkit.learning.schedules import LRSchedule, parse_k_schedule, parse_lr_schedule, parse_momentum
 from boltzkit.state import ChainState
 
@@ -487,3 +494,29 @@ def test_a_recipe_used_for_other_layers_than_it_is_meant_for_trains_with_a_warni
         "warning: the recipe 'dbn-top-pcd' is meant for a DBN's layers above a trained bottom"
         in result.stderr
     )
+
+
+def test_the_default_recipe_is_the_plain_defaults_for_every_method(tmp_path) -> None:
+    """``--recipe default`` trains as no recipe does, persistent chains included (review of
+    2026-12-04: it fixed a constant rate where train() decays it for PCD), and its recorded
+    overrides are what the command changed, not the settings a method change makes moot."""
+    common = ("train", "--data", "bars-and-stripes", "--hidden", 4, "--epochs", 2, "--method", "pcd")
+    run(*common, "--out", tmp_path / "plain.safetensors")
+    run(*common, "--recipe", "default", "--out", tmp_path / "default.safetensors")
+    plain, _ = load_model(tmp_path / "plain.safetensors")
+    named, md = load_model(tmp_path / "default.safetensors")
+    assert torch.equal(plain.W, named.W) and md["training"]["lr_schedule"] == "linear"
+    assert md["training"]["recipe_overrides"] == {"method": "pcd", "epochs": 2}
+    chains = recipe_differences(RECIPES["default"], {**recipe_settings(RECIPES["default"]), "method": "pcd",
+                                                     "n_chains": 500, "reconstruction": None})  # fmt: skip
+    assert chains == {"method": "pcd", "n_chains": 500}  # chains the command did change are kept
+
+
+def test_a_dbns_recorded_overrides_give_each_layers_values(tmp_path) -> None:
+    """Per-layer --k and --epochs are recorded as the lists that ran (review of 2026-12-04: the
+    first layer's value alone)."""
+    out = tmp_path / "dbn.safetensors"
+    run("train", "--data", "bars-and-stripes", "--model", "dbn", "--hidden", "6,6", "--recipe", "sm2008-cd25",
+        "--epochs", "2,3", "--k", "1,2", "--out", out)  # fmt: skip
+    overrides = load_model(out)[1]["training"]["recipe_overrides"]
+    assert overrides["k"] == [1, 2] and overrides["epochs"] == [2, 3]

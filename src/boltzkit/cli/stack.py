@@ -227,8 +227,13 @@ def train_stack(
             **per_layer,
             "recipe": recipe_name,
             # where the options given over the recipe changed its settings
+            # each layer's list where the layers differ (the first layer's value alone hid them)
             **(
-                {"recipe_overrides": recipe_differences(get_recipe(recipe_name), recipe_settings(recipe))}
+                {
+                    "recipe_overrides": recipe_differences(
+                        get_recipe(recipe_name), {**recipe_settings(recipe), **per_layer}
+                    )
+                }
                 if recipe_name
                 else {}
             ),

@@ -353,6 +353,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe(
             name="default",
             summary="boltzkit's plain defaults: CD-1, learning rate 0.05, no momentum or weight decay",
+            lr_schedule=None,  # train()'s own: constant for CD, linear decay for persistent chains
             sources={"init_vbias": "[H10] Sec. 8", "init_scale": "[H10] Sec. 8"},
         ),
         _sm2008("cd1", 1, None, 100, _EPOCHS_SOURCE),
@@ -487,11 +488,30 @@ def recipe_settings(recipe: Recipe) -> dict[str, Any]:
     return out
 
 
+#: Settings :func:`recipe_settings` records only for some methods (chains, replicas, reconstruction).
+_BY_METHOD = ("n_chains", "reconstruction", "temperatures")
+
+
 def recipe_differences(recipe: Recipe, used: dict[str, Any]) -> dict[str, Any]:
     """The settings in which a run's recorded ``used`` (as :func:`recipe_settings` writes them)
     departs from ``recipe``'s: ``{setting: the run's value}``, empty where it was trained by
-    ``recipe``'s settings, whatever name its command gave them."""
-    return {k: used[k] for k, v in recipe_settings(recipe).items() if k in used and used[k] != v}
+    ``recipe``'s settings, whatever name its command gave them.
+
+    Where the run's method differs from the recipe's, a setting only one of the two methods uses
+    (chains, replicas, reconstruction) is no difference of its own: the run's value is compared
+    with the recipe's own (its 100 chains, say), and a setting the run's method does not use is
+    left out (a CD recipe run with ``--method pcd`` departs in its method, not in its chains)."""
+    raw = recipe.to_dict()
+    out = {}
+    for k, v in recipe_settings(recipe).items():
+        if k not in used:
+            continue
+        if k in _BY_METHOD and (v is None) != (used[k] is None):
+            if used[k] is None or used[k] == raw.get(k):
+                continue
+        if used[k] != v:
+            out[k] = used[k]
+    return out
 
 
 def recipe_misuse(recipe: Recipe, *, role: str, start: str, layers: Sequence[int] = ()) -> str | None:
