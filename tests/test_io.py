@@ -247,6 +247,11 @@ def test_import_npz_refuses_safetensors(tmp_path: Path) -> None:
     save_model(make_rbm(), path)
     with pytest.raises(ModelFileError, match="not an .npz"):
         import_npz(path)
+    empty = tmp_path / "empty.npz"  # an empty zip archive is an .npz without arrays, not "no .npz"
+    np.savez(empty)
+    with pytest.raises(ModelFileError, match="lacks the arrays") as info:
+        import_npz(empty)
+    assert "not an .npz" not in str(info.value)
 
 
 # ------------------------------------------------------------------------------------ bad files

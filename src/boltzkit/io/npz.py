@@ -188,7 +188,7 @@ def import_npz(
     p = stat_model_file(path)
     with p.open("rb") as f:
         head = f.read(16)
-    if not head.startswith(ZIP_MAGIC):
+    if not head.startswith((ZIP_MAGIC, EMPTY_ZIP_MAGIC)):  # an empty archive: read_npz names what it lacks
         raise ModelFileError(
             f"{NOT_OURS}: it is not an .npz (zip) archive",
             got=f"{p} (first bytes {head[:8]!r})",
