@@ -1104,8 +1104,19 @@ def test_metadata_facts_the_model_contradicts_are_refused(
     assert load_model(path)[1][key] == true_value
 
 
+def test_a_fact_given_to_save_model_cannot_make_a_file_load_model_refuses(tmp_path: Path) -> None:
+    """The facts load_model checks are the model's at save too (review of 2026-12-04: a binary
+    RBM saved with the metadata of a DBN of Gaussian units stored ``visible_units: gaussian`` and
+    then could not be loaded)."""
+    path = tmp_path / "top.safetensors"
+    save_model(make_rbm(), path, metadata={"visible_units": "gaussian", "alphabet": "ACGT", "note": 1})
+    _, md = load_model(path)
+    assert "visible_units" not in md and "alphabet" not in md and md["note"] == 1
+
+
 def test_ising_log_z_constant_comes_from_the_model(tmp_path: Path) -> None:
-    """A stored number computed from the parameters is replaced by the model's own value."""
+    """A stored number computed from the parameters is replaced by the model's own value, and a
+    descriptive text another tool wrote (its ``convention``) by the model's own."""
     from boltzkit.models.ising import IsingModel
 
     g = torch.Generator().manual_seed(3)
@@ -1113,8 +1124,10 @@ def test_ising_log_z_constant_comes_from_the_model(tmp_path: Path) -> None:
     model = IsingModel(J + J.t(), torch.randn(5, generator=g, dtype=torch.float64))
     path = tmp_path / "ising.safetensors"
     save_model(model, path)
-    _with_metadata(path, log_z_constant=99.0)
-    assert load_model(path)[1]["log_z_constant"] == pytest.approx(model.log_z_constant, abs=1e-12)
+    _with_metadata(path, log_z_constant=99.0, convention="ising +-1")
+    md = load_model(path)[1]
+    assert md["log_z_constant"] == pytest.approx(model.log_z_constant, abs=1e-12)
+    assert md["convention"].startswith("ising: spins s in {-1, +1}")
 
 
 def test_alphabet_that_is_not_a_string_is_a_clear_error(tmp_path: Path) -> None:

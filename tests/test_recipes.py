@@ -510,6 +510,13 @@ def test_the_default_recipe_is_the_plain_defaults_for_every_method(tmp_path) -> 
     chains = recipe_differences(RECIPES["default"], {**recipe_settings(RECIPES["default"]), "method": "pcd",
                                                      "n_chains": 500, "reconstruction": None})  # fmt: skip
     assert chains == {"method": "pcd", "n_chains": 500}  # chains the command did change are kept
+    # a run of the default recipe recorded before its schedule was left to train() (CD: constant)
+    assert (
+        recipe_differences(
+            RECIPES["default"], {**recipe_settings(RECIPES["default"]), "lr_schedule": "constant"}
+        )
+        == {}
+    )
 
 
 def test_a_dbns_recorded_overrides_give_each_layers_values(tmp_path) -> None:
@@ -520,3 +527,5 @@ def test_a_dbns_recorded_overrides_give_each_layers_values(tmp_path) -> None:
         "--epochs", "2,3", "--k", "1,2", "--out", out)  # fmt: skip
     overrides = load_model(out)[1]["training"]["recipe_overrides"]
     assert overrides["k"] == [1, 2] and overrides["epochs"] == [2, 3]
+    used = {**recipe_settings(RECIPES["sm2008-cd25"]), "lr": [0.1, 0.1]}  # the recipe's own rate, each layer
+    assert "lr" not in recipe_differences(RECIPES["sm2008-cd25"], used)

@@ -236,6 +236,10 @@ def test_a_zoo_model_loaded_by_name_warns_where_its_card_does_not_describe_it(ti
 def test_an_unknown_or_missing_zoo_says_what_to_do(tiny_zoo, tmp_path, monkeypatch) -> None:
     assert zoo.load("BAS-RBM")[1]["zoo_name"] == "bas-rbm"  # a name in other letter case is found
     assert load_model("ZOO:bas-rbm")[1]["zoo_name"] == "bas-rbm"
+    assert zoo.load("ZOO:bas-rbm")[1]["zoo_name"] == "bas-rbm"
+    for typed in ("BAS-RBM", "ZOO:bas-rbm"):  # verified and shown as the name it is published under
+        assert last_json(run("zoo", "verify", typed, "--quick", "--json"))["ok"]
+        assert last_json(run("zoo", "show", typed, "--json"))["name"] == "bas-rbm"
     with pytest.raises(ModelFileError, match="did you mean 'bas-rbm'"):
         zoo.load("bas-rb")
     with pytest.raises(ModelFileError, match="named with its prefix: zoo:bas-rbm"):

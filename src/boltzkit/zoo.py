@@ -32,7 +32,10 @@ def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict
     :func:`read_card`."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        loaded = load_model(PREFIX + str(name).strip().removeprefix(PREFIX), device=device, dtype=dtype)
+        text = str(name).strip()
+        loaded = load_model(
+            text if text.lower().startswith(PREFIX) else PREFIX + text, device=device, dtype=dtype
+        )
     for w in caught:  # raised again at the caller's line, not this one
         warnings.warn(w.message, stacklevel=2)
     return loaded
@@ -42,8 +45,9 @@ def verify_file(name: str) -> list[str]:
     """What disagrees between a card and its model file (empty when they agree): the sha256, the
     kind, the layer sizes and the name the file was published under (its ``zoo_name``) and the
     card's own ``name``."""
-    card = read_card(name)
     path = model_path(name)
+    name = path.stem  # as published, however it was typed (letter case, the zoo: prefix)
+    card = read_card(name)
     problems = []
     digest = file_sha256(path)
     if card.get("sha256") != digest:

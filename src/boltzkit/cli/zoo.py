@@ -167,7 +167,7 @@ def show_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Print a model's card: recipe, command, seed, seconds, machine, log Z and log-probabilities."""
-    name = name.removeprefix("zoo:")
+    name = _published_name(name)
     card = read_card(name)
     matches = file_sha256(model_path(name)) == card.get("sha256")
     if not matches:
@@ -210,6 +210,15 @@ def show_command(
     emit(card, as_json=_json_wanted(ctx, as_json), human=human)
 
 
+def _published_name(name: str) -> str:
+    """``name`` as the zoo publishes it (``ZOO:``/``zoo:`` prefix and letter case as typed); a name
+    not in the zoo unchanged (its check then names the problem)."""
+    try:
+        return model_path(name).stem
+    except ModelFileError:
+        return name.strip().removeprefix("zoo:")
+
+
 @app.command("verify", cls=BoltzkitCommand)
 def verify_command(
     ctx: typer.Context,
@@ -225,7 +234,7 @@ def verify_command(
     """Check each card against its file (sha256, kind, sizes) and recompute its check log-probability."""
     from boltzkit.experiments.zoo_cards import recompute_check
 
-    chosen = [n.removeprefix("zoo:") for n in names_] if names_ else names()
+    chosen = [_published_name(n) for n in names_] if names_ else names()
     halves = unpaired() if not names_ else {}
     results = [{"name": n, "ok": False, "problems": [why], "check": None} for n, why in halves.items()]
     for name in chosen:

@@ -477,17 +477,22 @@ def _check_metadata_agrees(
         )
 
 
+#: The facts that say what a model is, which a file's metadata may not contradict
+#: (:func:`_check_facts_agree`); the other facts (an Ising model's ``convention`` text and
+#: ``log_z_constant``) describe it and are taken from the model as loaded, without a check.
+CHECKED_FACTS = ("visible_units", "alphabet", "n_components", "n_visible", "n_hidden", "layer_sizes")
+
+
 def _check_facts_agree(md: Mapping[str, Any] | None, facts: Mapping[str, Any], p: Path) -> None:
-    """Refuse a file whose metadata states a fact about the model (``visible_units``,
-    ``n_components``, ...) that the model its arrays make contradicts: the label would otherwise
-    travel on with the model (``load_model``'s metadata, ``convert``'s output). Facts that are
-    numbers computed from the parameters (an Ising model's ``log_z_constant``) are taken from the
-    model as loaded, without a check (their last digits depend on the stored dtype). A kind whose
-    facts name no ``visible_units`` has binary visible units."""
+    """Refuse a file whose metadata states a fact about the model (:data:`CHECKED_FACTS`:
+    ``visible_units``, ``n_components``, ...) that the model its arrays make contradicts: the label
+    would otherwise travel on with the model (``load_model``'s metadata, ``convert``'s output). A
+    kind whose facts name no ``visible_units`` has binary visible units (and ``save_model`` stores
+    no other label for it)."""
     if md is None:
         return
     for key, value in {"visible_units": "binary", **facts}.items():
-        if key not in md or isinstance(value, float):
+        if key not in md or key not in CHECKED_FACTS:
             continue
         expected = json.loads(dumps(value, what="model metadata"))
         if md[key] != expected:
@@ -552,8 +557,10 @@ def prepare_save(
         "training": {},
         "data": None,
     }
-    # Facts about the model itself always come from the model; "source_format" is added by load_model.
-    derived = {*_DERIVED, *md} - {"created", "training", "data"}
+    # Facts about the model itself always come from the model (a binary kind states no visible units,
+    # and a label given for it is dropped, as load_model would refuse it); "source_format" is added
+    # by load_model.
+    derived = {*_DERIVED, *CHECKED_FACTS, *md} - {"created", "training", "data"}
     for key, value in (metadata or {}).items():
         if key not in derived and key != "source_format":
             md[str(key)] = value
@@ -579,7 +586,8 @@ def save_model(model: nn.Module, path: PathLike, *, metadata: Mapping[str, Any] 
     metadata
         Extra JSON-serializable information, stored next to what is derived from the model
         (``format``, ``format_version``, ``kind``, ``layer_sizes``, ``n_visible``, ``n_hidden``,
-        ``arrays``, ``dtype``, ``boltzkit_version``, which cannot be overridden). Conventional
+        ``visible_units``, ``alphabet``, ``n_components``, ``arrays``, ``dtype``,
+        ``boltzkit_version`` and the kind's other facts, which cannot be overridden). Conventional
         keys: ``"training"`` (dict of training settings, default ``{}``), ``"data"`` (training
         data name, default ``None``), ``"created"`` (ISO time; now when not given, so a
         round-tripped dict keeps the original time).

@@ -42,6 +42,7 @@ from boltzkit.learning.recipes import SETTINGS, Recipe, get_recipe, recipe_misus
 from boltzkit.learning.schedules import (
     LRSchedule,
     MomentumSchedule,
+    method_lr_schedule,
     parse_k_schedule,
     parse_lr_schedule,
     parse_momentum,
@@ -401,9 +402,7 @@ def train(
             "resume needs a checkpoint path", hint="pass checkpoint_path (--checkpoint FILE)."
         )
     operator = make_operator(sampler)
-    lr_plan = parse_lr_schedule(
-        ("linear" if method_name != "cd" else "constant") if lr_schedule is None else lr_schedule
-    )
+    lr_plan = parse_lr_schedule(method_lr_schedule(method_name, lr_schedule))
     if lr_plan.kind == "linear-after" and lr_plan.epochs >= epochs:
         raise BoltzkitError(
             "the learning rate's decay starts after the last epoch",

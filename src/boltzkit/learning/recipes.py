@@ -56,7 +56,12 @@ from boltzkit.errors import BoltzkitError, positive_int
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.centering import parse_centering
 from boltzkit.learning.phases import RECONSTRUCTIONS
-from boltzkit.learning.schedules import parse_k_schedule, parse_lr_schedule, parse_momentum
+from boltzkit.learning.schedules import (
+    method_lr_schedule,
+    parse_k_schedule,
+    parse_lr_schedule,
+    parse_momentum,
+)
 
 #: How a recipe initialises the visible biases.
 VBIAS_INITS = ("data", "zero")
@@ -506,10 +511,16 @@ def recipe_differences(recipe: Recipe, used: dict[str, Any]) -> dict[str, Any]:
     for k, v in recipe_settings(recipe).items():
         if k not in used:
             continue
-        if k in _BY_METHOD and (v is None) != (used[k] is None):
-            if used[k] is None or used[k] == raw.get(k):
+        value = used[k]
+        if isinstance(value, list) and value and all(x == value[0] for x in value):
+            value = value[0]  # a DBN's per-layer list of one value is that value
+        if k in _BY_METHOD and (v is None) != (value is None):
+            if value is None or value == raw.get(k):
                 continue
-        if used[k] != v:
+        if k == "lr_schedule" and (v is None) != (value is None):  # None: train()'s choice by method
+            v = method_lr_schedule(recipe.method, v)
+            value = method_lr_schedule(used.get("method", recipe.method), value)
+        if value != v:
             out[k] = used[k]
     return out
 

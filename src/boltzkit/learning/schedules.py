@@ -338,6 +338,15 @@ class LRSchedule:
         return self.kind != "constant"
 
 
+def method_lr_schedule(method: str, spec: str | LRSchedule | None) -> str | LRSchedule:
+    """The rate schedule that ``spec = None`` stands for with learning ``method``: constant for CD,
+    linear decay to 0 for persistent chains (PCD, SAP, PT; S2 Sec. 5, Tieleman 2008); any other
+    ``spec`` unchanged."""
+    if spec is not None:
+        return spec
+    return "constant" if str(method).strip().lower() == "cd" else "linear"
+
+
 def parse_lr_schedule(spec: str | LRSchedule | bool | None) -> LRSchedule:
     """``"constant"``, ``"linear"``, ``"linear-after:E"``, ``"inverse:E"``, ``"step:E"``; ``True`` / ``False``
     mean ``linear`` / ``constant`` (the older ``lr_decay`` flag)."""
