@@ -99,7 +99,22 @@ def test_mixing_warns_when_the_ar_fit_misses_a_slow_tail(rbm_file, monkeypatch):
     assert result.exit_code == 0, result.output
     ar = json.loads(result.stdout.strip().splitlines()[-1])["estimates"]["gibbs"]["ar"]
     assert ar["misses_slow_tail"] is True and ar["tau"] < 10 < 100 < ar["acf_sum"]
-    assert "warning: the AR fit's tau lies more than three standard errors below" in result.stderr
+    assert "the AR fit's tau lies more than three standard errors below" in result.stderr
+    # and so it is unreliable, in the JSON and the text (review of 2026-12-04: reliable: true)
+    assert ar["reliable"] is False and "understates how slowly they mix" in ar["reason"]
+    text = runner.invoke(
+        app, ["mixing", str(rbm_file), "--samplers", "gibbs", "--chains", "2", "--steps", "200000"]
+    )
+    assert "(unreliable: see the warning)" in text.stdout
+
+
+def test_mixing_says_one_chain_cannot_be_checked_between_chains(rbm_file):
+    result = runner.invoke(
+        app, ["mixing", str(rbm_file), "--samplers", "gibbs", "--chains", "1", "--steps", "500", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["between_chains_checked"] is False
+    assert "one chain: the checks between chains" in result.stderr
 
 
 def test_mixing_warns_when_the_chains_have_not_decorrelated_by_the_last_lag(rbm_file, monkeypatch):
