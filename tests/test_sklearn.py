@@ -168,6 +168,10 @@ def test_log_z_is_estimated_by_ais_when_enumeration_is_refused():
     exact_est = clone(est).set_params(exact_max_bits=20).fit(x)
     np.testing.assert_allclose(log_p - log_p[0], exact_est.score_samples(x) - exact_est.score_samples(x)[0])
     assert est.score_samples(x[:3]) == pytest.approx(log_p[:3])  # the record is kept: same log Z
+    # set_params after the fit is seen (review of 2026-12-04: the AIS record stayed in use)
+    est.set_params(exact_max_bits=20)
+    assert est.score_samples(x[:3]) == pytest.approx(exact_est.score_samples(x[:3]), abs=1e-9)
+    assert est.log_z_.method == "exact"
 
 
 def test_transform_gives_hidden_probabilities():

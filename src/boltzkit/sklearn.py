@@ -363,9 +363,13 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
 
     def estimate_log_z(self) -> LogZResult:
         """``log Z`` of the fitted model (exact when at most ``exact_max_bits`` units must be
-        enumerated, else AIS); kept as ``log_z_`` until the model changes. Returns the record."""
+        enumerated, else AIS); kept as ``log_z_`` until the model changes, or the settings it was
+        estimated with (``exact_max_bits``, ``ais_chains``, ``ais_betas``, by ``set_params`` after
+        the fit). Returns the record."""
         check_is_fitted(self)
-        if self.log_z_ is not None:
+        # the settings it was estimated with: set_params may change them after the fact
+        key = (int(self.exact_max_bits), int(self.ais_chains), repr(self.ais_betas), repr(self._ais_seed))
+        if self.log_z_ is not None and getattr(self, "_log_z_key", None) == key:
             return self.log_z_
         max_bits = int(self.exact_max_bits)
         if isinstance(self.model_, UNIT_MODELS):  # exact (the fewer-state layers enumerated), else AIS
@@ -383,7 +387,7 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             means = (self._visible_sum / max(1, self._n_seen)).unsqueeze(0)
             path = base_rate_path(self.model_, base_vbias=fit_base_rate(means))
             result = ais(path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed)
-        self.log_z_ = result
+        self.log_z_, self._log_z_key = result, key
         return result
 
     def score_samples(self, X: Any) -> np.ndarray:
