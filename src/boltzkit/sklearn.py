@@ -2,7 +2,8 @@
 :class:`BoltzmannMachineEstimator` (``kind="rbm" | "srbm" | "bm" | "dbm"``).
 
 They follow scikit-learn's conventions, so that they work in a ``Pipeline``, ``GridSearchCV``,
-``cross_val_score``, ``clone`` and pickling (and pass ``parametrize_with_checks``):
+``cross_val_score``, ``clone`` and pickling (and pass ``parametrize_with_checks``, binary units
+with ``binarize`` set: the checks feed real-valued data, which binary units refuse without it):
 
 ``fit(X)``
     a fresh model, trained ``n_iter`` passes over ``X`` (minibatch SGD, CD-k or persistent chains).
