@@ -93,6 +93,50 @@ def square_and_finish_the_last_elsewhere(task: Square, folder: Path, last: Squar
     return {"y": task.x**2}
 
 
+def square_but_not_one(task: Square) -> dict:
+    if task.x == 1:
+        raise RuntimeError("task 1 fails")
+    return {"y": task.x**2}
+
+
+def test_a_failing_task_of_the_process_executor_leaves_the_others_saved(tmp_path: Path) -> None:
+    """A review's finding (2026-12-04): the first task to fail left the pool, which still ran
+    every task already given to it, and their records were never written (hours of a grid lost)."""
+    tasks = [Square(i) for i in range(6)]
+    with pytest.raises(RuntimeError, match="task 1 fails") as info:
+        engine.run_tasks(tasks, square_but_not_one, tmp_path, executor="processes", workers=2, progress=False)
+    assert "1 of 6 tasks failed; the records of the others are saved" in "".join(info.value.__notes__)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"square-{i}.json" for i in (0, 2, 3, 4, 5)]
+    run = engine.run_tasks(tasks[2:], square_but_not_one, tmp_path, progress=False)
+    assert (run.ran, run.skipped) == (0, 4)  # resumed from the saved records
+
+
+def sleep_long(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def test_an_interrupted_process_run_ends_its_workers() -> None:
+    """SIGTERM (a session's time limit) left a --workers run's processes behind (review of
+    2026-12-04); an interrupt now ends them instead of waiting for their tasks."""
+    import multiprocessing
+    import signal
+    from concurrent.futures import ProcessPoolExecutor
+
+    with engine._terminate_as_interrupt():
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # SIGTERM raises KeyboardInterrupt
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
+    futures = [pool.submit(sleep_long, 60.0) for _ in range(3)]
+    processes = list(pool._processes.values())
+    engine._stop_workers(pool)
+    for process in processes:
+        process.join(timeout=30)
+        assert not process.is_alive()
+    assert futures[-1].cancelled() or futures[-1].done()
+
+
 def test_a_task_another_run_finished_meanwhile_is_taken_from_its_record(tmp_path: Path) -> None:
     tasks = [Square(i) for i in range(3)]
     run = engine.run_tasks(

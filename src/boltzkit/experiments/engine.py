@@ -26,13 +26,16 @@ Shared stages
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import signal
+import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,6 +265,16 @@ def run_tasks(
             after_save(task)
         bar.update(1)
 
+    failed: list[BaseException] = []  # of the other executors: each task's error, the rest still saved
+
+    def finish_or_keep(task: Any, result: Callable[[], dict[str, Any]]) -> None:
+        try:
+            record = result()
+        except Exception as exc:  # noqa: BLE001 - raised below, once the other tasks are saved
+            failed.append(exc)
+            return
+        finish(task, record)
+
     try:
         if todo and executor == "inline":
             for task in todo:
@@ -279,16 +292,30 @@ def run_tasks(
 
             threads = threads_for(workers)
             ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked thread pools
-            with ProcessPoolExecutor(
-                max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
-            ) as pool:
+            with (
+                ProcessPoolExecutor(
+                    max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
+                ) as pool,
+                _terminate_as_interrupt(),
+            ):
                 futures = {pool.submit(_call, fn, t, args, threads): t for t in todo}
-                for fut in as_completed(futures):
-                    finish(futures[fut], fut.result())
+                try:
+                    for fut in as_completed(futures):
+                        finish_or_keep(futures[fut], fut.result)
+                except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the workers, not wait for them
+                    _stop_workers(pool)
+                    raise
         elif todo:
-            _run_ray(todo, fn, args, address, ray_init or {}, finish)
+            _run_ray(todo, fn, args, address, ray_init or {}, finish_or_keep)
     finally:
         bar.close()
+    if failed:  # a task that failed stops the run only once every other task's record is saved
+        first = failed[0]
+        first.add_note(
+            f"{len(failed)} of {len(todo)} tasks failed; the records of the others are saved in {folder}, "
+            "and the same command again computes only the tasks without one"
+        )
+        raise first
     return TaskRun(
         records=[records[t.key] for t in tasks if t.key in records],
         ran=len(tasks) - skipped,
@@ -303,6 +330,35 @@ def _finished_record(folder: Path, task: Any) -> dict[str, Any] | None:
     """The task's record in ``folder`` when it is there and written for this very task."""
     rec = load_json(folder / f"{task.key}.json")
     return rec if rec is not None and rec.get("config") == normalized(task.identity()) else None
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` in the main thread while the block runs, so that a run
+    stopped by it (a session's time limit, ``kill``) stops its worker processes as Ctrl-C does,
+    instead of leaving them behind; elsewhere (another thread, no SIGTERM) nothing changes."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def interrupt(signum, frame) -> None:  # noqa: ANN001
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel the tasks not started and end the worker processes now (their tasks resume from the
+    records and checkpoints they wrote)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
 
 
 def _run_ray(todo, fn, args, address, ray_init, finish) -> None:
@@ -323,7 +379,7 @@ def _run_ray(todo, fn, args, address, ray_init, finish) -> None:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                finish(pending.pop(ref), ray.get(ref))
+                finish(pending.pop(ref), lambda ref=ref: ray.get(ref))
     finally:
         if started:
             ray.shutdown()
