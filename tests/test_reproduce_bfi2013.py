@@ -461,3 +461,21 @@ def test_a_plan_restricted_to_one_cell_keeps_the_task_identities(tmp_path):
     assert "algorithms cd:5; learning rates 0.05" in finished and "Finished tasks only: 0 of the " in finished
     result = CliRunner().invoke(app, [*args, "--algorithms", "gibbs", "--out", str(tmp_path)])
     assert result.exit_code != 0 and "unknown algorithm" in result.output
+
+
+def test_a_reproduction_refuses_an_out_file_and_makes_no_folder_for_bad_settings(tmp_path) -> None:
+    """A review's findings (2026-12-04): an --out that is a file gave 'error: File exists', and an
+    unknown --only was refused after the --out folder had been made."""
+    from test_cli import assert_clean_failure, run
+
+    (tmp_path / "afile").write_text("")
+    message = assert_clean_failure(
+        run("reproduce", "bruegge-fischer-igel-2013", "--quick", "--out", tmp_path / "afile")
+    )
+    assert "--out names a file" in message
+    message = assert_clean_failure(
+        run(
+            "reproduce", "bruegge-fischer-igel-2013", "--quick", "--only", "table9", "--out", tmp_path / "new"
+        )
+    )
+    assert "unknown part" in message and not (tmp_path / "new").exists()

@@ -8,6 +8,7 @@ does take (:func:`~boltzkit.experiments.registry.experiment_options`), never sil
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -206,6 +207,19 @@ def command(
             )
         extra[keyword] = values[key]
     _check_executor(values["executor"], workers, given)
+    if out.exists() and not out.is_dir():
+        raise BoltzkitError(
+            "--out names a file; a reproduction writes a folder of records, models and reports",
+            got=str(out),
+            hint="choose a folder name (a new one, or the --out of an earlier run to resume it).",
+        )
+    missing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if missing is not None and missing != out and not os.access(missing, os.W_OK | os.X_OK):
+        raise BoltzkitError(
+            "the --out folder cannot be created here",
+            got=str(out),
+            hint=f"{missing} is not writable; choose another --out.",
+        )
     if finished_only and not out.is_dir():  # a report of what finished needs the runs' folder
         raise BoltzkitError(
             "--finished-only reports the tasks finished in --out, and that folder does not exist",

@@ -112,7 +112,6 @@ def run_bfi2013(
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     plan = plan or make_plan("quick" if quick else "full")
     if datasets is not None or algorithms is not None or lrs is not None:
         plan = restrict_plan(plan, datasets, algorithms=algorithms, lrs=lrs)
@@ -128,6 +127,16 @@ def run_bfi2013(
 
     # finished_only reads records, never the data: MNIST records count without the MNIST files
     mnist = plan.include_mnist and MNIST in plan.datasets and (finished_only or _mnist_available(data_dir))
+    if plan.include_mnist and tuple(plan.datasets) == (MNIST,) and not mnist:  # nothing else to run
+        try:
+            load_dataset(MNIST, split="train", data_dir=data_dir)
+        except BoltzkitError as exc:
+            raise BoltzkitError(
+                f"--datasets mnist asks for MNIST alone, and it cannot be loaded: {exc.what.rstrip('.')}",
+                got=exc.got,
+                hint=exc.hint or "set BOLTZKIT_DATA_DIR or --data-dir to the folder of the MNIST files.",
+            ) from None
+    out.mkdir(parents=True, exist_ok=True)  # once the settings are known good
     grid_kw = {
         "executor": executor,
         "workers": workers,
