@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, BoltzkitWarning
 from boltzkit.experiments import EXPERIMENTS
 from boltzkit.experiments.bfi2013 import PAPER_LL, PAPER_TAU, make_plan, parse_only, run_bfi2013
 from boltzkit.experiments.bfi2013.report import ladder_section, pooled_section, table2_section
@@ -286,6 +286,10 @@ def test_a_restricted_plan_runs_one_data_set_and_finds_its_records_again(tmp_pat
     assert list(drawn) == [BAS]  # data sets without runs have no figure
     assert [(c["algorithm"], "updates" in c) for c in drawn[BAS]] == [("PCD_1", True), ("PCD_5", False)]
 
+    # a look with another plan's options finds none of its tasks, and says so (review of 2026-12-04)
+    _copy_tasks(tmp_path, tmp_path / "look")
+    with pytest.warns(BoltzkitWarning, match="none of the .* tasks of this plan .quick. has a record"):
+        run_bfi2013(out_dir=tmp_path / "look", plan=make_plan("quick"), only="table1", finished_only=True)
     # the finished cells alone, without training, into their own report (bfi2013.md stays)
     seen = run_bfi2013(out_dir=tmp_path, plan=make_plan("smoke"), finished_only=True)
     assert seen["report"] == "bfi2013-finished.md" and (tmp_path / "bfi2013.md").read_text() == report
@@ -479,3 +483,10 @@ def test_a_reproduction_refuses_an_out_file_and_makes_no_folder_for_bad_settings
         )
     )
     assert "unknown part" in message and not (tmp_path / "new").exists()
+
+
+def _copy_tasks(source, target) -> None:  # noqa: ANN001
+    """Copy ``source/tasks`` to ``target/tasks`` (a folder of another plan's records to look at)."""
+    import shutil
+
+    shutil.copytree(source / "tasks", target / "tasks")

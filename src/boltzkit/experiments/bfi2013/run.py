@@ -4,6 +4,7 @@ models, and the report with its plots."""
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, replace
 from functools import partial
@@ -14,7 +15,7 @@ import torch
 
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, BoltzkitWarning
 from boltzkit.experiments.bfi2013.paper import BAS, BAS_OPTIMUM, MNIST, NAMES, OPERATORS
 from boltzkit.experiments.bfi2013.plan import (
     LL_TABLES,
@@ -149,6 +150,15 @@ def run_bfi2013(
     n_planned = len(ll_tasks)
     if finished_only:
         ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
+        others = len(list((out / "tasks").glob("*.json"))) if (out / "tasks").is_dir() else 0
+        if n_planned and not ll_tasks and others:  # a look with another plan's options
+            warnings.warn(
+                f"none of the {n_planned} tasks of this plan ({plan.mode}) has a record in {out}, which "
+                f"holds {others} task records of other settings: give the options the runs were made "
+                "with (--quick, --datasets, --algorithms, --learning-rates)",
+                BoltzkitWarning,
+                stacklevel=2,
+            )
     act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
     # Table 2's problems sampled again by pooled chains (a part of Table 2 only, not of Fig. 4)
     pooled_names = [name for name in act if name in plan.pooled] if "table2" in parts else []
