@@ -242,6 +242,15 @@ def test_pandas_row_labels_of_any_kind_and_narrow_default_headers(tmp_path: Path
     (tmp_path / "ragged.txt").write_text("0 1\n1 0 1\n0 1 1\n1 1 0\n")
     with pytest.raises(DataError, match="line 2 has 3 values where the lines above have 2"):
         read_text_matrix(tmp_path / "ragged.txt")
+    # a first line of data whose first value is missing is no pandas header: refused where it is
+    # (review of 2026-12-04: a row and a column were dropped without a word), and real values below
+    # a short first line are no row labels
+    (tmp_path / "missing.csv").write_text(",1,0,1\n0,0,1,1\n1,1,0,0\n")
+    with pytest.raises(DataError, match="line 1, column 1: '' is not a number"):
+        read_text_matrix(tmp_path / "missing.csv", sep=",")
+    (tmp_path / "short.txt").write_text("0 1\n0.5 -1.5 2.0\n2.25 0.75 1.0\n")
+    with pytest.raises(DataError, match="line 2 has 3 values where the lines above have 2"):
+        load_values(str(tmp_path / "short.txt"))
 
 
 def test_one_dimensional_arrays_are_refused_for_every_unit_type(tmp_path: Path) -> None:

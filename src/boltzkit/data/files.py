@@ -34,6 +34,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import io
+import itertools
 import os
 import warnings
 from dataclasses import dataclass
@@ -363,6 +364,14 @@ def _first_tokens(lines: list[str], rows: list[int], delimiter: str | None) -> l
     return [_content(lines[i]).split(delimiter, 1)[0].strip() for i in rows]
 
 
+def _is_integer(token: str) -> bool:
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
+
+
 def _numbered(names: list[str]) -> bool:
     return bool(names) and names == [str(i) for i in range(len(names))]
 
@@ -375,9 +384,11 @@ def _header(lines: list[str], delimiter: str | None) -> _Header:
     two are ``tentative``).
 
     The first column holds row labels, not values, when the header says so: pandas' unnamed index
-    is an empty first name in a CSV file (whatever the other names), a named one a name before
+    is an empty first name in a CSV file before column names (words, or its columns' numbers,
+    rising: a subset keeps them; a line of values whose first one is missing is data), a named one a name before
     ``0, 1, ...``; in a whitespace-separated file (where the empty name leaves no token) a header
-    of one name fewer than the data lines, whose first values are then distinct (a ragged file's
+    of one name fewer than the data lines, whose first values are then distinct whole numbers or
+    words (a ragged file's
     are not, as a rule); and under a header of names, a first column of words. No header:
     ``_Header()`` (comments alone are skipped by :func:`numpy.loadtxt` itself).
     """
@@ -389,7 +400,12 @@ def _header(lines: list[str], delimiter: str | None) -> _Header:
     if len(content) < 2:
         return _Header(first + 1) if not any(_is_number(t) for t in tokens) else _Header()
     width = len(_tokens(_content(lines[content[1]]), delimiter))
-    if len(tokens) >= 2 and tokens[0] == "" and width == len(tokens):  # pandas' unnamed index (CSV)
+    after = tokens[1:]  # pandas' names of columns: words, or their numbers (a subset keeps them) rising
+    rising = all(_is_integer(t) for t in after) and all(int(a) < int(b) for a, b in itertools.pairwise(after))
+    names_after = rising or not any(_is_number(t) for t in after)
+    if len(tokens) >= 2 and tokens[0] == "" and width == len(tokens) and names_after:
+        # pandas' unnamed index (CSV): an empty name before column names (a first line of values
+        # whose first one is missing is data, refused where that value is)
         return _Header(first + 1, labelled=True, numbered=_numbered(tokens[1:]))
     if len(tokens) >= 2 and not _is_number(tokens[0]) and _numbered(tokens[1:]) and width == len(tokens):
         return _Header(first + 1, labelled=True, numbered=True)  # a named index, then 0, 1, ...
@@ -397,7 +413,10 @@ def _header(lines: list[str], delimiter: str | None) -> _Header:
     if not (_numbered(tokens) or names_only):
         return _Header()  # a first line of data (its rows' first values are not read twice)
     labels = _first_tokens(lines, content[1:], delimiter)
-    short = len(tokens) == width - 1 and len(set(labels)) == len(labels)
+    # row labels as pandas writes them: distinct, and whole numbers or words (a first column of
+    # real values below a short first line of data is no column of labels)
+    label_like = all(_is_integer(t) for t in labels) or not any(_is_number(t) for t in labels)
+    short = len(tokens) == width - 1 and len(set(labels)) == len(labels) and label_like
     if _numbered(tokens):
         if short or len(tokens) >= 3:
             return _Header(first + 1, labelled=short, numbered=not short)
