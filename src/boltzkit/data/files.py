@@ -385,11 +385,11 @@ def _header(lines: list[str], delimiter: str | None) -> _Header:
 
     The first column holds row labels, not values, when the header says so: pandas' unnamed index
     is an empty first name in a CSV file before column names (words, or its columns' numbers,
-    rising: a subset keeps them; a line of values whose first one is missing is data), a named one a name before
-    ``0, 1, ...``; in a whitespace-separated file (where the empty name leaves no token) a header
-    of one name fewer than the data lines, whose first values are then distinct whole numbers or
-    words (a ragged file's
-    are not, as a rule); and under a header of names, a first column of words. No header:
+    rising: a subset keeps them; a line of values whose first one is missing is data), a named
+    one a name before ``0, 1, ...``; in a whitespace-separated file (where the empty name leaves
+    no token) a header of one name fewer than the data lines, whose first values are then distinct
+    whole numbers or words (a ragged file's are not, as a rule); and under a header of names, a
+    first column of words. No header:
     ``_Header()`` (comments alone are skipped by :func:`numpy.loadtxt` itself).
     """
     content = [i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")]
