@@ -332,6 +332,31 @@ def test_train_from_a_model_refuses_options_of_fresh_weights(bas_model, tmp_path
         train_model(x, hidden=5, init=start, init_scale=0.5, epochs=1)
 
 
+def test_train_warns_where_held_out_data_are_training_rows(tmp_path):
+    """--test-data naming the training file, or --valid-data whose rows all sit in the training set
+    (of 64 units or more), gives a training figure under a held-out name (review of 2026-12-04)."""
+    from boltzkit.cli.common import warn_if_training_rows
+
+    rng = np.random.default_rng(0)
+    data = tmp_path / "x.npy"
+    np.save(data, (rng.random((40, 12)) < 0.3).astype(np.float32))
+    args = ("train", "--data", data, "--hidden", 3, "--epochs", 1, "--out", tmp_path / "m.safetensors")
+    result = run(*args, "--test-data", data)
+    assert result.exit_code == 0 and "40 of the 40 rows of --test-data" in result.output
+    wide = torch.from_numpy((rng.random((50, 70)) < 0.5).astype(np.float32))
+    import io
+    from contextlib import redirect_stderr
+
+    for held, says in (
+        (wide[10:30], True),
+        ((torch.rand(20, 70, generator=torch.Generator().manual_seed(1)) < 0.5).float(), False),
+    ):
+        err = io.StringIO()
+        with redirect_stderr(err):
+            warn_if_training_rows(held, wide, "--valid-data v")
+        assert ("20 of the 20 rows of --valid-data v are training rows" in err.getvalue()) is says
+
+
 def test_mistyped_output_folders_fail_before_any_work(tmp_path):
     (tmp_path / "m.safetensors").mkdir()
     message = assert_clean_failure(

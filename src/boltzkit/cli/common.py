@@ -29,6 +29,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import torch
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -93,6 +94,44 @@ def option_given(ctx: typer.Context, key: str) -> bool:
 def warn(message: str) -> None:
     """One line ``warning: ...`` on stderr (the one way the command line warns)."""
     typer.echo(f"warning: {' '.join(str(message).split())}", err=True)
+
+
+#: Held-out data of at least this many units whose rows are nearly all training rows are the
+#: training data, not a chance overlap (in 16 units, independent draws of a peaked distribution
+#: share most of their rows; in 64 or more the chance of a shared row is negligible).
+SEEN_MIN_UNITS = 64
+
+
+def warn_if_training_rows(held: Any, train: Any, what: str) -> None:
+    """Warn where the held-out rows ``held`` (``(n, d)``) are the training rows ``train``, or
+    (``d >= SEEN_MIN_UNITS``) nearly all among them: a log-likelihood of them is a training figure,
+    not a held-out one (``--test-data`` naming the training file, ``--valid-data mnist`` beside
+    ``--data mnist:train+valid``)."""
+    held_x, train_x = torch.as_tensor(held), torch.as_tensor(train)
+    if held_x.dim() != 2 or train_x.dim() != 2 or held_x.shape[1] != train_x.shape[1] or not len(held_x):
+        return
+    if held_x.shape == train_x.shape and torch.equal(held_x.to(train_x.dtype), train_x):
+        seen = len(held_x)
+    elif held_x.shape[1] >= SEEN_MIN_UNITS:
+        rows = set(_row_keys(train_x))
+        seen = sum(key in rows for key in _row_keys(held_x))
+        if seen < 0.99 * len(held_x):
+            return
+    else:
+        return
+    warn(
+        f"{seen:,} of the {len(held_x):,} rows of {what} are training rows: its log-likelihood is "
+        "a training figure, not a held-out one; give data the model was not trained on"
+    )
+
+
+def _row_keys(x: torch.Tensor) -> list[bytes]:
+    """One key per row: its bits packed where the rows are binary (98 bytes for 784 units), else
+    its float64 bytes."""
+    values = x.detach().cpu()
+    if bool(((values == 0) | (values == 1)).all()):
+        return [bytes(r) for r in np.packbits(values.numpy().astype(np.uint8), axis=1)]
+    return [bytes(r) for r in values.to(torch.float64).numpy()]
 
 
 def warn_ignored(by: str, flags: Sequence[str], why: str | None = None) -> None:

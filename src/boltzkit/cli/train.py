@@ -50,6 +50,7 @@ from boltzkit.cli.common import (
     unit_interval_option,
     unit_visible,
     warn,
+    warn_if_training_rows,
 )
 from boltzkit.cli.stack import STACK_KINDS, parse_list, train_stack
 from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values
@@ -704,6 +705,8 @@ def command(
         else:
             train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
             test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
+        if test is not None:
+            warn_if_training_rows(test.x, train.x, f"--test-data {test.name}")
         per_layer = {
             name: values
             for name, values in (
@@ -758,6 +761,9 @@ def command(
                 valid_data, split="valid", data_dir=data_dir, seed=seed, n_visible=train.n_visible
             )
         test = _test_data(data, test_data, train.x, data_dir=data_dir, seed=seed)
+    for held, option in ((valid, "--valid-data"), (test, "--test-data")):
+        if held is not None:
+            warn_if_training_rows(held.x, train.x, f"{option} {held.name}")
     # every run checkpoints, so that an interrupted one can resume; the implicit checkpoint is
     # written at most every DEFAULT_CHECKPOINT_SECONDS (many short epochs then cost a few writes)
     checkpoint_seconds = 0.0
