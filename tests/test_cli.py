@@ -357,6 +357,19 @@ def test_train_warns_where_held_out_data_are_training_rows(tmp_path):
         assert ("20 of the 20 rows of --valid-data v are training rows" in err.getvalue()) is says
 
 
+def test_test_data_auto_takes_the_test_split_of_a_real_valued_archive(tmp_path):
+    """--test-data auto is the test split of --data for Gaussian units too (review of 2026-12-04:
+    null, where binary data got theirs)."""
+    rng = np.random.default_rng(0)
+    data = tmp_path / "g.npz"
+    np.savez(data, train=rng.normal(size=(30, 4)), test=rng.normal(size=(10, 4)))
+    record = last_json(
+        run("train", "--data", data, "--visible", "gaussian", "--hidden", 2, "--epochs", 1, "--json",
+            "--out", tmp_path / "g.safetensors")
+    )  # fmt: skip
+    assert record["test_log_lik"] is not None and record["settings"]["test_data"].endswith(":test")
+
+
 def test_mistyped_output_folders_fail_before_any_work(tmp_path):
     (tmp_path / "m.safetensors").mkdir()
     message = assert_clean_failure(

@@ -172,6 +172,14 @@ def _test_data(
     return None if torch.equal(test.x, train_x) else test
 
 
+def _splits_of(spec: str) -> list[str]:
+    """The splits a data file holds as split-named arrays (none for a named set or a plain file)."""
+    try:
+        return file_splits(spec) if Path(spec).is_file() else []
+    except (OSError, ValueError):
+        return []
+
+
 def _unit_data(
     units: UnitType, spec: str, split: str, *, data_dir: Path | None, seed: int, alphabet: str | None
 ) -> Dataset:
@@ -748,10 +756,12 @@ def command(
     letters = None if alphabet is None else alphabet_letters(alphabet)
     if units.name != "binary":  # real values or category indices, checked by the unit type
         train = _unit_data(units, data, "train", data_dir=data_dir, seed=seed, alphabet=letters)
+        # --test-data auto: the test split of an archive of split-named arrays, as for binary data
+        auto_test = data if test_data == "auto" and "test" in _splits_of(data) else None
         valid, test = (
             None if spec in (None, "none", "auto")
             else _unit_data(units, spec, split, data_dir=data_dir, seed=seed, alphabet=letters)
-            for spec, split in ((valid_data, "valid"), (test_data, "test"))
+            for spec, split in ((valid_data, "valid"), (auto_test or test_data, "test"))
         )  # fmt: skip
     else:
         train = load_dataset(data, split="train", data_dir=data_dir, seed=seed)
