@@ -365,11 +365,9 @@ def _first_tokens(lines: list[str], rows: list[int], delimiter: str | None) -> l
 
 
 def _is_integer(token: str) -> bool:
-    try:
-        int(token)
-    except ValueError:
-        return False
-    return True
+    """A whole number written as digits, signed or not (``"7"``, ``"-2"``; not ``"7.0"``)."""
+    digits = token.strip().removeprefix("-").removeprefix("+")
+    return digits.isascii() and digits.isdigit()
 
 
 def _numbered(names: list[str]) -> bool:
