@@ -274,3 +274,21 @@ def test_logz_puts_the_exact_value_beside_a_variational_approximation(tmp_path):
         assert record.get("reliable") is not True  # a deterministic value claims no sampling verdict
     assert records["mean-field"]["log_z"] <= exact <= records["trw"]["log_z"]
     assert "enumerated beside it" in run("logz", path, "--method", "bethe").stdout
+
+
+@pytest.mark.parametrize("estimator", ["sis", "ais", "sandwich"])
+def test_an_unreliable_estimate_warns_at_the_callers_line(estimator) -> None:
+    """The warning names this file, not boltzkit's code or torch's ``no_grad`` wrapper (SIS's
+    warning named torch/utils/_contextlib.py)."""
+    from boltzkit.errors import UnreliableEstimateWarning
+
+    rbm = random_rbm(12, 6, seed=3, scale=4.0)
+    path = base_rate_path(rbm)
+    run_estimator = {
+        "sis": lambda: sis(path, n_chains=20, seed=0),
+        "ais": lambda: ais(path, n_chains=20, betas=2, seed=0),
+        "sandwich": lambda: sandwich(path, n_chains=20, betas=2, seed=0),
+    }[estimator]
+    with pytest.warns(UnreliableEstimateWarning) as caught:
+        run_estimator()
+    assert {w.filename for w in caught} == {__file__}

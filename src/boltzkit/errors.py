@@ -7,6 +7,9 @@ The command line prints ``str(error)`` and exits non-zero without a traceback.
 from __future__ import annotations
 
 import numbers
+import sys
+import warnings
+from pathlib import Path
 
 
 class BoltzkitError(ValueError):
@@ -67,6 +70,40 @@ class UnreliableEstimateWarning(BoltzkitWarning):
     """An estimate came back with ``reliable: false`` (its record says why and what to do); raised
     by every estimator of :mod:`boltzkit.estimators` so that Python callers see the verdict
     without asking for it."""
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def _is_internal(filename: str) -> bool:
+    """Whether a frame's file is boltzkit's own or one of torch's (its ``no_grad`` decorator
+    adds a frame between an estimator and its caller)."""
+    try:
+        path = str(Path(filename).resolve())
+    except (OSError, RuntimeError):  # "<string>", "<stdin>", a file since removed
+        return False
+    if path.startswith(_PACKAGE_DIR):
+        return True
+    torch = sys.modules.get("torch")
+    torch_file = getattr(torch, "__file__", None)
+    return torch_file is not None and path.startswith(str(Path(torch_file).resolve().parent))
+
+
+def warn(message: str | Warning, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` naming the first line outside boltzkit (and torch) that led to it.
+
+    The one way boltzkit warns: a Python caller's warning points at the caller's own line, however
+    deep inside the package (and behind how many of torch's decorators) it was raised, where a
+    fixed ``stacklevel`` points at boltzkit's code whenever a call path has one more frame.
+    """
+    frame = sys._getframe(1)  # the boltzkit function that warns
+    level = 2  # warnings.warn's stacklevel of that function's caller
+    while frame.f_back is not None and _is_internal(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    if isinstance(message, Warning):
+        category = type(message)
+    warnings.warn(message, category, stacklevel=level)
 
 
 def whole_number(value: object, what: str, *, minimum: int | None = None, hint: str | None = None) -> int:

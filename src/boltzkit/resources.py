@@ -16,11 +16,10 @@ from __future__ import annotations
 import os
 import re
 import time
-import warnings
 
 import torch
 
-from boltzkit.errors import BoltzkitError, BoltzkitWarning
+from boltzkit.errors import BoltzkitError, BoltzkitWarning, warn
 
 __all__ = [
     "SLOW_SECONDS",
@@ -185,10 +184,9 @@ class Forecast:
         self.done = True
         self.forecast_s = elapsed * self.total / n_done
         if self.forecast_s > self.limit_s:
-            warnings.warn(
+            warn(
                 SlowRequestWarning(
                     f"{self.what} will take {format_seconds(self.forecast_s)} at its measured pace "
                     f"({n_done:,} of {self.total:,} done in {elapsed:.1f} s); {self.hint}"
                 ),
-                stacklevel=3,
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from boltzkit.errors import warn
 from boltzkit.io.model_files import load_model
 from boltzkit.io.zoo import (
     CARD_VERSION,
@@ -37,7 +38,7 @@ def load(name: str, *, device: Any = None, dtype: Any = None) -> tuple[Any, dict
             text if text.lower().startswith(PREFIX) else PREFIX + text, device=device, dtype=dtype
         )
     for w in caught:  # raised again at the caller's line, not this one
-        warnings.warn(w.message, stacklevel=2)
+        warn(w.message)
     return loaded
 
 

@@ -45,7 +45,7 @@ import numpy as np
 
 from boltzkit.data.dataset import as_uint8, check_binary
 from boltzkit.data.fasta import is_fasta
-from boltzkit.errors import DataError
+from boltzkit.errors import DataError, warn
 
 __all__ = [
     "FILE_EXTENSIONS",
@@ -293,10 +293,9 @@ def read_text_matrix(path: str | os.PathLike[str], *, sep: str = " ") -> np.ndar
             _kept_as_sample(path, values)
     if header.numbered and not header.labelled and values.size and not binary:
         # no binary row reads 0, 1, 2, ...; a row of other data may, so say what was taken as names
-        warnings.warn(
+        warn(
             f"{path}: the first line, 0 to {values.shape[1] - 1} in order, was read as column names "
             "(pandas' default) and skipped; if it is a sample, start the file with a line of names",
-            stacklevel=2,
         )
     return values
 
@@ -317,11 +316,10 @@ def _csv_separator(raw: bytes) -> str:
 def _kept_as_sample(path: Path, values: np.ndarray) -> None:
     """Say that a first row ``0, 1`` of two columns above binary rows, which may be pandas' default
     column names, was kept as a sample."""
-    warnings.warn(
+    warn(
         f"{path}: the first line, 0 to {values.shape[1] - 1} in order, reads as pandas' default column "
         "names but also as a binary sample, and was kept as a sample; if it is a header, drop it (or "
         "write the file with other column names)",
-        stacklevel=3,
     )
 
 
@@ -569,10 +567,9 @@ def load_binary_file(
     source = str(file) if key is None else f"{file}:{key}"
     bits = spins_to_bits(array)
     if bits is not array:
-        warnings.warn(
+        warn(
             f"{source} holds +-1 spins: they are read as the 0/1 bits (s + 1) / 2, as an Ising "
             "model's states are",
-            stacklevel=2,
         )
     return as_uint8(check_binary(bits, source=source, n_visible=n_visible))
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +64,7 @@ from boltzkit.data.synthetic import (
     bars_and_stripes,
 )
 from boltzkit.data.transforms import extract_patches
-from boltzkit.errors import DataError
+from boltzkit.errors import DataError, warn
 
 __all__ = ["DATASET_NAMES", "DATASET_SPLITS", "derive_seed", "load_dataset", "parse_spec"]
 
@@ -222,18 +221,14 @@ def _check_split(split: str, valid: tuple[str, ...], what: str) -> None:
         )
 
 
-def _warn_whole(
-    name: str, split: str, n_rows: int, *, file: bool = True, lone: str | None = None, stacklevel: int = 3
-) -> None:
+def _warn_whole(name: str, split: str, n_rows: int, *, file: bool = True, lone: str | None = None) -> None:
     """Say that a data set asked for its ``split`` by name (or a file whose one array is named
-    ``lone``, another split) has none of its own, and all of it is used (``stacklevel`` as
-    :func:`warnings.warn` counts it from the caller of this function)."""
+    ``lone``, another split) has none of its own, and all of it is used."""
     tip = " (an .npz file of arrays named train, valid and test holds its splits)" if file else ""
     named = f" (its one array is named {lone!r})" if lone is not None else ""
-    warnings.warn(
+    warn(
         f"{name} has no {split!r} split of its own{named}: all of its {n_rows} rows are used as the "
         f"{split} data" + tip,
-        stacklevel=stacklevel + 1,
     )
 
 
@@ -355,7 +350,7 @@ def load_dataset(
             hint="use a model whose n_visible matches the data.",
         )
     if named_split and name in _SPLITLESS:
-        _warn_whole(canonical, split, int(x.shape[0]), file=False, stacklevel=2)
+        _warn_whole(canonical, split, int(x.shape[0]), file=False)
     return Dataset(name=canonical, x=x, image_shape=image_shape, split=split)
 
 
@@ -393,7 +388,7 @@ def load_values(
             )
         indices, _ = read_fasta(spec, alphabet)
         if named_split:
-            _warn_whole(str(spec), split, int(indices.shape[0]), stacklevel=2)
+            _warn_whole(str(spec), split, int(indices.shape[0]))
         return str(spec), torch.from_numpy(indices.astype(np.float64))
     path, key, whole = _file_key(spec, split)
     array = read_matrix(path, key=key)
@@ -403,7 +398,7 @@ def load_values(
     check_matrix_shape(tuple(array.shape), name)
     lone = _mislabelled(path, split) if whole else None
     if whole and (named_split or lone is not None):
-        _warn_whole(name, split, int(array.shape[0]), lone=lone, stacklevel=2)
+        _warn_whole(name, split, int(array.shape[0]), lone=lone)
     return name, torch.from_numpy(np.asarray(array, dtype=np.float64))
 
 
@@ -435,5 +430,5 @@ def _load_file(spec: str, *, split: str, n_visible: int | None, named_split: boo
     name = str(path) if key is None else f"{path}:{key}"
     lone = _mislabelled(path, split) if whole else None
     if whole and (named_split or lone is not None):
-        _warn_whole(name, split, int(x.shape[0]), lone=lone, stacklevel=3)
+        _warn_whole(name, split, int(x.shape[0]), lone=lone)
     return Dataset(name=name, x=to_tensor(x), image_shape=None, split=split)

@@ -39,7 +39,6 @@ visible units with the data's smoothed pixel means, the other layers uniform) to
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import LOG2, bernoulli, resolve_device, softplus
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, warn
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import EnumeratedStates, enumerate_states, enumeration_plan
 from boltzkit.models.boltzmann import BoltzmannMachine, log_z_independent
@@ -672,10 +671,9 @@ class GeometricPath(AnnealingPath):
             return self._fill(parts, n_chains, generator)
         if self._table_a is not None:
             return self._from_model_state(0, self._table_a.sample(a, n_chains, generator), generator)
-        warnings.warn(
+        warn(
             f"start samples of the first model come from {self.start_chain_steps} Gibbs sweeps, not "
             "exact sampling: the AIS estimate is then not exactly unbiased",
-            stacklevel=2,
         )
         from boltzkit.samplers.driver import run_chains
 

@@ -215,18 +215,16 @@ def with_checks(verdict: Reliability, checks: list[dict[str, object]] | None) ->
     return Reliability(False, "; ".join(reasons), advice, verdict.k_hat, verdict.ess_fraction)
 
 
-def warn_unreliable(what: str, verdict: Reliability | None, *, stacklevel: int = 3) -> None:
-    """Raise an :class:`~boltzkit.errors.UnreliableEstimateWarning` when ``verdict`` is unreliable."""
+def warn_unreliable(what: str, verdict: Reliability | None) -> None:
+    """Raise an :class:`~boltzkit.errors.UnreliableEstimateWarning` when ``verdict`` is unreliable
+    (at the caller's line: :func:`boltzkit.errors.warn`)."""
     if verdict is None or verdict.reliable:
         return
-    import warnings
+    from boltzkit.errors import UnreliableEstimateWarning, warn
 
-    from boltzkit.errors import UnreliableEstimateWarning
-
-    warnings.warn(
+    warn(
         f"{what} is unreliable: {verdict.reason} (advice: {verdict.advice})",
         UnreliableEstimateWarning,
-        stacklevel=stacklevel,
     )
 
 

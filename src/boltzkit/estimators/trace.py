@@ -305,7 +305,7 @@ def ais_trace(
     result = record(
         "ais", path, run.log_weights, n_steps=n_steps, seconds=time.perf_counter() - t0, **settings
     )
-    warn_unreliable("the AIS estimate of log Z", result.reliability(), stacklevel=4)  # past no_grad
+    warn_unreliable("the AIS estimate of log Z", result.reliability())
     snapshots = torch.stack([t for t in kept if t is not None]).numpy()
     return AISTrace(
         result=result,

@@ -22,11 +22,10 @@ import hashlib
 import json
 import math
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
-from boltzkit.errors import BoltzkitWarning, ModelFileError
+from boltzkit.errors import BoltzkitWarning, ModelFileError, warn
 
 #: Prefix of a zoo model where a path is expected.
 PREFIX = "zoo:"
@@ -243,12 +242,11 @@ def warn_if_unpublished(path: Path, raw: bytes) -> None:
         problem = "is not the file its card describes (another sha256): the card's figures do not hold for it"
     else:
         return
-    warnings.warn(
+    warn(
         BoltzkitWarning(
             f"zoo model {path.stem!r} {problem}; `boltzkit zoo verify {path.stem}` says what differs, "
             f"and `boltzkit zoo add {path.stem} MODEL --force` measures it again"
         ),
-        stacklevel=3,
     )
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -18,7 +17,7 @@ from torch import Tensor
 
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError, positive_int, whole_number
+from boltzkit.errors import BoltzkitError, positive_int, warn, whole_number
 from boltzkit.learning.averaging import ParameterAverage, parse_average
 from boltzkit.learning.callbacks import (
     Callback,
@@ -532,7 +531,7 @@ def train(
         if path.exists():
             trainer.load_checkpoint(path)
         else:
-            warnings.warn(f"no checkpoint at {path}; training from the start", stacklevel=2)
+            warn(f"no checkpoint at {path}; training from the start")
     history = trainer.fit()
     if average is not None and average.apply(model) and monitor is not None and len(history):
         # the last record describes the model returned: re-measure it with the averaged parameters
@@ -655,7 +654,7 @@ def train_model(
         chosen = chosen.replace(**overrides)
         misuse = recipe_misuse(chosen, role="model", start="random" if init is None else "given")
         if misuse is not None:
-            warnings.warn(misuse, stacklevel=2)
+            warn(misuse)
         kwargs = {**chosen.train_kwargs(), **kwargs}
         start = chosen.init_kwargs()
         init_scale, init_vbias_from_data = start["init_scale"], start["init_vbias_from_data"]

@@ -14,7 +14,6 @@ import math
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -22,6 +21,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from boltzkit.errors import warn
 from boltzkit.learning.history import History, history_paths
 
 
@@ -134,12 +134,11 @@ class LogLikelihood(Callback):
             return
         self._warned = True
         every = math.ceil(seconds / max(epoch_seconds, 1e-3))
-        warnings.warn(
+        warn(
             f"the log-likelihood monitor took {seconds:.2f} s after {epoch_seconds:.2f} s of training "
             f"in epoch {epoch}: measuring every {self.every} epoch(s) is most of this run's time; "
             f"measure every {every} epochs (--monitor-every {every}, or monitor_every={every}) to "
             "keep it within the training time",
-            stacklevel=2,
         )
 
 
@@ -296,7 +295,7 @@ class SwapRates(Callback):
             if betas is not None and len(betas) == len(rates) + 1
             else f"between temperatures {pair} and {pair + 1}"
         )
-        warnings.warn(
+        warn(
             f"parallel tempering's ladder is cut: in epoch {record['epoch']} no replica made a round "
             f"trip, and the swaps {where} were accepted in {rates[pair]:.2%} of tries (every pair's "
             f"rates: {', '.join(f'{r:.3f}' for r in rates)}); the chains at beta = 1 get nothing from "
@@ -308,7 +307,6 @@ class SwapRates(Callback):
                 else "a ladder that moves towards equal swap rates (--ladder adaptive), "
             )
             + "or persistent Gibbs chains",
-            stacklevel=2,
         )
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import numbers
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from torch import Tensor
 
 from boltzkit._numerics import make_generator, resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError, positive_int, whole_number
+from boltzkit.errors import BoltzkitError, positive_int, warn, whole_number
 from boltzkit.learning.api import METHODS, init_rbm, train
 from boltzkit.learning.averaging import parse_average
 from boltzkit.learning.callbacks import Callback
@@ -343,7 +342,7 @@ def train_dbn(
             if text is not None:
                 misused.setdefault(text, (role, start, []))[2].append(l)
         for role, start, layers in misused.values():
-            warnings.warn(recipe_misuse(base, role=role, start=start, layers=layers), stacklevel=2)
+            warn(recipe_misuse(base, role=role, start=start, layers=layers))
     for l in range(
         len(below), n
     ):  # before any layer trains: a refusal after hours of the layers below wastes them

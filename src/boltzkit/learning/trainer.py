@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +26,7 @@ from torch import Tensor
 
 from boltzkit._numerics import sparse_products, sparse_products_as
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError, positive_int
+from boltzkit.errors import BoltzkitError, positive_int, warn
 from boltzkit.learning.averaging import ParameterAverage
 from boltzkit.learning.callbacks import Callback
 from boltzkit.learning.checkpoint import (
@@ -413,11 +412,10 @@ class Trainer:
         best = max(r["train_log_lik"] for r in self.history.records if r.get("train_log_lik") is not None)
         if best - value > max(FALL_NATS, FALL_FRACTION * abs(best)):
             self._warned_fall = True
-            warnings.warn(
+            warn(
                 f"the training log-likelihood fell from {best:.4g} to {value:.4g} nats by epoch "
                 f"{record['epoch']}: the learning rate may be too large (or, with persistent chains, k too "
                 "small for them to keep up)",
-                stacklevel=2,
             )
 
     @torch.no_grad()

@@ -19,7 +19,7 @@ from enum import Enum
 import torch
 
 from boltzkit._numerics import resolve_device
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, warn
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.variational import bp, mean_field, tap, trw
 from boltzkit.variational.graph import BlockGraph
@@ -167,13 +167,12 @@ def _not_below_mean_field(
         if below
         else f"above {ceiling + shown:.6g}, a certain upper bound ({ceiling_name})"
     )
-    warnings.warn(
+    warn(
         f"the {result.method} value {result.log_z + shown:.6g} lies {where}: it sits on a poor stationary "
         f"point (reported as not converged); the mean-field bound {bound.log_z + shown:.6g} is the better "
         "value"
         + ("" if below or "TRW" in ceiling_name else ", and --method trw gives a tighter upper bound"),
         ConvergenceWarning,
-        stacklevel=3,
     )
     settings = {**result.settings, **checks}
     settings["below_mean_field" if below else "above_ceiling"] = True

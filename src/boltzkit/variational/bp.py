@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from boltzkit._numerics import softplus
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, warn
 from boltzkit.models.boltzmann import BoltzmannMachine, binary_entropy
 from boltzkit.variational.graph import BlockGraph
 from boltzkit.variational.result import ConvergenceWarning, VariationalResult
@@ -392,13 +391,12 @@ def propagate(
 
 
 def warn_unconverged(what: str, state: BPState, damping: float, max_iter: int) -> None:
-    warnings.warn(
+    warn(
         f"{what} did not converge: residual {state.residual:.3g} after {state.iterations} sweeps "
         f"(damping {damping}, max_iter {max_iter}); the value is unreliable. Try "
         + ("more damping (e.g. --damping 0.8) or " if damping < 0.8 else "")
         + "more sweeps (--max-iter).",
         ConvergenceWarning,
-        stacklevel=3,
     )
 
 

@@ -38,11 +38,11 @@ var`` as its energy.
 from __future__ import annotations
 
 import time
-import warnings
 
 import torch
 from torch import Tensor
 
+from boltzkit.errors import warn
 from boltzkit.models.boltzmann import BoltzmannMachine, binary_entropy
 from boltzkit.state import ChainState
 from boltzkit.variational.bp import check_settings
@@ -223,11 +223,10 @@ def tap_log_z(
     candidates = torch.where(done, values, torch.full_like(values, -float("inf"))) if converged else values
     best = int(torch.argmax(candidates))
     if not converged:
-        warnings.warn(
+        warn(
             f"TAP iteration did not converge from any of {n_starts} starts (residual "
             f"{float(rows.min()):.3g} after {it} sweeps); try more damping or more sweeps",
             ConvergenceWarning,
-            stacklevel=2,
         )
     return VariationalResult(
         method="tap",

@@ -49,13 +49,12 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, warn
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.variational.bp import DAMPING, TOL, Messages, check_settings, propagate
 from boltzkit.variational.certificate import Certificate, certify
@@ -571,20 +570,18 @@ def trw_log_z(
     # even where the last solve met its own tolerance
     fw_done = rho != "optimized" or fit.stop in ("gap", "no decrease")
     if sol.converged and not fw_done:
-        warnings.warn(
+        warn(
             f"the Frank-Wolfe optimisation of rho stopped at {fit.stop!r} with a duality gap of "
             f"{fit.gaps[-1] if fit.gaps else float('nan'):.3g} nats: the bound holds but is not the optimum "
             "over rho (raise --fw-steps)",
             ConvergenceWarning,
-            stacklevel=3,
         )
     if not sol.converged:
-        warnings.warn(
+        warn(
             f"TRW did not converge to the requested gap: the certified bound is up to {sol.gap:.3g} nats "
             f"above the TRW optimum (message residual {sol.residual:.3g} after {sol.sweeps} sweeps, "
             f"{sol.newton_steps} Newton steps); it is still an upper bound on log Z",
             ConvergenceWarning,
-            stacklevel=3,
         )
     base = fit.mixture.base
     if graph.sparse:

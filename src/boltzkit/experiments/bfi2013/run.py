@@ -4,7 +4,6 @@ models, and the report with its plots."""
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, replace
 from functools import partial
@@ -15,7 +14,7 @@ import torch
 
 from boltzkit.atomic import atomic_write_text
 from boltzkit.data import load_dataset
-from boltzkit.errors import BoltzkitError, BoltzkitWarning
+from boltzkit.errors import BoltzkitError, BoltzkitWarning, warn
 from boltzkit.experiments.bfi2013.paper import BAS, BAS_OPTIMUM, MNIST, NAMES, OPERATORS
 from boltzkit.experiments.bfi2013.plan import (
     LL_TABLES,
@@ -152,12 +151,11 @@ def run_bfi2013(
         ll_tasks = [t for t in ll_tasks if load_record(out, t) is not None]
         others = len(list((out / "tasks").glob("*.json"))) if (out / "tasks").is_dir() else 0
         if n_planned and not ll_tasks and others:  # a look with another plan's options
-            warnings.warn(
+            warn(
                 f"none of the {n_planned} tasks of this plan ({plan.mode}) has a record in {out}, which "
                 f"holds {others} task records of other settings: give the options the runs were made "
                 "with (--quick, --datasets, --algorithms, --learning-rates)",
                 BoltzkitWarning,
-                stacklevel=2,
             )
     act = autocorrelation_tasks(plan, seed, mnist, dev) if {"table2", "fig4"} & set(parts) else {}
     # Table 2's problems sampled again by pooled chains (a part of Table 2 only, not of Fig. 4)
