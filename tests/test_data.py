@@ -614,6 +614,9 @@ def test_load_dataset_spec_errors() -> None:
         load_dataset("artificial-modes:q=1")
     with pytest.raises(DataError, match="without 'key='"):
         load_dataset("artificial-modes:0.1,500")
+    for twice in ("artificial-modes:p=0.1,p=0.2", "artificial-modes:0.1,p_mut=0.2"):  # not the last one
+        with pytest.raises(DataError, match="parameter 'p' is given twice"):
+            load_dataset(twice)
     with pytest.raises(DataError, match="columns") as info:
         load_dataset("bars-and-stripes", n_visible=17)
     assert isinstance(info.value, BoltzkitError) and info.value.got == 16

@@ -15,6 +15,7 @@ from conftest import random_rbm
 from safetensors.torch import load_file, safe_open, save_file
 
 import boltzkit
+from boltzkit.atomic import STALE_TEMP_SECONDS
 from boltzkit.errors import BoltzkitError, ModelFileError
 from boltzkit.io import (
     METADATA_KEY,
@@ -558,6 +559,31 @@ def test_failed_save_keeps_old_model_and_leaves_no_temp(
     assert path.read_bytes() == before
     assert files_in(tmp_path) == ["rbm.safetensors"]
     assert_same_parameters(old, load_model(path)[0])
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    if os.name != "posix":
+        pytest.skip("SIGKILL")
+    import subprocess
+    import sys
+
+    path = tmp_path / "record.json"
+    killed = (
+        "import os, signal, sys\n"
+        "from boltzkit.atomic import atomic_open\n"
+        "with atomic_open(sys.argv[1]) as f:\n"
+        "    f.write('half'); f.flush(); os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", killed, str(path)], capture_output=True)
+    assert run.returncode == -9
+    (left,) = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # SIGKILL cannot clean up
+    hour_ago = left.stat().st_mtime - STALE_TEMP_SECONDS - 1
+    os.utime(left, (hour_ago, hour_ago))
+    live = tmp_path / ".record.json.0123456789ab.tmp"  # a concurrent writer's, just touched
+    live.write_text("in progress")
+    atomic_write_text(path, "whole")
+    assert path.read_text() == "whole"
+    assert not left.exists() and live.exists()
 
 
 def test_atomic_open_rejects_other_modes(tmp_path: Path) -> None:

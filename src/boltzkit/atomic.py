@@ -2,8 +2,10 @@
 
 The bytes go to a temporary file in the target's directory, which is flushed, fsynced and then
 renamed over the target with :func:`os.replace`. A crash or an error midway leaves the old file
-untouched and no temporary file behind. Model files, checkpoints and result files (JSON, CSV) are
-all written this way.
+untouched and no temporary file behind. A process killed outright (SIGKILL, power loss) cannot
+remove its temporary file; the next successful write of the same target removes any of its
+temporary files untouched for :data:`STALE_TEMP_SECONDS` (a live writer touches its own far more
+often). Model files, checkpoints and result files (JSON, CSV) are all written this way.
 
 This module is on the ground floor: it imports nothing from boltzkit but :mod:`boltzkit.errors`.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -22,6 +25,13 @@ from boltzkit.errors import BoltzkitError
 __all__ = ["PathLike", "atomic_open", "atomic_write_bytes", "atomic_write_text"]
 
 PathLike = str | os.PathLike[str]
+
+STALE_TEMP_SECONDS = 3600.0
+"""A temporary file of a target untouched this long is a killed writer's, removed by the next write."""
+
+
+def _temp_pattern(target: Path) -> str:
+    return f".{target.name}.*.tmp"
 
 
 def _create_temp(target: Path, error_cls: type[BoltzkitError], parents: bool) -> tuple[Path, int]:
@@ -47,7 +57,7 @@ def _create_temp(target: Path, error_cls: type[BoltzkitError], parents: bool) ->
         )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
-        tmp = directory / f".{target.name}.{secrets.token_hex(6)}.tmp"
+        tmp = directory / _temp_pattern(target).replace("*", secrets.token_hex(6))
         try:
             return tmp, os.open(tmp, flags, 0o666)
         except FileExistsError:
@@ -64,6 +74,16 @@ def _create_temp(target: Path, error_cls: type[BoltzkitError], parents: bool) ->
 def _unlink_quietly(path: Path) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Remove the temporary files of ``target`` that a killed writer left (untouched for
+    :data:`STALE_TEMP_SECONDS`)."""
+    now = time.time()
+    for tmp in target.parent.glob(_temp_pattern(target)):
+        with contextlib.suppress(OSError):
+            if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
+                os.unlink(tmp)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -133,6 +153,7 @@ def _atomic_open(
                 handle.close()
             _unlink_quietly(tmp)
     _fsync_directory(target.parent)
+    _remove_stale_temps(target)
 
 
 def atomic_open(
@@ -148,7 +169,8 @@ def atomic_open(
 
     Writes go to a temporary file in the same directory. On normal exit the file is flushed,
     fsynced and renamed over ``path`` with :func:`os.replace`; if the block raises (or the
-    process dies), ``path`` keeps its previous content and the temporary file is removed.
+    process dies), ``path`` keeps its previous content and the temporary file is removed (a
+    killed process's, by the next successful write of ``path``).
 
     Parameters
     ----------

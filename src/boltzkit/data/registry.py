@@ -163,7 +163,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, object]]:
     Raises
     ------
     DataError
-        Unknown name, unknown parameter, or a value of the wrong kind.
+        Unknown name, unknown parameter, a parameter given twice, or a value of the wrong kind.
     """
     name, _, rest = spec.strip().partition(":")
     name = name.strip().lower().replace("_", "-")
@@ -172,6 +172,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, object]]:
     declared = _PARAMS[name]
     values: dict[str, object] = {p.name: p.default for p in declared}
     tokens = [t.strip() for t in rest.split(",") if t.strip()] if rest else []
+    given: set[str] = set()
     for position, token in enumerate(tokens):
         key, eq, text = token.partition("=")
         if not eq:
@@ -186,6 +187,15 @@ def parse_spec(spec: str) -> tuple[str, dict[str, object]]:
         param = next((p for p in declared if p.name == key), None)
         if param is None:
             raise DataError(f"{name}: unknown parameter {key!r}", got=repr(spec), expected=_usage(name))
+        if key in given:
+            raise DataError(
+                f"{name}: parameter {key!r} is given twice",
+                got=repr(spec),
+                expected=_usage(name),
+                hint="give each parameter once; to run several values, name the data set once per value "
+                "(e.g. 'artificial-modes:0.01' and 'artificial-modes:0.1')",
+            )
+        given.add(key)
         try:
             values[key] = param.parse(text.strip())
         except ValueError as err:
