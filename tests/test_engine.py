@@ -172,7 +172,7 @@ def test_a_table_writes_the_same_rows_as_markdown_and_csv() -> None:
     table.add(["RBM", cell("1.00", "2.00")], model="RBM", log_z=1.0, paper_log_z=2.0)
     table.add(["BM", cell("3.00", "—")], model="BM", log_z=3.0)
     assert table.markdown() == ["| model | ln Z |", "|---|---|", "| RBM | 1.00 / 2.00 |", "| BM | 3.00 / — |"]
-    assert table.csv() == "model,log_z,paper_log_z\nRBM,1.0,2.0\nBM,3.0,\n"
+    assert table.csv(mode="quick") == "mode,model,log_z,paper_log_z\nquick,RBM,1.0,2.0\nquick,BM,3.0,\n"
     with pytest.raises(ValueError, match="2 columns"):
         table.add(["one cell"], model="x")
     with pytest.raises(ValueError, match="no column"):

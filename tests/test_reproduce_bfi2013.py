@@ -30,6 +30,7 @@ def test_smoke_run_writes_every_part_and_resumes(tmp_path):
             return list(csv.DictReader(f))
 
     tau = rows("bfi2013-tau.csv")
+    assert {r["mode"] for r in tau} == {"smoke"}
     problems = ["bars-and-stripes", "artificial-modes:0.1", "artificial-modes:0.01", "mnist", "mnist500"]
     assert [r["problem"] for r in tau] == problems
     assert tau[0]["paper_tau_gibbs"] == "22.46" and float(tau[0]["tau_gibbs"]) > 0 and tau[3]["rbms"] == "0"

@@ -235,7 +235,7 @@ def test_table1_variational_columns_and_bounds(table1: tuple[Path, dict[str, Any
         paper[("RBM", "bethe")] == 350.75 and paper[("BM", "trw")] == 20.28 and paper[("BM", "tap")] is None
     )
     csv = (out / "logz_methods.csv").read_text().splitlines()
-    assert len(csv) == 1 + len(rows) and csv[0].startswith("model,layer_sizes,method,log_z")
+    assert len(csv) == 1 + len(rows) and csv[0].startswith("mode,model,layer_sizes,method,log_z")
 
 
 @needs_mnist

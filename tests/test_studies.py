@@ -30,6 +30,7 @@ def test_ais_operators_table_on_a_small_model(tmp_path, monkeypatch: pytest.Monk
     summary = ais_operators.run_ais_operators(out_dir=tmp_path, quick=True, seed=1, device="cpu", n_chains=20)
     assert {"ais_operators.md", "ais_operators.csv", "ais_operators.json"} <= set(summary["files"])
     rows = _csv_rows(tmp_path / "ais_operators.csv")
+    assert {r["mode"] for r in rows} == {"quick"}
     assert [(r["n_steps"], r["sampler"]) for r in rows] == [
         (str(k), op) for k in (100, 1000) for op in ais_operators.OPERATORS
     ]
@@ -55,6 +56,7 @@ def test_learning_study_table(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None
     summary = learning_study.run_learning_study(out_dir=tmp_path, quick=True)
     rows = _csv_rows(tmp_path / "learning.csv")
     assert [r["variant"] for r in rows] == [r["variant"] for r in records]
+    assert {r["mode"] for r in rows} == {"quick"}  # read alone, the CSV says its numbers are not full size
     assert [float(r["test"]) for r in rows] == [r["test"] for r in records]
     md = (tmp_path / "learning.md").read_text()
     best = records[-1]

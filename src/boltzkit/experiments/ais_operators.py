@@ -118,7 +118,7 @@ def run_ais_operators(
                 )
     table = _table(rows)
     atomic_write_text(out_dir / "ais_operators.md", _markdown(table, rows, quick, time.perf_counter() - t0))
-    atomic_write_text(out_dir / "ais_operators.csv", table.csv())
+    atomic_write_text(out_dir / "ais_operators.csv", table.csv(mode="quick" if quick else "full"))
     summary = {
         "experiment": "ais-operators",
         "quick": quick,

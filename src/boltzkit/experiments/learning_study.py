@@ -160,7 +160,7 @@ def run_learning_study(
         f"This invocation took {time.perf_counter() - t0:.0f} s ({run.ran} runs trained now, {run.skipped} reused).",
     ]
     atomic_write_text(out_dir / "learning.md", "\n".join(lines) + "\n")
-    atomic_write_text(out_dir / "learning.csv", table.csv())
+    atomic_write_text(out_dir / "learning.csv", table.csv(mode="quick" if quick else "full"))
     summary = {
         "experiment": NAME,
         "quick": quick,

@@ -139,8 +139,8 @@ class Table:
     >>> t.add(["RBM", cell("1.00", "2.00")], model="RBM", log_z=1.0, paper_log_z=2.0)
     >>> t.markdown()
     ['| model | ln Z |', '|---|---|', '| RBM | 1.00 / 2.00 |']
-    >>> t.csv()
-    'model,log_z,paper_log_z\\nRBM,1.0,2.0\\n'
+    >>> t.csv(mode="full")
+    'mode,model,log_z,paper_log_z\\nfull,RBM,1.0,2.0\\n'
     """
 
     headings: Sequence[str]
@@ -165,18 +165,20 @@ class Table:
         """The CSV values of each row, in the order of ``csv_columns`` (``None`` where missing)."""
         return [[values.get(c) for c in self.csv_columns] for _, values in self.rows]
 
-    def csv(self) -> str:
-        """The rows as CSV (:func:`csv_text`)."""
-        return tables_csv([self])
+    def csv(self, *, mode: str) -> str:
+        """The rows as CSV (:func:`tables_csv`), each marked with the run's ``mode``."""
+        return tables_csv([self], mode=mode)
 
 
-def tables_csv(tables: Sequence[Table]) -> str:
+def tables_csv(tables: Sequence[Table], *, mode: str) -> str:
     """Tables of the same CSV columns (the sections of one reproduction's table) as one CSV, their
-    rows in order."""
+    rows in order, each row led by a ``mode`` column holding the run's mode (``"full"``,
+    ``"quick"``, ``"smoke"``): a CSV read on its own says whether its numbers are full size, as the
+    markdown report's heading does."""
     columns = tuple(tables[0].csv_columns)
     if any(tuple(t.csv_columns) != columns for t in tables):
         raise ValueError("tables written as one CSV need the same columns")
-    return csv_text(columns, [row for t in tables for row in t.csv_rows()])
+    return csv_text(("mode", *columns), [[mode, *row] for t in tables for row in t.csv_rows()])
 
 
 #: CSV columns of an AIS estimate (keys of :func:`boltzkit.experiments.engine.log_z_summary`).
@@ -368,9 +370,11 @@ def method_rows(
     return rows
 
 
-def methods_csv(rows: Sequence[dict[str, Any]]) -> str:
-    """The comparison as CSV (``logz_methods.csv``)."""
-    return csv_text(METHOD_CSV_COLUMNS, [[r[c] for c in METHOD_CSV_COLUMNS] for r in rows])
+def methods_csv(rows: Sequence[dict[str, Any]], *, mode: str) -> str:
+    """The comparison as CSV (``logz_methods.csv``), each row led by the run's ``mode``."""
+    return csv_text(
+        ("mode", *METHOD_CSV_COLUMNS), [[mode, *(r[c] for c in METHOD_CSV_COLUMNS)] for r in rows]
+    )
 
 
 def _signed(x: float) -> str:

@@ -476,9 +476,9 @@ def run_table2(
         note,
     )
     atomic_write_text(out_dir / "table2.md", md)
-    atomic_write_text(out_dir / "table2.csv", table.csv())
+    atomic_write_text(out_dir / "table2.csv", table.csv(mode="quick" if quick else "full"))
     rows = method_rows(records, {k: {"ais": v.log_z, "bethe": v.bethe} for k, v in PAPER.items()})
-    atomic_write_text(out_dir / "logz_methods.csv", methods_csv(rows))
+    atomic_write_text(out_dir / "logz_methods.csv", methods_csv(rows, mode="quick" if quick else "full"))
     summary: dict[str, Any] = {
         "experiment": NAME,
         "quick": quick,

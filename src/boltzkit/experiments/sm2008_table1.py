@@ -393,7 +393,7 @@ def run_table1(
     atomic_write_text(
         out_dir / "table1.md", _markdown(table, verdicts, records, ratio, settings, seconds, note)
     )
-    atomic_write_text(out_dir / "table1.csv", table.csv())
+    atomic_write_text(out_dir / "table1.csv", table.csv(mode="quick" if quick else "full"))
     summary = {
         "experiment": NAME,
         "quick": quick,

@@ -634,10 +634,13 @@ def run_table2(
     md = _markdown(table, verdicts, records, transposed_table, mixtures, mode, settings, note)
     atomic_write_text(out_dir / "table2.md", md)
     atomic_write_text(
-        out_dir / "table2.csv", tables_csv([table] + ([transposed_table] if transposed_table else []))
+        out_dir / "table2.csv",
+        tables_csv(
+            [table] + ([transposed_table] if transposed_table else []), mode="quick" if quick else "full"
+        ),
     )
     if mixtures is not None:
-        atomic_write_text(out_dir / "table2-mixtures.csv", mixtures.csv())
+        atomic_write_text(out_dir / "table2-mixtures.csv", mixtures.csv(mode="quick" if quick else "full"))
     summary = {
         "experiment": EXPERIMENT, "quick": quick, "mode": asdict(mode), "dbns": records, "transposed": transposed,
         "mixtures": mobs, "seconds": seconds,

@@ -223,7 +223,7 @@ def run_bfi2013(
 
     def write_csv(name: str, tables: list[Table]) -> None:
         if tables:
-            atomic_write_text(out / name, tables_csv(tables))
+            atomic_write_text(out / name, tables_csv(tables, mode=plan.mode))
             files.append(name)
 
     write_csv(f"{stem}.csv", ll_tables)
