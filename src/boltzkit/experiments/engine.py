@@ -359,6 +359,14 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         if process.is_alive():
             process.terminate()
+    # A SIGTERM that reaches a worker still starting (between its fork and its exec) is lost: a
+    # worker not gone after a few seconds is killed outright.
+    deadline = time.monotonic() + 5.0
+    for process in processes:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5.0)
 
 
 def _run_ray(todo, fn, args, address, ray_init, finish) -> None:
