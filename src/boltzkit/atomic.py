@@ -13,6 +13,7 @@ This module is on the ground floor: it imports nothing from boltzkit but :mod:`b
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import secrets
 import time
@@ -30,8 +31,11 @@ STALE_TEMP_SECONDS = 3600.0
 """A temporary file of a target untouched this long is a killed writer's, removed by the next write."""
 
 
-def _temp_pattern(target: Path) -> str:
-    return f".{target.name}.*.tmp"
+def _temp_name(target: Path, token: str) -> str:
+    """The name of one of ``target``'s temporary files (``token`` ``"*"``: a glob for all of them,
+    the target's own name escaped)."""
+    name = glob.escape(target.name) if token == "*" else target.name
+    return f".{name}.{token}.tmp"
 
 
 def _create_temp(target: Path, error_cls: type[BoltzkitError], parents: bool) -> tuple[Path, int]:
@@ -57,7 +61,7 @@ def _create_temp(target: Path, error_cls: type[BoltzkitError], parents: bool) ->
         )
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     for _ in range(100):
-        tmp = directory / _temp_pattern(target).replace("*", secrets.token_hex(6))
+        tmp = directory / _temp_name(target, secrets.token_hex(6))
         try:
             return tmp, os.open(tmp, flags, 0o666)
         except FileExistsError:
@@ -80,7 +84,7 @@ def _remove_stale_temps(target: Path) -> None:
     """Remove the temporary files of ``target`` that a killed writer left (untouched for
     :data:`STALE_TEMP_SECONDS`)."""
     now = time.time()
-    for tmp in target.parent.glob(_temp_pattern(target)):
+    for tmp in target.parent.glob(_temp_name(target, "*")):
         with contextlib.suppress(OSError):
             if now - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
                 os.unlink(tmp)
