@@ -469,3 +469,19 @@ def test_chains_of_two_speeds_are_told_apart_and_healthy_chains_are_not() -> Non
     mixed = np.concatenate([_ar1_chains(5, 20_000, 0.5, seed=1), _ar1_chains(5, 20_000, 0.98, seed=2)])
     reason = chains_disagree_on_tau(mixed, 500)
     assert reason is not None and "as spread as chains of 20000 steps of a linear process" in reason
+
+
+def test_sokal_on_chains_too_short_is_not_passed_by_its_own_low_sum():
+    # Sokal's window follows its own sum: on AR(1) chains 20 tau long a low sum stopped the window
+    # early and passed the 50-tau length rule on 15% of chains, each 40-70% low. Held also to
+    # Geyer's initial sequence on the same function, about 1% pass (binomial: 8 or more of 200 at
+    # p = 0.01 has probability below 1e-3); chains 200 tau long all still pass.
+    phi = 0.9
+    short = ar_series((phi,), int(20 * ar1_tau(phi)), seed=11, n_chains=200)
+    flagged = [integrated_time_sokal(row) for row in short]
+    passed = [r for r in flagged if r.reliable]
+    assert len(passed) < 8, [r.tau for r in passed]
+    vetoed = [r for r in flagged if r.reason and "Geyer's initial sequence" in r.reason]
+    assert vetoed and all(RELIABLE_LENGTHS * r.tau <= r.n_steps for r in vetoed)
+    long = ar_series((phi,), int(200 * ar1_tau(phi)), seed=12, n_chains=50)
+    assert sum(integrated_time_sokal(row).reliable for row in long) >= 48
