@@ -837,6 +837,23 @@ def test_dbm_with_a_gap_is_refused(tmp_path: Path) -> None:
         load_model(path)
 
 
+def test_a_bm_with_an_uncoupled_layer_and_no_metadata_is_refused_with_the_same_models_arrays(
+    tmp_path: Path,
+) -> None:
+    # bias_0..2 and W_0 alone: a DBM missing W_1, or a BM whose top layer has no couplings. The
+    # file is refused, and the hint gives the arrays that hold the BM as a DBM's: W_1 of zeros
+    z = np.zeros
+    path = tmp_path / "uncoupled.npz"
+    arrays = {"W_0": np.ones((4, 3)), "bias_0": z(4), "bias_1": z(3), "bias_2": np.full(2, 0.5)}
+    np.savez(path, **arrays)
+    with pytest.raises(ModelFileError, match=r"lacks the array 'W_1' of a DBM") as info:
+        load_model(path)
+    assert "holds that W_l as zeros (the same model)" in str(info.value)
+    np.savez(path, **arrays, W_1=z((3, 2)))
+    model, meta = load_model(path)
+    assert meta["kind"] == "dbm" and model.layer_sizes == (4, 3, 2)
+
+
 def test_dbm_shapes_must_chain(tmp_path: Path) -> None:
     a = family_arrays(make_machine("dbm"))
     a["W_1"] = np.zeros((2, 2))  # layer 1 has 3 units

@@ -158,7 +158,9 @@ def _dbm_arrays(found: Collection[str]) -> ArraySpec:
         (*(f"W_{l}" for l in range(n - 1)), *(f"bias_{l}" for l in range(n))),
         expected=_DEEP_EXPECTED,
         hint="a DBM couples adjacent layers only; with laterals (L_l) or non-adjacent couplings "
-        "(W_l_m) the model is a 'bm'. A two-layer model is stored as W, vbias and hbias.",
+        "(W_l_m) the model is a 'bm'. Without metadata a file of adjacent couplings is read as a "
+        "DBM's: a BM in which a layer has no coupling to the next holds that W_l as zeros (the same "
+        "model). A two-layer model is stored as W, vbias and hbias.",
     )
 
 
