@@ -92,7 +92,9 @@ def autocorrelation_stage(
       windowed sums spread as rare switches between modes spread them, from 2026-12-02 later;
       ``None`` otherwise), ``acf`` (the pooled normalised
       autocorrelation function up to ``min(max_lag, steps - 1)``) and ``acf_log_lags`` /
-      ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``);
+      ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``),
+      ``max_lag`` and ``device`` (where the chains ran; both in records from 2026-12-04). A record
+      that holds more lags than ``max_lag`` serves it cut; one that holds fewer is refused;
 
     with the ``seconds`` it took. Several chains pin a slow chain's ``tau`` down where one chain
     of S3's length cannot (docs/results.md, Table 2 on MNIST). With ``compute_missing=False`` a
@@ -135,6 +137,9 @@ def autocorrelation_stage(
             "reliable": bool(math.isfinite(ar.tau) and steps >= RELIABLE_LENGTHS * ar.tau),
             "ar_reason": ar.reason,
             "acf": [float(v) for v in rho[: min(max_lag, steps - 1) + 1]],
+            "max_lag": min(max_lag, steps - 1),
+            # where the chains ran: the same seed gives other numbers on another device
+            "device": str(model.device),
             "acf_log_lags": [int(v) for v in log_lags],
             "acf_log": [float(rho[v]) for v in log_lags],
             "seconds": time.perf_counter() - t0,
@@ -143,7 +148,27 @@ def autocorrelation_stage(
             record["tau_ar_chains"] = list(ar.per_chain)
         return record
 
-    return _stage(out / "act" / f"{name}.json", settings, compute, compute_missing)
+    path = out / "act" / f"{name}.json"
+    record = _stage(path, settings, compute, compute_missing)
+    return None if record is None else _acf_to_lag(record, path, min(max_lag, steps - 1))
+
+
+def _acf_to_lag(record: dict[str, Any], path: Path, lag: int) -> dict[str, Any]:
+    """``record`` with its stored ``acf`` cut to ``lag``; an error where it stops before.
+
+    ``max_lag`` only sets how much of the function a record keeps, so it is not among the stage's
+    settings (records written before 2026-12-04 do not name it): a record that holds more lags
+    serves a shorter request, and one that holds fewer is refused rather than read as if it
+    reached the lag asked for (a report labels its columns with that lag)."""
+    acf = record["acf"]
+    if len(acf) < lag + 1:
+        raise BoltzkitError(
+            f"{path} holds the autocorrelation function to lag {len(acf) - 1}, and lag {lag} is asked for",
+            got=f"{len(acf)} lags stored",
+            expected=f"at least {lag + 1}",
+            hint="delete that file to sample the chains again with the longer lag, or ask for a shorter max_lag.",
+        )
+    return record if len(acf) == lag + 1 else {**record, "acf": acf[: lag + 1]}
 
 
 def class_change_stage(
