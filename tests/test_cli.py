@@ -509,6 +509,35 @@ def test_evaluate_exact_json_and_per_example(bas_model, tmp_path):
     assert values.mean() == pytest.approx(expected, abs=1e-9)
 
 
+def test_evaluate_says_how_much_of_its_data_the_model_was_trained_on(tmp_path):
+    """Rows of the evaluation set that equal a row of the recorded training data are counted, in
+    the JSON and the text: a training-set figure is never passed off as a held-out one."""
+    rng = np.random.default_rng(0)
+    train = rng.integers(0, 2, size=(40, 6)).astype(np.uint8)
+    unseen = np.array([r for r in np.ndindex(*(2,) * 6) if not (train == r).all(axis=1).any()], np.uint8)
+    np.save(tmp_path / "train.npy", train)
+    np.save(tmp_path / "mixed.npy", np.concatenate([train[:5], unseen[:5]]))
+    np.save(tmp_path / "unseen.npy", unseen)
+    model = tmp_path / "m.safetensors"
+    assert (
+        run("train", "--data", tmp_path / "train.npy", "--hidden", 3, "--epochs", 1, "--out", model).exit_code
+        == 0
+    )
+    for name, shared, phrase in (
+        ("mixed", 5, "5 of the 10 examples are also in the model's training data"),
+        ("train", 40, "all 40 examples are in the model's training data"),
+        ("unseen", 0, f"none of the {len(unseen)} examples is in the model's training data"),
+    ):
+        data = tmp_path / f"{name}.npy"
+        record = last_json(run("evaluate", model, "--data", data, "--json"))
+        assert record["training_data"]["shared_examples"] == shared
+        assert record["training_data"]["n_examples"] == len(np.load(data))
+        assert phrase in run("evaluate", model, "--data", data).stdout
+    (tmp_path / "train.npy").unlink()  # the recorded data is gone: nothing is claimed either way
+    record = last_json(run("evaluate", model, "--data", tmp_path / "mixed.npy", "--json"))
+    assert record["training_data"] is None
+
+
 def test_evaluate_text_gives_the_verdict_and_a_sandwichs_conservative_figure(bas_model, tmp_path):
     """The text says what the JSON says (review of 2026-12-04: it gave neither the verdict nor the
     figure with the sandwich's upper end, nor which end the main figure takes)."""

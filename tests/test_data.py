@@ -763,3 +763,15 @@ def test_a_split_asked_of_data_without_splits_warns_that_all_of_it_is_used(tmp_p
         np.savez(tmp_path / "pair.npz", a=x, b=1 - x)
         load_dataset(f"{tmp_path / 'pair.npz'}:b", split="valid", named_split=True)
         load_dataset("artificial-modes:n=20", split="valid", named_split=True)  # drawn per split
+
+
+def test_shared_rows_counts_exact_copies_across_dtypes():
+    from boltzkit.data import shared_rows
+
+    reference = torch.tensor([[0.0, 1.0, 0.5], [1.0, 1.0, 1.0], [-0.0, 0.0, 2.0]], dtype=torch.float32)
+    x = torch.tensor(
+        [[0.0, 0.0, 2.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0 + 1e-7], [0.5, 1.0, 0.0]], dtype=torch.float64
+    )
+    assert shared_rows(x, reference) == 2  # -0.0 equals 0.0; a 1e-7 change is another row
+    assert shared_rows(reference, reference) == 3
+    assert shared_rows(x, reference[:, :2]) == 0  # other widths share nothing

@@ -35,7 +35,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from boltzkit._numerics import resolve_device
-from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values
+from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values, shared_rows
 from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
@@ -677,6 +677,52 @@ def unit_dataset(
     return Dataset(name=name, x=values.cpu(), image_shape=None, split=split)
 
 
+def training_values(
+    model: Any, spec: str, *, data_dir: Path | None, seed: int, role: str | None = None
+) -> torch.Tensor:
+    """The training split of the data set ``spec`` as ``model`` reads it: real values or category
+    indices checked by the unit type, else 0/1 data of the model's width."""
+    if isinstance(model, (UnitRBM, UnitDBM)):
+        return unit_values(model, spec, split="train", data_dir=data_dir, seed=seed, role=role)[1]
+    return load_dataset(spec, split="train", data_dir=data_dir, seed=seed, n_visible=model.n_visible).x
+
+
+def training_overlap(
+    model: Any, metadata: Mapping[str, Any], dataset: Dataset, *, data_dir: Path | None, seed: int
+) -> dict[str, Any] | None:
+    """How much of ``dataset`` is the model's own training data (``metadata["data"]``, its training
+    split drawn with ``seed``): ``{"data", "shared_examples", "n_examples"}``, rows compared
+    exactly (:func:`~boltzkit.data.shared_rows`). ``None`` where the file records no training data
+    or it cannot be loaded here, and then nothing is claimed either way."""
+    recorded = metadata.get("data")
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    try:
+        train = training_values(model, recorded, data_dir=data_dir, seed=seed, role="training data")
+    except BoltzkitError:
+        return None
+    return {"data": recorded, "shared_examples": shared_rows(dataset.x, train), "n_examples": len(dataset.x)}
+
+
+def training_overlap_text(record: Mapping[str, Any]) -> str | None:
+    """The line of an evaluation's text that says how much of its data the model was trained on."""
+    overlap = record.get("training_data")
+    if not overlap:
+        return None
+    shared, n = overlap["shared_examples"], overlap["n_examples"]
+    if shared == 0:
+        return f"  none of the {n:,} examples is in the model's training data ({overlap['data']}): held out"
+    if shared == n:
+        return (
+            f"  all {n:,} examples are in the model's training data ({overlap['data']}): a training-set "
+            "figure, not a test one"
+        )
+    return (
+        f"  {shared:,} of the {n:,} examples are also in the model's training data ({overlap['data']}): "
+        "not a clean held-out figure"
+    )
+
+
 def base_rate_data(
     rbm: BoltzmannMachine,
     opts: LogZOptions,
@@ -689,11 +735,7 @@ def base_rate_data(
     ``(None, None)`` (the model's own visible biases)."""
 
     def load(spec: str) -> torch.Tensor:
-        if isinstance(rbm, (UnitRBM, UnitDBM)):  # real values or category indices, checked by the unit type
-            return unit_values(
-                rbm, spec, split="train", data_dir=data_dir, seed=opts.seed, role="base-rate data"
-            )[1]
-        return load_dataset(spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=rbm.n_visible).x
+        return training_values(rbm, spec, data_dir=data_dir, seed=opts.seed, role="base-rate data")
 
     if opts.base_rate_data is not None:
         return load(opts.base_rate_data), opts.base_rate_data

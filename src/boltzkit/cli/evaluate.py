@@ -52,6 +52,8 @@ from boltzkit.cli.common import (
     log_prob_what,
     option_given,
     show_progress,
+    training_overlap,
+    training_overlap_text,
     unit_dataset,
     unit_interval_option,
     unit_visible,
@@ -105,6 +107,8 @@ def _summary(record: dict[str, Any]) -> str:
         )
     elif record.get("data_stderr_note"):
         lines.append(f"  the data's own sampling error: n/a ({record['data_stderr_note']})")
+    if (overlap := training_overlap_text(record)) is not None:
+        lines.append(overlap)
     if record.get("convention"):
         lines.append(
             f"convention: {record['convention']} (in {{0, 1}} units: log Z {fmt(record['log_z_binary'])})"
@@ -225,6 +229,7 @@ def command(
             progress=show_progress(progress), data_dir=data_dir, per_example=per_example is not None, t0=t0,
         )  # fmt: skip
         record["data_seed"] = data_seed
+        record["training_data"] = training_overlap(rbm, metadata, dataset, data_dir=data_dir, seed=data_seed)
         record["damping"] = None
         if per_example is not None:
             _write_per_example(per_example, values.numpy())
@@ -253,6 +258,7 @@ def command(
         "data": dataset.name,
         "split": dataset.split,
         "data_seed": data_seed,
+        "training_data": training_overlap(rbm, metadata, dataset, data_dir=data_dir, seed=data_seed),
         "seconds": time.perf_counter() - t0,
         "logz": log_z.to_dict(),
     }

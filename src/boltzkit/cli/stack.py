@@ -32,6 +32,7 @@ from boltzkit.cli.common import (
     fmt,
     log_prob_what,
     sampling_kwargs,
+    training_overlap_text,
     unit_values,
     variational_estimate,
     warn,
@@ -409,6 +410,8 @@ def _bound_summary(record: dict[str, Any]) -> str:
             f"  total: ±{fmt(record['total_error_3std'])} (3 std); range "
             + band_text(record, "mean_log_prob", note="3 std")
         )
+    if (overlap := training_overlap_text(record)) is not None:
+        lines.append(overlap)
     lines += [
         f"log Z of the top RBM ({record['log_z_method']}): {fmt(record['log_z'])}",
         f"time: {fmt(record['seconds'], 2)} s",

@@ -14,7 +14,7 @@ Modules: :mod:`~boltzkit.data.dataset` (the record and the binary check),
 :mod:`~boltzkit.data.registry` (spec parsing and :func:`load_dataset`).
 """
 
-from boltzkit.data.dataset import Dataset, check_binary
+from boltzkit.data.dataset import Dataset, check_binary, shared_rows
 from boltzkit.data.fasta import ALPHABETS, alphabet_letters, read_fasta, write_fasta
 from boltzkit.data.files import FILE_EXTENSIONS, content_sha256, load_binary_file
 from boltzkit.data.mnist import (
@@ -43,6 +43,7 @@ from boltzkit.data.synthetic import (
 from boltzkit.data.transforms import binarize, extract_patches
 
 __all__ = [
+    "shared_rows",
     "ALPHABETS",
     "DATASET_NAMES",
     "DATASET_SPLITS",

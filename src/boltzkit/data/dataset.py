@@ -202,3 +202,26 @@ def to_tensor(a: np.ndarray | Tensor) -> Tensor:
     if isinstance(a, Tensor):
         return a.detach().to(device="cpu", dtype=torch.float32).contiguous()
     return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+
+
+def shared_rows(x: Tensor, reference: Tensor) -> int:
+    """How many rows of ``x`` (shape ``(n, d)``) equal some row of ``reference`` (shape ``(m, d)``).
+
+    Rows are compared exactly, by their values as float64 (so float32 and float64 copies of the
+    same data agree, and -0.0 equals 0.0): a 128-bit BLAKE2 digest of each row's bytes finds the
+    candidates, which are then confirmed element by element. Used to say how much of an evaluation
+    set is the model's own training data."""
+    import hashlib
+
+    def rows(t: Tensor) -> np.ndarray:
+        return np.ascontiguousarray(t.detach().cpu().to(torch.float64).reshape(t.shape[0], -1).numpy() + 0.0)
+
+    a, b = rows(x), rows(reference)
+    if a.shape[1] != b.shape[1]:
+        return 0
+
+    def digest(row: np.ndarray) -> bytes:
+        return hashlib.blake2b(row.tobytes(), digest_size=16).digest()
+
+    index = {digest(row): j for j, row in enumerate(b)}
+    return sum(1 for row in a if (j := index.get(digest(row))) is not None and np.array_equal(row, b[j]))
