@@ -473,15 +473,28 @@ def test_chains_of_two_speeds_are_told_apart_and_healthy_chains_are_not() -> Non
 
 def test_sokal_on_chains_too_short_is_not_passed_by_its_own_low_sum():
     # Sokal's window follows its own sum: on AR(1) chains 20 tau long a low sum stopped the window
-    # early and passed the 50-tau length rule on 15% of chains, each 40-70% low. Held also to
-    # Geyer's initial sequence on the same function, about 1% pass (binomial: 8 or more of 200 at
-    # p = 0.01 has probability below 1e-3); chains 200 tau long all still pass.
+    # early and passed the 50-tau length rule on 15% of chains, each 40-70% low. Held also to the
+    # AR fit of the same function, under 1% pass (binomial: 8 or more of 200 at p = 0.01 has
+    # probability below 1e-3); chains 200 tau long all still pass.
     phi = 0.9
     short = ar_series((phi,), int(20 * ar1_tau(phi)), seed=11, n_chains=200)
     flagged = [integrated_time_sokal(row) for row in short]
     passed = [r for r in flagged if r.reliable]
     assert len(passed) < 8, [r.tau for r in passed]
-    vetoed = [r for r in flagged if r.reason and "Geyer's initial sequence" in r.reason]
+    vetoed = [r for r in flagged if r.reason and "an AR fit of the same autocorrelation" in r.reason]
     assert vetoed and all(RELIABLE_LENGTHS * r.tau <= r.n_steps for r in vetoed)
     long = ar_series((phi,), int(200 * ar1_tau(phi)), seed=12, n_chains=50)
     assert sum(integrated_time_sokal(row).reliable for row in long) >= 48
+
+
+def test_sokals_length_check_spares_good_estimates_of_an_oscillating_chain():
+    # an oscillating AR(2) (period 20, modulus 0.95, exact tau 1.99) 100 tau long: Sokal's estimate
+    # is good, and the check against the AR fit leaves it (2-6 of 100 chains vetoed on 5 seeds);
+    # Geyer's initial sequence, which stops at the first negative pair and sums one lobe (3-4
+    # times too high), vetoed 94 of 100
+    theta = 2 * math.pi / 20
+    phi = (2 * 0.95 * math.cos(theta), -(0.95**2))
+    chains = ar_series(phi, 200, seed=13, n_chains=100)
+    results = [integrated_time_sokal(row) for row in chains]
+    vetoed = sum(bool(r.reason and "an AR fit" in r.reason) for r in results)
+    assert vetoed <= 15 and sum(r.reliable for r in results) >= 80

@@ -82,7 +82,7 @@ class IntegratedTime:
         Why not, beyond the chains' length: several chains whose means sit apart
         (:func:`between_chains`) or whose own sums spread as intermittent chains' do
         (:func:`chains_disagree_on_tau`), a Sokal window that stops before the function has
-        decayed or whose sum meets the length rule where Geyer's on the same function does not,
+        decayed or whose sum meets the length rule where an AR fit of the same function does not,
         a Geyer sequence stopped by a negative pair sum (``None`` otherwise; several
         reasons joined by ``"; and "``).
     """
@@ -403,10 +403,12 @@ def sokal_time_of_acf(
     lies more than :data:`WINDOW_DECAY_Z` Bartlett standard errors from zero has cut off lags that
     carry more than noise: that estimate is ``reliable=False`` with the reason (an alternating
     function whose partial sums dip below 1 met ``M >= c tau(M)`` at ``M = 3`` with ``R(3) =
-    -0.24``; a probe found it 30 standard errors low). The length rule is met only where Geyer's
-    initial sequence on the same function (:func:`integrated_time_geyer`) meets it too: a window
-    chosen by its own sum runs low on chains too short, and passed the rule on that low sum (15% of
-    AR(1) chains 20 ``tau`` long, each 40-70% low; 1% with both).
+    -0.24``; a probe found it 30 standard errors low). The length rule is met only where the time
+    of the AR model that AIC picks for the same function (as :func:`integrated_time_ar`) meets it
+    too: a window chosen by its own sum runs low on chains too short, and passed the rule on that
+    low sum (15% of AR(1) chains 20 ``tau`` long, each 40-70% low; under 1% with both). Geyer's
+    initial sequence was tried for the check and not kept: on an oscillating chain it stops at the
+    first negative pair and sums one lobe, and it failed 94 of 100 good estimates.
     """
     if not float(c) > 0:
         raise BoltzkitError("Sokal's window constant c must be positive", got=c)
@@ -434,16 +436,16 @@ def sokal_time_of_acf(
         # Sokal's window is chosen by its own sum: on a chain too short, a sum that came out low
         # stops the window early, which cuts the sum lower still, and the length rule then passes
         # on the low sum (AR(1) chains 20 tau long: 15% passed, every one of them 40-70% low). The
-        # rule is also held to Geyer's initial sequence on the same function, which does not feed
-        # back on itself (of those chains 1% pass both; docs/results.md, "Short chains")
-        geyer_tau = _geyer_sum(r)[0]
-        if n_steps < RELIABLE_LENGTHS * geyer_tau:
+        # rule is also held to the AR fit of the same function, which does not feed
+        # back on itself (of those chains under 1% pass both; docs/results.md, "Short chains")
+        ar_tau = _ar_time_of_acf(r, int(n_steps) * int(n_chains))
+        if n_steps < RELIABLE_LENGTHS * ar_tau:
             long_enough = False
             reason = (
                 f"Sokal's window sum {tau:.3g} meets the length rule ({RELIABLE_LENGTHS:.0f} tau within "
-                f"{int(n_steps)} steps), but Geyer's initial sequence on the same autocorrelation gives "
-                f"{geyer_tau:.3g}, which it does not: on chains this short Sokal's self-chosen window runs "
-                "low; run longer chains"
+                f"{int(n_steps)} steps), but an AR fit of the same autocorrelation function gives "
+                f"{ar_tau:.3g}, which does not: on chains this short Sokal's self-chosen window runs low; "
+                "run longer chains"
             )
     return IntegratedTime(
         tau=tau,
@@ -543,6 +545,19 @@ def ar_time(phi: np.ndarray, rho: np.ndarray) -> float:
     if denominator <= 0:
         return math.inf
     return (1.0 - float(phi @ rho[1 : phi.size + 1])) / denominator
+
+
+def _ar_time_of_acf(rho: np.ndarray, n_total: int) -> float:
+    """``tau`` of the AR model that AIC picks (as :func:`integrated_time_ar`) for a normalised
+    autocorrelation function ``rho`` of chains ``n_total`` steps long in all, orders up to
+    ``floor(10 log10 n_total)`` and the function's last lag."""
+    if rho.size < 2:
+        return 1.0
+    top = max(1, min(rho.size - 1, int(math.floor(10.0 * math.log10(max(n_total, 2))))))
+    phis, var = levinson_durbin(rho[: top + 1], top)
+    with np.errstate(divide="ignore"):
+        aic = n_total * np.log(np.maximum(var[1:], 1e-300)) + 2.0 * np.arange(1, top + 1)
+    return ar_time(phis[int(np.argmin(aic))], rho)
 
 
 def _ar_one(a: np.ndarray, order_max: int | None) -> tuple[float, int]:
