@@ -321,6 +321,7 @@ def test_mixing_stages_on_a_kept_model_are_computed_once(tmp_path):
     # max_lag only cuts what a record keeps: a shorter lag is served from it, a longer one refused
     short = autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=20, seed=3)
     assert short["acf"] == first["acf"][:21] and short["tau_ar"] == first["tau_ar"]
+    assert short["max_lag"] == 20
     with pytest.raises(BoltzkitError, match="to lag 50, and lag 80 is asked for"):
         autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=80, seed=3)
     acf = mean_acf([{"gibbs": {"acf": [1.0, 0.5, 0.2]}}, {"gibbs": {"acf": [1.0, 0.3]}}], ("gibbs",))

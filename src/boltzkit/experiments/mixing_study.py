@@ -94,7 +94,10 @@ def autocorrelation_stage(
       autocorrelation function up to ``min(max_lag, steps - 1)``) and ``acf_log_lags`` /
       ``acf_log`` (the function at about 100 lags spaced evenly in log up to ``steps - 1``),
       ``max_lag`` and ``device`` (where the chains ran; both in records from 2026-12-04). A record
-      that holds more lags than ``max_lag`` serves it cut; one that holds fewer is refused;
+      that holds more lags than ``max_lag`` serves it cut (and says so in its ``max_lag``); one
+      that holds fewer is refused. The device is a fact of the record, not one of the stage's
+      settings: chains of one law sampled on another device serve as well, though the same seed
+      gives other numbers there;
 
     with the ``seconds`` it took. Several chains pin a slow chain's ``tau`` down where one chain
     of S3's length cannot (docs/results.md, Table 2 on MNIST). With ``compute_missing=False`` a
@@ -168,7 +171,7 @@ def _acf_to_lag(record: dict[str, Any], path: Path, lag: int) -> dict[str, Any]:
             expected=f"at least {lag + 1}",
             hint="delete that file to sample the chains again with the longer lag, or ask for a shorter max_lag.",
         )
-    return record if len(acf) == lag + 1 else {**record, "acf": acf[: lag + 1]}
+    return record if len(acf) == lag + 1 else {**record, "acf": acf[: lag + 1], "max_lag": lag}
 
 
 def class_change_stage(
