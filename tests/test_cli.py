@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from boltzkit import RBM
 from boltzkit.cli.common import json_line, jsonable
 from boltzkit.cli.main import app
-from boltzkit.data import load_dataset
+from boltzkit.data import load_dataset, shared_rows
 from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators import dataset_log_prob, exact_log_z
 from boltzkit.io import load_model, save_model
@@ -509,33 +509,57 @@ def test_evaluate_exact_json_and_per_example(bas_model, tmp_path):
     assert values.mean() == pytest.approx(expected, abs=1e-9)
 
 
-def test_evaluate_says_how_much_of_its_data_the_model_was_trained_on(tmp_path):
+def test_evaluate_says_how_much_of_its_data_the_model_was_trained_on(tmp_path, monkeypatch):
     """Rows of the evaluation set that equal a row of the recorded training data are counted, in
     the JSON and the text: a training-set figure is never passed off as a held-out one."""
     rng = np.random.default_rng(0)
-    train = rng.integers(0, 2, size=(40, 6)).astype(np.uint8)
-    unseen = np.array([r for r in np.ndindex(*(2,) * 6) if not (train == r).all(axis=1).any()], np.uint8)
+    train = rng.integers(0, 2, size=(40, 70)).astype(np.uint8)  # 70 units: no row recurs by chance
+    unseen = rng.integers(0, 2, size=(12, 70)).astype(np.uint8)
     np.save(tmp_path / "train.npy", train)
     np.save(tmp_path / "mixed.npy", np.concatenate([train[:5], unseen[:5]]))
+    np.save(tmp_path / "some.npy", train[[3, 1, 2]])
     np.save(tmp_path / "unseen.npy", unseen)
+    monkeypatch.chdir(tmp_path)  # the model records the path as given: train.npy, here
     model = tmp_path / "m.safetensors"
-    assert (
-        run("train", "--data", tmp_path / "train.npy", "--hidden", 3, "--epochs", 1, "--out", model).exit_code
-        == 0
-    )
+    assert run("train", "--data", "train.npy", "--hidden", 3, "--epochs", 1, "--out", model).exit_code == 0
     for name, shared, phrase in (
         ("mixed", 5, "5 of the 10 examples are also in the model's training data"),
-        ("train", 40, "all 40 examples are in the model's training data"),
-        ("unseen", 0, f"none of the {len(unseen)} examples is in the model's training data"),
+        ("train", 40, "these 40 examples are the model's training data (train.npy): a training-set figure"),
+        ("some", 3, "all 3 examples are in the model's training data"),
+        ("unseen", 0, "none of the 12 examples is in the model's training data (train.npy): held out"),
     ):
-        data = tmp_path / f"{name}.npy"
-        record = last_json(run("evaluate", model, "--data", data, "--json"))
+        record = last_json(run("evaluate", model, "--data", f"{name}.npy", "--json"))
         assert record["training_data"]["shared_examples"] == shared
-        assert record["training_data"]["n_examples"] == len(np.load(data))
-        assert phrase in run("evaluate", model, "--data", data).stdout
-    (tmp_path / "train.npy").unlink()  # the recorded data is gone: nothing is claimed either way
+        assert record["training_data"]["n_examples"] == len(np.load(f"{name}.npy"))
+        assert phrase in run("evaluate", model, "--data", f"{name}.npy").stdout
+    # another folder's train.npy is not the data the model was trained on: not compared
+    other = tmp_path / "other"
+    other.mkdir()
+    np.save(other / "train.npy", np.concatenate([train[:30], unseen[:10]]))
+    monkeypatch.chdir(other)
     record = last_json(run("evaluate", model, "--data", tmp_path / "mixed.npy", "--json"))
+    assert record["training_data"]["shared_examples"] is None
+    assert "not the training data: its values differ" in record["training_data"]["note"]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.npy").unlink()  # the recorded data is gone: nothing is claimed either way
+    record = last_json(run("evaluate", model, "--data", "mixed.npy", "--json"))
     assert record["training_data"] is None
+
+
+def test_evaluate_compares_generated_data_with_the_training_sets_own_seed(tmp_path):
+    # artificial modes drawn from seed 0 at training; evaluated on the train split drawn from seed 1
+    model = tmp_path / "am.safetensors"
+    data = "artificial-modes:p=0.1,n=200"
+    assert (
+        run("train", "--data", data, "--hidden", 3, "--epochs", 1, "--seed", 0, "--out", model).exit_code == 0
+    )
+    own = last_json(run("evaluate", model, "--data", data, "--split", "train", "--json"))["training_data"]
+    assert own["identical"] and own["shared_examples"] == 200
+    drawn = last_json(run("evaluate", model, "--data", data, "--split", "train", "--data-seed", 1, "--json"))
+    counted = drawn["training_data"]
+    train0 = load_dataset(data, split="train", seed=0).x
+    train1 = load_dataset(data, split="train", seed=1).x
+    assert not counted["identical"] and counted["shared_examples"] == shared_rows(train1, train0) < 200
 
 
 def test_evaluate_text_gives_the_verdict_and_a_sandwichs_conservative_figure(bas_model, tmp_path):

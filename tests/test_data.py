@@ -775,3 +775,8 @@ def test_shared_rows_counts_exact_copies_across_dtypes():
     assert shared_rows(x, reference) == 2  # -0.0 equals 0.0; a 1e-7 change is another row
     assert shared_rows(reference, reference) == 3
     assert shared_rows(x, reference[:, :2]) == 0  # other widths share nothing
+    assert shared_rows(x[:0], reference) == 0 and shared_rows(x, reference[:0]) == 0  # no rows
+    binary = torch.tensor([[0.0, 1.0], [1.0, 1.0]])
+    assert shared_rows(binary.double(), binary[[1]]) == 1  # packed bits, across dtypes too
+    with pytest.raises(DataError, match="is not one"):
+        shared_rows(torch.zeros(3), torch.zeros(3))

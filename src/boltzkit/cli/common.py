@@ -29,7 +29,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import torch
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -113,8 +112,7 @@ def warn_if_training_rows(held: Any, train: Any, what: str) -> None:
     if held_x.shape == train_x.shape and torch.equal(held_x.to(train_x.dtype), train_x):
         seen = len(held_x)
     elif held_x.shape[1] >= SEEN_MIN_UNITS:
-        rows = set(_row_keys(train_x))
-        seen = sum(key in rows for key in _row_keys(held_x))
+        seen = shared_rows(held_x, train_x)
         if seen < 0.99 * len(held_x):
             return
     else:
@@ -123,15 +121,6 @@ def warn_if_training_rows(held: Any, train: Any, what: str) -> None:
         f"{seen:,} of the {len(held_x):,} rows of {what} are training rows: its log-likelihood is "
         "a training figure, not a held-out one; give data the model was not trained on"
     )
-
-
-def _row_keys(x: torch.Tensor) -> list[bytes]:
-    """One key per row: its bits packed where the rows are binary (98 bytes for 784 units), else
-    its float64 bytes."""
-    values = x.detach().cpu()
-    if bool(((values == 0) | (values == 1)).all()):
-        return [bytes(r) for r in np.packbits(values.numpy().astype(np.uint8), axis=1)]
-    return [bytes(r) for r in values.to(torch.float64).numpy()]
 
 
 def warn_ignored(by: str, flags: Sequence[str], why: str | None = None) -> None:
@@ -681,27 +670,83 @@ def training_values(
     model: Any, spec: str, *, data_dir: Path | None, seed: int, role: str | None = None
 ) -> torch.Tensor:
     """The training split of the data set ``spec`` as ``model`` reads it: real values or category
-    indices checked by the unit type, else 0/1 data of the model's width."""
-    if isinstance(model, (UnitRBM, UnitDBM)):
-        return unit_values(model, spec, split="train", data_dir=data_dir, seed=seed, role=role)[1]
+    indices checked by the unit type (of the model's visible units, a DBN's bottom's too), else 0/1
+    data of the model's width."""
+    units_of = unit_visible(model)
+    if units_of is not None:
+        return unit_values(units_of, spec, split="train", data_dir=data_dir, seed=seed, role=role)[1]
     return load_dataset(spec, split="train", data_dir=data_dir, seed=seed, n_visible=model.n_visible).x
+
+
+def recorded_data_seed(metadata: Mapping[str, Any]) -> int | None:
+    """The seed a model's generated training data was drawn from, as its file records it (the
+    grid records its data's own seed, ``data_seed``; ``train`` its ``seed``)."""
+    training = metadata.get("training") or {}
+    recorded = training.get("data_seed", training.get("seed"))
+    return int(recorded) if isinstance(recorded, int) and not isinstance(recorded, bool) else None
+
+
+def training_fingerprint(x: torch.Tensor) -> str:
+    """The fingerprint of a training set that a model file records (its values as float32 on the
+    CPU, :func:`~boltzkit.learning.data_fingerprint`), so that a later look at "the recorded
+    training data" knows whether it is still that data."""
+    from boltzkit.learning import data_fingerprint
+
+    return data_fingerprint(x.detach().cpu().to(torch.float32).contiguous())
 
 
 def training_overlap(
     model: Any, metadata: Mapping[str, Any], dataset: Dataset, *, data_dir: Path | None, seed: int
 ) -> dict[str, Any] | None:
-    """How much of ``dataset`` is the model's own training data (``metadata["data"]``, its training
-    split drawn with ``seed``): ``{"data", "shared_examples", "n_examples"}``, rows compared
-    exactly (:func:`~boltzkit.data.shared_rows`). ``None`` where the file records no training data
-    or it cannot be loaded here, and then nothing is claimed either way."""
+    """How much of ``dataset`` is the model's own training data: ``{"data", "shared_examples",
+    "n_examples", "n_units", "identical", "discrete"}`` with the rows compared exactly
+    (:func:`~boltzkit.data.shared_rows`; ``identical``: the very training set, row for row). Rows
+    of binary or category values (``discrete``) in fewer than :data:`SEEN_MIN_UNITS` units recur by
+    chance, and the text says so.
+
+    The training data is ``metadata["data"]``'s training split, drawn from the seed the file
+    records (:func:`recorded_data_seed`; ``seed`` where it records none). Where the file records the
+    data's fingerprint (``training.train_data_fingerprint``, from 2026-12-04) or its size
+    (``n_train``) and the data found under that name now differs (a relative path read from
+    another folder, a file changed since), ``shared_examples`` is ``None`` and ``note`` says why.
+    ``None`` where the file records no training data or it cannot be loaded here: nothing is
+    claimed either way."""
     recorded = metadata.get("data")
     if not isinstance(recorded, str) or not recorded:
         return None
+    training = metadata.get("training") or {}
+    data_seed = recorded_data_seed(metadata)
     try:
-        train = training_values(model, recorded, data_dir=data_dir, seed=seed, role="training data")
+        train = training_values(
+            model,
+            recorded,
+            data_dir=data_dir,
+            seed=seed if data_seed is None else data_seed,
+            role="training data",
+        )
     except BoltzkitError:
         return None
-    return {"data": recorded, "shared_examples": shared_rows(dataset.x, train), "n_examples": len(dataset.x)}
+    out: dict[str, Any] = {"data": recorded, "n_examples": len(dataset.x), "n_units": int(dataset.x.shape[1])}
+    fingerprint, n_train = training.get("train_data_fingerprint"), training.get("n_train")
+    if isinstance(fingerprint, str) and fingerprint != training_fingerprint(train):
+        why = "its values differ from those the model was trained on (their fingerprint)"
+    elif fingerprint is None and isinstance(n_train, int) and n_train != len(train):
+        why = f"it holds {len(train):,} rows, and the model was trained on {n_train:,}"
+    else:
+        x, train = dataset.x.cpu(), train.cpu()
+        identical = x.shape == train.shape and torch.equal(x.to(train.dtype), train)
+        return {
+            **out,
+            "shared_examples": len(x) if identical else shared_rows(x, train),
+            "identical": identical,
+            # binary or category values, which recur by chance in few units (real values do not)
+            "discrete": bool((x == x.round()).all()),
+        }
+    return {
+        **out,
+        "shared_examples": None,
+        "note": f"the data found as {recorded} is not the training data: {why}",
+    }
 
 
 def training_overlap_text(record: Mapping[str, Any]) -> str | None:
@@ -709,17 +754,30 @@ def training_overlap_text(record: Mapping[str, Any]) -> str | None:
     overlap = record.get("training_data")
     if not overlap:
         return None
-    shared, n = overlap["shared_examples"], overlap["n_examples"]
+    shared, n, data = overlap["shared_examples"], overlap["n_examples"], overlap["data"]
+    if shared is None:
+        return f"  not compared with the model's training data: {overlap['note']}"
+    if overlap.get("identical"):
+        return (
+            f"  these {n:,} examples are the model's training data ({data}): a training-set figure, "
+            "not a test one"
+        )
     if shared == 0:
-        return f"  none of the {n:,} examples is in the model's training data ({overlap['data']}): held out"
+        return f"  none of the {n:,} examples is in the model's training data ({data}): held out"
+    if overlap.get("discrete") and overlap.get("n_units", SEEN_MIN_UNITS) < SEEN_MIN_UNITS:
+        return (
+            f"  {shared:,} of the {n:,} examples equal rows of the model's training data ({data}); in "
+            f"{overlap['n_units']} units rows recur by chance, so that alone does not make it a "
+            "training figure"
+        )
     if shared == n:
         return (
-            f"  all {n:,} examples are in the model's training data ({overlap['data']}): a training-set "
-            "figure, not a test one"
+            f"  all {n:,} examples are in the model's training data ({data}): a training-set figure, "
+            "not a test one"
         )
     return (
-        f"  {shared:,} of the {n:,} examples are also in the model's training data ({overlap['data']}): "
-        "not a clean held-out figure"
+        f"  {shared:,} of the {n:,} examples are also in the model's training data ({data}): not a "
+        "clean held-out figure"
     )
 
 

@@ -51,6 +51,7 @@ from boltzkit.cli.common import (
     in_ising_convention,
     log_prob_what,
     option_given,
+    recorded_data_seed,
     show_progress,
     training_overlap,
     training_overlap_text,
@@ -208,9 +209,8 @@ def command(
     rbm, metadata = load_model(model, device=dev)
     units_of = unit_visible(rbm)
     if data_seed is None:  # generated data sets are drawn from the seed: the one train drew them with
-        training = metadata.get("training") or {}
-        recorded = training.get("data_seed", training.get("seed"))  # the grid records its data's own
-        data_seed = int(recorded) if isinstance(recorded, int) and not isinstance(recorded, bool) else seed
+        recorded = recorded_data_seed(metadata)
+        data_seed = seed if recorded is None else recorded
     if alphabet is not None and units_of is None:
         check_alphabet(rbm, alphabet)  # a model of binary units reads no sequences
     # a split asked for by name: data without one of its own warns that all of it is used
@@ -219,6 +219,8 @@ def command(
         dataset = unit_dataset(units_of, data, **kw, alphabet=alphabet)
     else:
         dataset = load_dataset(data, **kw, n_visible=rbm.n_visible)
+    # how much of the data the model was trained on (its training split drawn from its own seed)
+    overlap = training_overlap(rbm, metadata, dataset, data_dir=data_dir, seed=data_seed)
     opts = LogZOptions(logz, chains, betas, sweeps, sampler, base_rate_data, seed, max_bits)
     if is_stack_model(rbm):
         given = [f for f, key in (("--log-p", "log_p"), ("--damping", "damping")) if option_given(ctx, key)]
@@ -229,7 +231,7 @@ def command(
             progress=show_progress(progress), data_dir=data_dir, per_example=per_example is not None, t0=t0,
         )  # fmt: skip
         record["data_seed"] = data_seed
-        record["training_data"] = training_overlap(rbm, metadata, dataset, data_dir=data_dir, seed=data_seed)
+        record["training_data"] = overlap
         record["damping"] = None
         if per_example is not None:
             _write_per_example(per_example, values.numpy())
@@ -258,7 +260,7 @@ def command(
         "data": dataset.name,
         "split": dataset.split,
         "data_seed": data_seed,
-        "training_data": training_overlap(rbm, metadata, dataset, data_dir=data_dir, seed=data_seed),
+        "training_data": overlap,
         "seconds": time.perf_counter() - t0,
         "logz": log_z.to_dict(),
     }

@@ -46,6 +46,7 @@ from boltzkit.cli.common import (
     positive_float_option,
     refuse_zoo_output,
     show_progress,
+    training_fingerprint,
     unit_dataset,
     unit_interval_option,
     unit_visible,
@@ -869,6 +870,8 @@ def command(
         "device": str(dev),
         "data": train.name,
         "n_train": train.n_samples,
+        # which data "data" named when the model was trained (evaluate compares against it)
+        "train_data_fingerprint": training_fingerprint(train.x),
         "valid_data": None if valid is None else valid.name,
         "test_data": None if test is None else test.name,
         "exact_max_bits": exact_max_bits,
