@@ -562,6 +562,47 @@ def test_evaluate_compares_generated_data_with_the_training_sets_own_seed(tmp_pa
     assert not counted["identical"] and counted["shared_examples"] == shared_rows(train1, train0) < 200
 
 
+def test_base_rates_come_from_the_training_data_drawn_from_its_own_seed(tmp_path):
+    """The base-rate model of an AIS path is fitted to the recorded training data as the model saw
+    it: generated data drawn from the seed the file records, not from the estimate's --seed (the
+    review of 2026-12-04 found the estimate's seed used), for an RBM and a DBN's bottom alike."""
+    from boltzkit.cli.common import LogZMethod, LogZOptions, base_rate_data
+
+    data = "artificial-modes:p=0.1,n=200"
+    rbm_file, dbn_file = tmp_path / "am.safetensors", tmp_path / "dbn.safetensors"
+    assert (
+        run("train", "--data", data, "--hidden", 3, "--epochs", 1, "--seed", 4, "--out", rbm_file).exit_code
+        == 0
+    )
+    args = (
+        "train",
+        "--model",
+        "dbn",
+        "--data",
+        data,
+        "--hidden",
+        "3,2",
+        "--epochs",
+        1,
+        "--seed",
+        4,
+        "--out",
+        dbn_file,
+    )
+    assert run(*args).exit_code == 0
+    train4, train9 = (load_dataset(data, split="train", seed=s).x for s in (4, 9))
+    assert not torch.equal(train4, train9)
+    opts = LogZOptions(LogZMethod("ais"), 10, None, 1, "gibbs", None, 9, None)
+    for path in (rbm_file, dbn_file):
+        model, metadata = load_model(path)
+        x, source = base_rate_data(model, opts, metadata=metadata)
+        assert torch.equal(x.cpu(), train4) and source == f"{data} (recorded in the model file)"
+    # a --base-rate-data of the user's own is drawn from the estimate's seed
+    given = LogZOptions(LogZMethod("ais"), 10, None, 1, "gibbs", data, 9, None)
+    x, source = base_rate_data(model, given, metadata=metadata)
+    assert torch.equal(x.cpu(), train9) and source == data
+
+
 def test_evaluate_text_gives_the_verdict_and_a_sandwichs_conservative_figure(bas_model, tmp_path):
     """The text says what the JSON says (review of 2026-12-04: it gave neither the verdict nor the
     figure with the sandwich's upper end, nor which end the main figure takes)."""

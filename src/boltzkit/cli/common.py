@@ -782,27 +782,33 @@ def training_overlap_text(record: Mapping[str, Any]) -> str | None:
 
 
 def base_rate_data(
-    rbm: BoltzmannMachine,
+    model: Any,
     opts: LogZOptions,
     *,
     data_dir: Path | None = None,
-    recorded_data: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> tuple[torch.Tensor | None, str | None]:
     """The data whose base rates start an AIS-type path, and where they came from: ``--base-rate-data``
-    when given, else the model file's recorded training data when it can still be loaded, else
-    ``(None, None)`` (the model's own visible biases)."""
+    when given (generated data drawn from ``opts.seed``), else the training data recorded in the
+    model file's ``metadata`` when it can still be loaded (drawn from the seed it records, as in
+    :func:`training_overlap`), else ``(None, None)`` (the model's own visible biases).
 
-    def load(spec: str) -> torch.Tensor:
-        return training_values(rbm, spec, data_dir=data_dir, seed=opts.seed, role="base-rate data")
+    ``model`` is a Boltzmann machine or a DBN; the rows are its visible data (a DBN's caller passes
+    them up to its top)."""
+
+    def load(spec: str, seed: int) -> torch.Tensor:
+        return training_values(model, spec, data_dir=data_dir, seed=seed, role="base-rate data")
 
     if opts.base_rate_data is not None:
-        return load(opts.base_rate_data), opts.base_rate_data
-    if recorded_data:
+        return load(opts.base_rate_data, opts.seed), opts.base_rate_data
+    recorded = (metadata or {}).get("data")
+    if isinstance(recorded, str) and recorded:
+        data_seed = recorded_data_seed(metadata or {})
         try:
-            x = load(recorded_data)
+            x = load(recorded, opts.seed if data_seed is None else data_seed)
         except BoltzkitError:
             return None, None  # the recorded data is gone: fall back to the model's own biases
-        return x, f"{recorded_data} (recorded in the model file)"
+        return x, f"{recorded} (recorded in the model file)"
     return None, None
 
 
@@ -852,12 +858,12 @@ def estimate(
     progress: bool,
     data_dir: Path | None = None,
     relative_to: BoltzmannMachine | None = None,
-    recorded_data: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> LogZResult:
     """Run the ``log Z`` estimator of ``opts`` (``log Z_B - log Z_A`` with ``relative_to=A``).
 
     The base-rate model of AIS-type estimators is fitted to ``--base-rate-data`` when given, else
-    to the model file's recorded training data (``recorded_data``) when it can still be loaded,
+    to the training data recorded in the model file's ``metadata`` when it can still be loaded,
     else it takes the model's own visible biases; the result's settings say which.
     """
     if opts.method.value in VARIATIONAL_METHODS:
@@ -872,6 +878,6 @@ def estimate(
         return estimate_log_ratio(rbm, relative_to, opts.method.value, **kwargs)
     base_rate, base_source = (None, None)
     if opts.method.value != "exact":
-        base_rate, base_source = base_rate_data(rbm, opts, data_dir=data_dir, recorded_data=recorded_data)
+        base_rate, base_source = base_rate_data(rbm, opts, data_dir=data_dir, metadata=metadata)
     result = estimate_log_z(rbm, opts.method.value, base_rate_data=base_rate, **kwargs)
     return result.with_settings(base_data=base_source) if base_source else result

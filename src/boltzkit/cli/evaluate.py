@@ -245,7 +245,7 @@ def command(
         device=dev,
         progress=show_progress(progress),
         data_dir=data_dir,
-        recorded_data=metadata.get("data"),
+        metadata=metadata,
     )
     if isinstance(rbm, UnitRBM) and log_p.value == "mean-field":
         warn("an RBM's hidden units sum out exactly: log p*(v) is exact, --log-p mean-field not needed")

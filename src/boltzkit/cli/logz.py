@@ -352,7 +352,7 @@ def command(
         # a DBN's log Z is its top RBM's; a mixture is normalised
         result = stack_log_z(
             rbm, reference, opts, device=dev, progress=show_progress(progress), data_dir=data_dir,
-            recorded_data=metadata.get("data"),
+            metadata=metadata,
         )  # fmt: skip
     else:
         result = estimate(
@@ -362,7 +362,7 @@ def command(
             progress=show_progress(progress),
             data_dir=data_dir,
             relative_to=reference,
-            recorded_data=metadata.get("data"),
+            metadata=metadata,
         )
     record: dict[str, Any] = {**result.to_dict(include_weights=keep_weights), "model": str(model)}
     if (

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +28,17 @@ from boltzkit.cli.common import (
     VARIATIONAL_METHODS,
     LogZOptions,
     band_text,
+    base_rate_data,
     deterministic_log_z,
     emit,
     fmt,
     log_prob_what,
     sampling_kwargs,
     training_overlap_text,
-    unit_values,
     variational_estimate,
     warn,
 )
-from boltzkit.data import Dataset, load_dataset
+from boltzkit.data import Dataset
 from boltzkit.errors import BoltzkitError
 from boltzkit.estimators import estimate_log_z
 from boltzkit.estimators.dbn_bound import dbn_bound, dbn_exact_log_prob, top_layer_data
@@ -303,7 +304,7 @@ def top_log_z(
     device: torch.device,
     progress: bool,
     data_dir: Path | None,
-    recorded_data: str | None,
+    metadata: Mapping[str, Any] | None,
 ) -> LogZResult:
     """``log Z`` of a DBN's top RBM with the estimator of ``opts``.
 
@@ -318,21 +319,9 @@ def top_log_z(
     method = opts.method.value
     base, source = None, None
     if method != "exact":
-        spec = opts.base_rate_data or recorded_data
-        if spec:
-            try:
-                if dbn.unit_bottom is not None:  # real values or categories, passed up through q
-                    _, x = unit_values(
-                        dbn.unit_bottom, spec, split="train", data_dir=data_dir, seed=opts.seed
-                    )
-                else:
-                    x = load_dataset(
-                        spec, split="train", data_dir=data_dir, seed=opts.seed, n_visible=dbn.n_visible
-                    ).x
-                base, source = top_layer_data(dbn, x), f"{spec}, passed up to layer {dbn.n_hidden_layers - 1}"
-            except BoltzkitError:
-                if opts.base_rate_data is not None:
-                    raise
+        x, spec = base_rate_data(dbn, opts, data_dir=data_dir, metadata=metadata)
+        if x is not None:  # visible data (real values or categories too), passed up through q
+            base, source = top_layer_data(dbn, x), f"{spec}, passed up to layer {dbn.n_hidden_layers - 1}"
     result = estimate_log_z(dbn.top, method, base_rate_data=base, **kwargs)
     return result.with_settings(of="top RBM", base_data=source or "top RBM visible biases")
 
@@ -345,7 +334,7 @@ def stack_log_z(
     device: torch.device,
     progress: bool,
     data_dir: Path | None,
-    recorded_data: str | None,
+    metadata: Mapping[str, Any] | None,
 ) -> LogZResult:
     """``boltzkit logz`` for a DBN (its top RBM's ``log Z``) or a mixture (0, exactly)."""
     if reference is not None:
@@ -358,9 +347,7 @@ def stack_log_z(
             method = opts.method.value
             warn(f"a mixture of Bernoullis is normalised: log Z = 0 exactly; --method {method} not run")
         return LogZResult.exact(0.0, note="a mixture of Bernoullis is normalised")
-    return top_log_z(
-        model, opts, device=device, progress=progress, data_dir=data_dir, recorded_data=recorded_data
-    )
+    return top_log_z(model, opts, device=device, progress=progress, data_dir=data_dir, metadata=metadata)
 
 
 # ------------------------------------------------------------------------------------ evaluate
@@ -440,9 +427,7 @@ def evaluate_stack(
         record = {**result.to_dict(), **base, "n_components": model.n_components}
         record["seconds"] = time.perf_counter() - t0
         return record, result.per_example
-    log_z = top_log_z(
-        model, opts, device=device, progress=progress, data_dir=data_dir, recorded_data=metadata.get("data")
-    )
+    log_z = top_log_z(model, opts, device=device, progress=progress, data_dir=data_dir, metadata=metadata)
     bound = dbn_bound(model, dataset.x, log_z, n_samples=samples, seed=opts.seed, per_example=per_example)
     record = {**bound.to_dict(), **base, "logz": log_z.to_dict()}
     record["seconds"] = time.perf_counter() - t0

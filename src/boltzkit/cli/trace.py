@@ -58,7 +58,7 @@ def traced_log_z(
             "the AIS trace is an .npz archive", got=str(out), expected="a file ending in .npz"
         )
     betas = parse_betas(at)
-    data, source = base_rate_data(model, opts, data_dir=data_dir, recorded_data=metadata.get("data"))
+    data, source = base_rate_data(model, opts, data_dir=data_dir, metadata=metadata)
     path = base_rate_path(model, data=data, device=device)
     trace = ais_trace(
         path,
