@@ -541,9 +541,37 @@ def test_evaluate_says_how_much_of_its_data_the_model_was_trained_on(tmp_path, m
     assert record["training_data"]["shared_examples"] is None
     assert "not the training data: its values differ" in record["training_data"]["note"]
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "train.npy").unlink()  # the recorded data is gone: nothing is claimed either way
+    (tmp_path / "train.npy").unlink()  # the recorded data is gone: no count, and the note says so
     record = last_json(run("evaluate", model, "--data", "mixed.npy", "--json"))
-    assert record["training_data"] is None
+    assert record["training_data"]["shared_examples"] is None
+    assert "the recorded training data train.npy cannot be read here" in record["training_data"]["note"]
+    assert (
+        "not compared with the model's training data" in run("evaluate", model, "--data", "mixed.npy").stdout
+    )
+
+
+@pytest.mark.parametrize("kind", ["dbn", "mixture"])
+def test_evaluate_of_a_stack_knows_its_training_data_by_its_values(tmp_path, monkeypatch, kind):
+    """A DBN or mixture records its training data's fingerprint as an RBM does: another file of the
+    same name and size is not taken for it (the review of 2026-12-06 found a DBN's own training set
+    called held out when read from another folder's file of that name)."""
+    rng = np.random.default_rng(1)
+    train, other_rows = (rng.integers(0, 2, size=(40, 70)).astype(np.uint8) for _ in range(2))
+    np.save(tmp_path / "train.npy", train)
+    np.save(tmp_path / "copy.npy", train)
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "m.safetensors"
+    shape = ("--hidden", "4,3") if kind == "dbn" else ("--components", 3)
+    args = ("train", "--model", kind, "--data", "train.npy", *shape, "--epochs", 1, "--out", model)
+    assert run(*args).exit_code == 0
+    own = last_json(run("evaluate", model, "--data", "copy.npy", "--json"))["training_data"]
+    assert own["identical"] and own["shared_examples"] == 40
+    other = tmp_path / "other"
+    other.mkdir()
+    np.save(other / "train.npy", other_rows)  # the same name and size, other rows
+    monkeypatch.chdir(other)
+    record = last_json(run("evaluate", model, "--data", tmp_path / "copy.npy", "--json"))["training_data"]
+    assert record["shared_examples"] is None and "its values differ" in record["note"]
 
 
 def test_evaluate_compares_generated_data_with_the_training_sets_own_seed(tmp_path):

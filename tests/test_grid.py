@@ -324,6 +324,9 @@ def test_mixing_stages_on_a_kept_model_are_computed_once(tmp_path):
     assert short["max_lag"] == 20
     with pytest.raises(BoltzkitError, match="to lag 50, and lag 80 is asked for"):
         autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=80, seed=3)
+    for bad in (-3, 0, True, 2.5):  # a lag is a positive whole number (a review wrote max_lag -3)
+        with pytest.raises(BoltzkitError, match="max_lag"):
+            autocorrelation_stage(tmp_path, task, "flip", steps=400, burn_in=10, max_lag=bad, seed=3)
     acf = mean_acf([{"gibbs": {"acf": [1.0, 0.5, 0.2]}}, {"gibbs": {"acf": [1.0, 0.3]}}], ("gibbs",))
     assert acf["gibbs"] == pytest.approx([1.0, 0.4])
     assert quartiles([1, 2, 3, 4, 5]) == (2.0, 3.0, 4.0)

@@ -708,14 +708,15 @@ def training_overlap(
     records (:func:`recorded_data_seed`; ``seed`` where it records none). Where the file records the
     data's fingerprint (``training.train_data_fingerprint``, from 2026-12-04) or its size
     (``n_train``) and the data found under that name now differs (a relative path read from
-    another folder, a file changed since), ``shared_examples`` is ``None`` and ``note`` says why.
-    ``None`` where the file records no training data or it cannot be loaded here: nothing is
-    claimed either way."""
+    another folder, a file changed since), or the data cannot be read here (a file gone),
+    ``shared_examples`` is ``None`` and ``note`` says why. ``None`` where the file records no
+    training data: nothing is claimed either way."""
     recorded = metadata.get("data")
     if not isinstance(recorded, str) or not recorded:
         return None
     training = metadata.get("training") or {}
     data_seed = recorded_data_seed(metadata)
+    out: dict[str, Any] = {"data": recorded, "n_examples": len(dataset.x), "n_units": int(dataset.x.shape[1])}
     try:
         train = training_values(
             model,
@@ -724,28 +725,26 @@ def training_overlap(
             seed=seed if data_seed is None else data_seed,
             role="training data",
         )
-    except BoltzkitError:
-        return None
-    out: dict[str, Any] = {"data": recorded, "n_examples": len(dataset.x), "n_units": int(dataset.x.shape[1])}
+    except BoltzkitError as err:
+        note = f"the recorded training data {recorded} cannot be read here ({err.what})"
+        return {**out, "shared_examples": None, "note": note}
     fingerprint, n_train = training.get("train_data_fingerprint"), training.get("n_train")
+    why = None
     if isinstance(fingerprint, str) and fingerprint != training_fingerprint(train):
         why = "its values differ from those the model was trained on (their fingerprint)"
     elif fingerprint is None and isinstance(n_train, int) and n_train != len(train):
         why = f"it holds {len(train):,} rows, and the model was trained on {n_train:,}"
-    else:
-        x, train = dataset.x.cpu(), train.cpu()
-        identical = x.shape == train.shape and torch.equal(x.to(train.dtype), train)
-        return {
-            **out,
-            "shared_examples": len(x) if identical else shared_rows(x, train),
-            "identical": identical,
-            # binary or category values, which recur by chance in few units (real values do not)
-            "discrete": bool((x == x.round()).all()),
-        }
+    if why is not None:
+        note = f"the data found as {recorded} is not the training data: {why}"
+        return {**out, "shared_examples": None, "note": note}
+    x, train = dataset.x.cpu(), train.cpu()
+    identical = x.shape == train.shape and torch.equal(x.to(train.dtype), train)
     return {
         **out,
-        "shared_examples": None,
-        "note": f"the data found as {recorded} is not the training data: {why}",
+        "shared_examples": len(x) if identical else shared_rows(x, train),
+        "identical": identical,
+        # binary or category values, which recur by chance in few units (real values do not)
+        "discrete": bool((x == x.round()).all()),
     }
 
 

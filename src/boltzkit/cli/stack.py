@@ -34,6 +34,7 @@ from boltzkit.cli.common import (
     fmt,
     log_prob_what,
     sampling_kwargs,
+    training_fingerprint,
     training_overlap_text,
     variational_estimate,
     warn,
@@ -249,6 +250,8 @@ def train_stack(
             settings[key] = [None if h is None else h.settings.get(key) for h in hists]
     seconds = earlier + time.perf_counter() - t0
     settings.update(device=str(device), data=train.name, n_train=train.n_samples)
+    # which data "data" named when the model was trained (evaluate compares against it)
+    settings["train_data_fingerprint"] = training_fingerprint(train.x)
     settings["test_data"] = None if test is None else test.name
     save_model(
         model,

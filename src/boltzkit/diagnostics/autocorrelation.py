@@ -406,7 +406,9 @@ def sokal_time_of_acf(
     -0.24``; a probe found it 30 standard errors low). The length rule is met only where the time
     of the AR model that AIC picks for the same function (as :func:`integrated_time_ar`) meets it
     too: a window chosen by its own sum runs low on chains too short, and passed the rule on that
-    low sum (15% of AR(1) chains 20 ``tau`` long, each 40-70% low; under 1% with both). Geyer's
+    low sum (15% of AR(1) chains 20 ``tau`` long, each 40-70% low; under 1% with both, for
+    ``phi >= 0.9``; on chains short in steps the AR fit is as noisy: 5% pass at ``phi = 0.5``, 18% at
+    35 ``tau``, docs/results.md). Geyer's
     initial sequence was tried for the check and not kept: on an oscillating chain it stops at the
     first negative pair and sums one lobe, and it failed 94 of 100 good estimates.
     """

@@ -47,7 +47,7 @@ from boltzkit.diagnostics.autocorrelation import (
 )
 from boltzkit.diagnostics.class_changes import class_changes_from_ones, steps_to_first_change
 from boltzkit.diagnostics.transition_matrix import slem_study
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, positive_int, whole_number
 from boltzkit.experiments.engine import load_stage, stage
 from boltzkit.experiments.grid import GridTask, load_task_model
 
@@ -103,8 +103,10 @@ def autocorrelation_stage(
     of S3's length cannot (docs/results.md, Table 2 on MNIST). With ``compute_missing=False`` a
     missing record is ``None`` (a look at a run in progress samples nothing).
     """
-    if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
-        raise BoltzkitError("n_chains must be a positive integer", got=repr(n_chains))
+    n_chains, steps, max_lag = (
+        positive_int(v, what) for v, what in ((n_chains, "n_chains"), (steps, "steps"), (max_lag, "max_lag"))
+    )
+    burn_in, seed = whole_number(burn_in, "burn_in", minimum=0), whole_number(seed, "seed")
     settings = {"model": task.task_id, "operator": operator, "steps": steps, "burn_in": burn_in, "seed": seed}
     name = f"{task.task_id}_{operator}"
     keys: tuple[str, ...] = ("act",)
