@@ -5,9 +5,10 @@ Each operator of ``--samplers`` (default ``gibbs,flip``: G and T of Brügge, Fis
 the same uniform start; the joint energy after every sweep is the series (S3 Eq. 16). The integrated
 autocorrelation time ``tau = 1 + 2 sum_dt R(dt)`` is estimated by the AR fit S3 uses (Thompson
 2010), Sokal's window and Geyer's initial monotone sequence (:mod:`boltzkit.diagnostics.autocorrelation`);
-a windowed estimate from chains shorter than 50 tau is flagged, and so is an AR time far below the
-chains' autocorrelations summed to lag :data:`SLOW_TAIL_LAGS` (a slow tail the fit misses, such as
-switching between modes: ``misses_slow_tail`` in the AR estimate's record), and chains still correlated
+a windowed estimate from chains shorter than 50 tau is flagged, and so is an AR time whose model sums
+to far less than the chains' autocorrelations at some window up to lag :data:`SLOW_TAIL_LAGS` (a slow
+tail the fit misses, such as switching between modes: ``misses_slow_tail`` in the AR estimate's record,
+with ``slow_tail_z`` standard errors at window ``slow_tail_window``), and chains still correlated
 at that lag, where the check cannot see the tail (``tail_undecayed``, Bartlett's test). The windowed
 estimates and the checks pool the chains' autocorrelation functions, centred on the chains' common mean
 (``--center pooled``; ``chain``: each on its own, as emcee, which biases them low). ``--out FILE.npz``
@@ -43,12 +44,13 @@ from boltzkit.cli.common import (
 from boltzkit.cli.stack import is_stack_model
 from boltzkit.diagnostics.autocorrelation import (
     ESTIMATORS,
+    SLOW_TAIL_Z,
     acf_sum,
     autocorrelation,
     check_center,
     energy_trace,
     integrated_time,
-    misses_slow_tail,
+    slow_tail_excess,
     tail_undecayed,
 )
 from boltzkit.errors import BoltzkitError
@@ -164,15 +166,18 @@ def command(
         taus[name]["ar"]["acf_last"] = float(acf[-1])
         taus[name]["ar"]["acf_sum"] = acf_sum(acf)
         ar = taus[name]["ar"]
-        ar["misses_slow_tail"] = misses_slow_tail(ar["tau"], acf, chains * steps)
+        excess, window = slow_tail_excess(ar["tau"], acf, chains * steps)
+        ar["slow_tail_z"], ar["slow_tail_window"] = excess, window
+        ar["misses_slow_tail"] = excess > SLOW_TAIL_Z
         ar["tail_undecayed"] = tail_undecayed(acf, chains * steps)
         if ar["misses_slow_tail"]:  # the fit is shown wrong by the chains' own correlations: unreliable
             slow = (
-                f"the AR fit's tau lies more than three standard errors below the autocorrelations "
-                f"summed to lag {tail_lags} ({fmt(ar['acf_sum'], 2)}): the chains stay correlated beyond "
-                "what the fit holds (slow switching between modes?), so it understates how slowly they "
-                "mix; look at the autocorrelation function (--out, then boltzkit plot acf) and compare "
-                "the Geyer estimate"
+                f"the chains' autocorrelations summed to lag {window} lie {fmt(excess, 1)} standard errors "
+                f"above what the AR fit holds (to lag {tail_lags} they sum to {fmt(ar['acf_sum'], 2)}, "
+                f"against its tau {fmt(ar['tau'], 2)}): the chains stay correlated beyond what the fit "
+                "holds (slow switching between modes?), so it understates how slowly they mix; look at "
+                "the autocorrelation function (--out, then boltzkit plot acf) and compare the Geyer "
+                "estimate"
             )
             ar.update(reliable=False, reason=slow if ar["reason"] is None else f"{ar['reason']}; and {slow}")
     seconds = time.perf_counter() - t0

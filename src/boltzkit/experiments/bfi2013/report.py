@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from boltzkit.diagnostics.autocorrelation import RELIABLE_LENGTHS, acf_sum, misses_slow_tail, tail_undecayed
+from boltzkit.diagnostics.autocorrelation import (
+    RELIABLE_LENGTHS,
+    SLOW_TAIL_Z,
+    acf_sum,
+    misses_slow_tail,
+    tail_undecayed,
+)
 from boltzkit.experiments.bfi2013.paper import (
     AM01,
     AM1,
@@ -280,8 +286,9 @@ def table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan)
 
     Beside S3's AR-fit times (and Sokal's window) each row gives the times of the recorded
     autocorrelation functions summed to their last lag (:func:`~boltzkit.diagnostics.autocorrelation.acf_sum`)
-    and counts the chains whose AR time lies more than three standard errors below that sum
-    (:func:`~boltzkit.diagnostics.autocorrelation.misses_slow_tail`): there the AR fit misses a slow
+    and counts the chains whose summed correlations lie more than
+    :data:`~boltzkit.diagnostics.autocorrelation.SLOW_TAIL_Z` standard errors above their AR fit's at
+    some window (:func:`~boltzkit.diagnostics.autocorrelation.misses_slow_tail`): there the AR fit misses a slow
     component, such as switching between modes, and its time is not the chain's. That check sees only
     the recorded lags, so the chains whose autocorrelation is still significantly above zero at the
     last one (:func:`~boltzkit.diagnostics.autocorrelation.tail_undecayed`) are counted apart, and a
@@ -341,8 +348,9 @@ def table2_section(taus: dict[str, list[dict[str, dict[str, Any]]]], plan: Plan)
         "A chain shorter than 50 τ does not pin τ down (emcee's rule), judged here by the larger of the AR and "
         "Sokal times (Sokal's window runs over the whole chain); S3's chains of 10^6 steps are for τ of hundreds.",
         f'"ACF to lag {lag:,}" is 1 + 2 Σ R(Δt) over the recorded lags: what each chain\'s correlations up to '
-        f'lag {lag:,} add up to. "AR misses a slow tail" counts the chains whose AR time lies more than three '
-        "standard errors (Madras & Sokal 1988) below that sum: their energy is still correlated beyond what the "
+        f'lag {lag:,} add up to. "AR misses a slow tail" counts the chains whose correlations, summed to some '
+        f"window up to lag {lag:,}, lie more than {SLOW_TAIL_Z:g} standard errors (Madras & Sokal 1988) above "
+        "what their AR fit sums to there: their energy is still correlated beyond what the "
         "AR fit holds (slow switching between modes under a fast local decay), so their AR time, and a gain "
         "computed from it, understates how slowly they mix. That check sees only the recorded lags: "
         f'"ACF undecayed at lag {lag:,}" counts the chains whose autocorrelation there is still more than three '
