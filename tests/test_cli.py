@@ -683,6 +683,13 @@ def test_sample_npy_shape_and_seed(bas_model, tmp_path):
     assert np.array_equal(x, np.load(b))
 
 
+def test_a_count_too_large_to_hold_is_a_clear_error(bas_model, tmp_path):
+    """A --steps past what the machine's integers hold ends with one line that says so (a probe of
+    2026-12-06 got "unexpected OverflowError" from deep in the progress bar)."""
+    result = run("sample", bas_model, "--out", tmp_path / "s.npy", "--chains", 1, "--steps", 10**20)
+    assert "too large to count" in assert_clean_failure(result) and not (tmp_path / "s.npy").exists()
+
+
 def test_sample_png(bas_model, tmp_path):
     out = tmp_path / "grid.png"
     result = run("sample", bas_model, "--chains", 9, "--steps", 5, "--out", out)

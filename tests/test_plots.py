@@ -319,6 +319,19 @@ def test_boltzkit_plot_each_kind(written, kind, inputs):
     check_png(out, min_bytes=200)
 
 
+def test_boltzkit_plot_keeps_a_plot_that_exists_unless_forced(written):
+    """As every command: an existing --out is refused before the work (a probe of 2026-12-06 found a
+    history plot replaced by a samples plot), and --force replaces it."""
+    out = written["dir"] / "kept.png"
+    run("plot", "history", written["csv"], "--out", out)
+    before = out.read_bytes()
+    again = runner.invoke(app, ["plot", "samples", str(written["samples"]), "--out", str(out)])
+    assert again.exit_code == 1 and "--force" in again.stderr and out.read_bytes() == before
+    run("plot", "samples", written["samples"], "--out", out, "--force")
+    assert out.read_bytes() != before
+    check_png(out, min_bytes=200)
+
+
 def test_boltzkit_plot_errors(written, monkeypatch):
     d = written["dir"]
     bad = [

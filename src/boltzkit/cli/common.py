@@ -71,6 +71,11 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return "out of GPU memory; try fewer chains, a smaller batch, or --device cpu"
     text = " ".join(str(exc).split()) or "(no message)"
+    if isinstance(exc, OverflowError):  # a count past what the machine's integers hold
+        return (
+            f"a number given is too large to count with ({text}); give counts (--steps, --chains, ...) "
+            "below 2^63, and far below for work that is to finish"
+        )
     if isinstance(exc, RuntimeError) and (allocation := describe_allocation_failure(text)):
         return allocation
     return f"unexpected {type(exc).__name__}: {text} (rerun with --debug for the traceback)"

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import typer
 
-from boltzkit.cli.common import JsonFlag, emit, fmt
+from boltzkit.cli.common import ForceOpt, JsonFlag, check_output, emit, fmt
 from boltzkit.errors import BoltzkitError
 from boltzkit.plots import plot_acf, plot_ais_course, plot_history, plot_logz_runs, plot_samples
 from boltzkit.plots._backend import FORMATS, require_matplotlib
@@ -81,6 +81,7 @@ def command(
         typer.Option("--max-lag", min=1, help="Last lag drawn (acf) [default: n_steps / 4, at most 200]."),
     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="Figure title.")] = None,
+    force: ForceOpt = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Draw a plot (learning curves, an AIS run's course, log Z against AIS runs, samples, ACFs) as PNG.
@@ -97,6 +98,7 @@ def command(
             got=str(out),
             expected="a file ending in .png, .svg or .pdf (samples: .png)",
         )
+    check_output(out, "--out", force=force)  # an existing plot is kept unless --force
     if name in SINGLE_FILE and len(files) != 1:
         raise BoltzkitError(f"plot {name} draws one file", got=f"{len(files)} files")
     require_matplotlib()

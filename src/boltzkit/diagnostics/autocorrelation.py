@@ -445,7 +445,8 @@ def sokal_time_of_acf(
             long_enough = False
             reason = (
                 f"Sokal's window sum {tau:.3g} meets the length rule ({RELIABLE_LENGTHS:.0f} tau within "
-                f"{int(n_steps)} steps), but an AR fit of the same autocorrelation function gives "
+                f"{int(n_steps)} steps), but an AR fit of the same autocorrelation function (the "
+                "chains' pooled one, not the mean of each chain's own AR fit) gives "
                 f"{ar_tau:.3g}, which does not: on chains this short Sokal's self-chosen window runs low; "
                 "run longer chains"
             )
