@@ -668,7 +668,8 @@ def slow_tail_excess(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int
     ...`` down to :data:`SLOW_TAIL_MIN_WINDOW` (``L`` the last lag of ``acf``); and that ``M``.
 
     The model is the AR fit that AIC picks for ``acf`` itself (as :func:`integrated_time_ar`; its
-    partial sums scaled so that they add up to ``tau``, the mean of the chains' own fits); its
+    partial sums scaled so that its whole time, :func:`ar_time`, is ``tau``, the mean of the chains'
+    own fits); its
     autocorrelations past its order follow the Yule-Walker recursion (:func:`ar_model_acf`). If the
     model is right, the windowed sum ``1 + 2 sum_{dt=1}^{M} R(dt)`` of chains ``n_steps`` long in
     all scatters about the model's with standard deviation about ``tau_abs sqrt(2 (2M + 1) /
@@ -682,11 +683,12 @@ def slow_tail_excess(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int
     lags = r.size - 1
     if lags < 1 or n_steps < 1 or not math.isfinite(tau):
         return -math.inf, 0
-    model = ar_model_acf(_ar_fit_of_acf(r, int(n_steps)), r, lags)
+    phi = _ar_fit_of_acf(r, int(n_steps))
+    model = ar_model_acf(phi, r, lags)
     summed = 1.0 + 2.0 * np.cumsum(r[1:])  # the windowed sum at M = 1 .. L
     model_summed = 1.0 + 2.0 * np.cumsum(model[1:])
-    total = float(model_summed[-1])
-    scale = (float(tau) - 1.0) / (total - 1.0) if abs(total - 1.0) > 1e-12 else 1.0
+    total = ar_time(phi, r)  # the model's whole time (its sum to L falls short where it decays slowly)
+    scale = (float(tau) - 1.0) / (total - 1.0) if math.isfinite(total) and abs(total - 1.0) > 1e-12 else 1.0
     expected = 1.0 + (model_summed - 1.0) * scale
     tau_abs = max(abs(float(tau)), 1.0 + 2.0 * abs(scale) * float(np.abs(model[1:]).sum()))
     worst, at = -math.inf, 0
