@@ -236,6 +236,49 @@ def test_misses_slow_tail_fails_an_ar_time_that_holds_only_the_fast_decay(q, amp
     assert misses_slow_tail(ar.tau, acf, x.size) and z > SLOW_TAIL_Z and window >= 5 * ar.tau
 
 
+def test_misses_slow_tail_holds_when_the_fast_correlations_cancel_to_a_time_near_one():
+    """Anticorrelated and correlated fast parts (AR(1)s of -0.6 and 0.6, 85% and 15% of the
+    variance, as flip-the-state gives) under a faint slow switch (a telegraph of amplitude 0.05 that
+    flips with probability 1/1,000): exact tau 3.30, the AR fit near 1. Where the model's own time
+    is near 1, scaling it to tau blew up and let a lower tau pass more easily (a review of
+    2026-12-06: 0.87 passed at 2.8 standard errors where 1.0 failed at 14.8); the excess now falls
+    as tau rises, and the low tau fails."""
+    rng = np.random.default_rng(3)
+    n_chains, n_steps, burn = 10, 30_000, 5_000
+
+    def ar1(phi: float, variance: float) -> np.ndarray:
+        noise = rng.standard_normal((n_chains, n_steps + burn)) * math.sqrt(variance * (1 - phi**2))
+        return scipy.signal.lfilter([1.0], [1.0, -phi], noise, axis=1)[:, burn:]
+
+    flips = np.cumsum(rng.random((n_chains, n_steps + burn)) < 1e-3, axis=1)[:, burn:] % 2
+    signs = np.where(rng.random((n_chains, 1)) < 0.5, 1.0, -1.0)
+    x = ar1(-0.6, 0.85) + ar1(0.6, 0.15) + 0.05 * signs * (1.0 - 2.0 * flips)
+    exact = (0.85 * 0.25 + 0.15 * 4.0 + 0.05**2 * 999.0) / (1.0 + 0.05**2)
+    assert exact == pytest.approx(3.30, abs=0.01)
+    tau = integrated_time_ar(x).tau
+    acf = autocorrelation(x, 2_000, center="pooled")
+    assert tau < 0.5 * exact and misses_slow_tail(tau, acf, x.size)
+    excess = [slow_tail_excess(t, acf, x.size)[0] for t in (0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.2, 1.5)]
+    assert all(a > b for a, b in zip(excess, excess[1:], strict=False))
+
+
+def test_slow_tail_excess_refuses_what_is_no_autocorrelation_function():
+    acf = 0.5 ** np.arange(40)
+    assert slow_tail_excess(math.inf, acf, 1_000) == (-math.inf, 0)  # no time falls short of inf
+    assert slow_tail_excess(2.0, [1.0], 1_000) == (-math.inf, 0)  # no lag to compare
+    bad = [
+        ((2.0, np.vstack([acf, acf]), 1_000), "one finite row"),
+        ((2.0, np.where(np.arange(40) == 10, np.nan, acf), 1_000), "one finite row"),
+        ((2.0, 2 * acf, 1_000), "R\\(0\\) = 1"),
+        ((math.nan, acf, 1_000), "tau must be a number"),
+        ((2.0, acf, 20), "n_steps"),
+        ((2.0, acf, 2.5), "n_steps"),
+    ]
+    for args, message in bad:
+        with pytest.raises(BoltzkitError, match=message):
+            slow_tail_excess(*args)
+
+
 def test_misses_slow_tail_rarely_fails_an_ar_time_that_is_right():
     """On chains whose AR model is the truth (white noise, AR(1), an AR(2) and an oscillating AR(2))
     the check fails about 1 set in 1,000 at its level (measured on 3,200 sets: 0.12%); 50 sets of

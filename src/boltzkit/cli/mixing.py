@@ -175,9 +175,10 @@ def command(
                 f"the chains' autocorrelations summed to lag {window} lie {fmt(excess, 1)} standard errors "
                 f"above what the AR fit holds (to lag {tail_lags} they sum to {fmt(ar['acf_sum'], 2)}, "
                 f"against its tau {fmt(ar['tau'], 2)}): the chains stay correlated beyond what the fit "
-                "holds (slow switching between modes?), so it understates how slowly they mix; look at "
-                "the autocorrelation function (--out, then boltzkit plot acf) and compare the Geyer "
-                "estimate"
+                "holds (slow switching between modes?), so it understates how slowly they mix, and "
+                "Sokal's and Geyer's sums, whose windows may stop before that tail has decayed, can "
+                "understate it too; run longer chains, and look at the autocorrelation function "
+                "(--out, then boltzkit plot acf)"
             )
             ar.update(reliable=False, reason=slow if ar["reason"] is None else f"{ar['reason']}; and {slow}")
     seconds = time.perf_counter() - t0

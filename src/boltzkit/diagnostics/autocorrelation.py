@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -43,7 +44,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, whole_number
 from boltzkit.models.base import EnergyModel
 from boltzkit.samplers.driver import run_chains
 from boltzkit.samplers.operators import TransitionOperator, make_operator
@@ -665,32 +666,57 @@ def ar_model_acf(phi: np.ndarray, rho: np.ndarray, max_lag: int) -> np.ndarray:
 def slow_tail_excess(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int) -> tuple[float, int]:
     """How far the chains' autocorrelations, summed to a window ``M``, lie above what the AR model
     behind ``tau`` sums to at ``M``, in standard errors, at the worst of the windows ``L, L/2, L/4,
-    ...`` down to :data:`SLOW_TAIL_MIN_WINDOW` (``L`` the last lag of ``acf``); and that ``M``.
+    ...`` down to :data:`SLOW_TAIL_MIN_WINDOW` (``L`` the last lag of ``acf``; ``L`` alone where it
+    is shorter); and that ``M``.
 
-    The model is the AR fit that AIC picks for ``acf`` itself (as :func:`integrated_time_ar`; its
-    partial sums scaled so that its whole time, :func:`ar_time`, is ``tau``, the mean of the chains'
-    own fits); its
-    autocorrelations past its order follow the Yule-Walker recursion (:func:`ar_model_acf`). If the
-    model is right, the windowed sum ``1 + 2 sum_{dt=1}^{M} R(dt)`` of chains ``n_steps`` long in
-    all scatters about the model's with standard deviation about ``tau_abs sqrt(2 (2M + 1) /
-    n_steps)`` (Madras & Sokal 1988), ``tau_abs`` the larger of ``tau`` and the model's
-    ``1 + 2 sum |R(dt)|`` (so an oscillating function, whose sums cancel, is not held to a smaller
-    spread than its terms make). A slow component the model does not hold (slow switching between
-    modes under a fast local decay) puts the sums above it at windows past the fast decay, where the
-    spread is still small. ``(-inf, 0)`` where ``acf`` has no lag beyond 0.
+    The model is the AR fit that AIC picks for ``acf`` itself (as :func:`integrated_time_ar`), its
+    autocorrelations past its order by the Yule-Walker recursion (:func:`ar_model_acf`). ``tau``,
+    the mean of the chains' own fits, may differ from that model's whole time ``tau_m``
+    (:func:`ar_time`); the difference is spread over the windows as the model's absolute
+    correlations accrue: the expected sum at ``M`` is ``S_m(M) + (tau - tau_m) A(M) / A(L)``, ``S_m``
+    the model's windowed sums and ``A(M) = sum_{dt <= M} |R_m(dt)|``. (For a positive function this
+    scales the model to ``tau``; unlike a scale, it stays finite where the model's correlations
+    cancel to a time near 1, as under flip-the-state.) If the model is right, the chains' windowed
+    sum ``1 + 2 sum_{dt=1}^{M} R(dt)`` of chains ``n_steps`` long in all scatters about it with
+    standard deviation about ``tau_abs sqrt(2 (2M + 1) / n_steps)`` (Madras & Sokal 1988, for ``M``
+    well past the decay; conservative before it), ``tau_abs`` the larger of ``|tau|`` and
+    ``1 + 2 A(L) + tau - tau_m`` (the model's absolute sum moved to ``tau``: an oscillating
+    function, whose sums cancel, is not held to a smaller spread than its terms make). A slow
+    component the model does not hold (slow switching between modes under a fast local decay) puts
+    the sums above it at windows past the fast decay, where the spread is still small.
+
+    ``(-inf, 0)`` where ``acf`` has no lag beyond 0 or ``tau`` is infinite (nothing it could fall
+    short of); a ``tau`` that is NaN, an ``acf`` that is not one finite row from ``R(0) = 1``, or an
+    ``n_steps`` shorter than its lags is refused.
     """
     r = np.asarray(acf, dtype=float)
+    if r.ndim != 1 or r.size < 1 or not np.isfinite(r).all() or abs(r[0] - 1.0) > 1e-9:
+        raise BoltzkitError(
+            "the autocorrelation function must be one finite row starting at R(0) = 1",
+            got=f"shape {r.shape}" if r.ndim != 1 or r.size < 1 else f"R(0) = {r[0]:.6g}, {r.size} lags",
+            hint="pass autocorrelation(x) as it returns it.",
+        )
+    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or math.isnan(tau):
+        raise BoltzkitError("tau must be a number", got=repr(tau))
     lags = r.size - 1
-    if lags < 1 or n_steps < 1 or not math.isfinite(tau):
+    n_steps = whole_number(
+        n_steps,
+        "n_steps",
+        minimum=max(1, lags + 1),
+        hint="chains n_steps long in all have lags up to n_steps - 1.",
+    )
+    if lags < 1 or math.isinf(tau):
         return -math.inf, 0
-    phi = _ar_fit_of_acf(r, int(n_steps))
+    phi = _ar_fit_of_acf(r, n_steps)
     model = ar_model_acf(phi, r, lags)
     summed = 1.0 + 2.0 * np.cumsum(r[1:])  # the windowed sum at M = 1 .. L
     model_summed = 1.0 + 2.0 * np.cumsum(model[1:])
+    accrued = np.cumsum(np.abs(model[1:]))
     total = ar_time(phi, r)  # the model's whole time (its sum to L falls short where it decays slowly)
-    scale = (float(tau) - 1.0) / (total - 1.0) if math.isfinite(total) and abs(total - 1.0) > 1e-12 else 1.0
-    expected = 1.0 + (model_summed - 1.0) * scale
-    tau_abs = max(abs(float(tau)), 1.0 + 2.0 * abs(scale) * float(np.abs(model[1:]).sum()))
+    share = accrued / accrued[-1] if accrued[-1] > 0 else np.ones(lags)
+    shift = float(tau) - total if math.isfinite(total) else 0.0
+    expected = model_summed + shift * share
+    tau_abs = max(abs(float(tau)), 1.0 + 2.0 * float(accrued[-1]) + shift)  # the model moved to tau
     worst, at = -math.inf, 0
     window = lags
     while True:
