@@ -392,6 +392,35 @@ def test_a_dbn_whose_bottom_holds_every_layer_is_refused(tmp_path):
     assert "nothing to train" in message and "--hidden 3,3" in message
 
 
+def test_a_dbns_per_layer_values_are_for_the_layers_it_trains_above_its_bottom(tmp_path):
+    """With --bottom, a per-layer list gives one value per layer trained; a value for the frozen
+    bottom is refused, not dropped without a word (a probe of 2026-12-06 found --lr 0.5,0.1 trained
+    as --lr 0.1 and recorded as [0.5, 0.1]), and the record holds None for the bottom's layers."""
+    bottom = tmp_path / "r.safetensors"
+    run("train", "--data", "bars-and-stripes", "--hidden", 4, "--epochs", 1, "--out", bottom)
+    common = (
+        "train",
+        "--model",
+        "dbn",
+        "--data",
+        "bars-and-stripes",
+        "--hidden",
+        "4,3,2",
+        "--bottom",
+        bottom,
+    )
+    message = assert_clean_failure(run(*common, "--lr", "0.5,0.2,0.1", "--out", tmp_path / "x.safetensors"))
+    assert "trained already" in message and "2 values" in message
+    listed, single = tmp_path / "listed.safetensors", tmp_path / "single.safetensors"
+    assert run(*common, "--lr", "0.2,0.1", "--epochs", "2,1", "--out", listed).exit_code == 0
+    training = load_model(listed)[1]["training"]
+    assert training["lr"] == [None, 0.2, 0.1] and training["epochs"] == [None, 2, 1]
+    assert run(*common, "--lr", "0.2", "--epochs", "2", "--out", single).exit_code == 0
+    a, b = load_model(listed)[0], load_model(single)[0]
+    assert torch.equal(a.rbms[0].W, b.rbms[0].W)  # the frozen bottom, as given
+    assert torch.equal(a.rbms[1].W, b.rbms[1].W)  # its first trained layer: lr 0.2 and 2 epochs in both
+
+
 def test_train_human_summary(tmp_path):
     result = run("train", "--data", "bars-and-stripes", "--hidden", 3, "--out", tmp_path / "m.safetensors")
     assert result.exit_code == 0, result.output

@@ -169,13 +169,6 @@ def train_stack(
         }
     else:
         n = len(hidden)
-        for name, values in per_layer.items():
-            if len(values) != n:
-                raise BoltzkitError(
-                    f"--{name.replace('_', '-')} needs one value, or one per hidden layer",
-                    got=values,
-                    expected=f"1 or {n} values",
-                )
         below = None
         if bottom is not None:
             base = bottom_model if bottom_model is not None else load_model(bottom, device=device)[0]
@@ -190,6 +183,23 @@ def train_stack(
                     "--bottom must be an RBM (binary, Gaussian or categorical) or a DBN model file",
                     got=f"a {getattr(base, 'kind', type(base))}",
                 )
+        frozen = 0 if below is None else len(below)
+        for name, values in per_layer.items():
+            if len(values) != n - frozen:
+                option = f"--{name.replace('_', '-')}"
+                raise BoltzkitError(
+                    f"{option} needs one value, or one per hidden layer trained"
+                    + (
+                        f" ({n - frozen}: the --bottom's {frozen} layer(s) are trained already)"
+                        if frozen
+                        else ""
+                    ),
+                    got=values,
+                    expected=f"1 or {n - frozen} values",
+                    hint=f"give {option} for the layers above the bottom only." if frozen else None,
+                )
+        # what each layer was trained with (None: a layer of the --bottom, trained elsewhere)
+        per_layer_record = {name: [None] * frozen + list(values) for name, values in per_layer.items()}
         # every run checkpoints its layers, so that an interrupted one can resume: into
         # --checkpoint every epoch, else into OUT.layers at most every checkpoint_seconds
         ckpt_dir = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
@@ -227,14 +237,14 @@ def train_stack(
             "hidden": hidden,
             **recipe_settings(recipe),
             **({"k": None} if recipe.k_schedule is not None else {}),  # the schedule says what k ran
-            **per_layer,
+            **per_layer_record,
             "recipe": recipe_name,
             # where the options given over the recipe changed its settings
             # each layer's list where the layers differ (the first layer's value alone hid them)
             **(
                 {
                     "recipe_overrides": recipe_differences(
-                        get_recipe(recipe_name), {**recipe_settings(recipe), **per_layer}
+                        get_recipe(recipe_name), {**recipe_settings(recipe), **per_layer_record}
                     )
                 }
                 if recipe_name

@@ -151,14 +151,19 @@ def transposed_start(rbm: RBM, n_hidden: int, *, generator: torch.Generator, sca
     )
 
 
-def _per_layer(value: Any, name: str, n: int) -> list[Any]:
-    """One value per layer: a list or tuple of ``n`` values, or a single value for all."""
+def _per_layer(value: Any, name: str, n: int, frozen: int = 0) -> list[Any]:
+    """One value per layer: a list or tuple of ``n`` values, or of ``n - frozen`` (one per layer
+    trained above ``frozen`` given bottom layers, whose entries are then placeholders, unused), or
+    a single value for all."""
     if isinstance(value, (list, tuple)):
+        if frozen and len(value) == n - frozen:
+            return [value[0]] * frozen + list(value)
         if len(value) != n:
             raise BoltzkitError(
                 f"{name} must be one value, or one value per hidden layer",
                 got=f"{len(value)} values",
-                expected=f"{n} (hidden layers {n})",
+                expected=f"{n} (hidden layers {n})"
+                + (f" or {n - frozen} (the layers trained above the {frozen} bottom ones)" if frozen else ""),
             )
         return list(value)
     return [value] * n
@@ -213,8 +218,8 @@ def train_dbn(
         ``layer_data_mode``); without one, the defaults of :func:`~boltzkit.learning.api.train`.
     method, k, k_schedule, epochs, lr, batch_size, sampler, n_chains, momentum, weight_decay
         As for :func:`~boltzkit.learning.api.train`; each a single value for every layer, or a
-        list with one value per hidden layer (entries for the layers in ``bottom`` are unused);
-        ``None`` takes the recipe's value.
+        list with one value per hidden layer (entries for the layers in ``bottom`` are unused) or
+        one per layer trained above ``bottom``; ``None`` takes the recipe's value.
     init_transpose
         Start layer ``l >= 1`` as the transposed RBM below (S1 Sec. 5.2; a wider layer gets extra
         units with small random couplings: :func:`transposed_start`): one flag for every layer
@@ -283,8 +288,11 @@ def train_dbn(
                 "n_chains": 100, "momentum": 0.0, "weight_decay": 0.0}  # fmt: skip
     if k is not None and k_schedule is None:  # a given k is a fixed k (as Recipe.replace has it)
         defaults.pop("k_schedule", None)
+    n_frozen = 0 if bottom is None else len(bottom.rbms if isinstance(bottom, DBN) else list(bottom))
     per = {
-        name: _per_layer(value if value is not None else defaults.get(name, fallback.get(name)), name, n)
+        name: _per_layer(
+            value if value is not None else defaults.get(name, fallback.get(name)), name, n, n_frozen
+        )
         for name, value in given.items()
     }
     if isinstance(init_transpose, (list, tuple)):
@@ -300,10 +308,11 @@ def train_dbn(
         if str(m).strip().lower() not in METHODS:
             raise BoltzkitError("unknown learning method", got=repr(m), expected=", ".join(METHODS))
     average = parse_average(extra.get("average"))
-    if average is not None and average.start > min(int(e) for e in per["epochs"]):
+    trained_epochs = [int(e) for e in per["epochs"][n_frozen:]] or [int(e) for e in per["epochs"]]
+    if average is not None and average.start > min(trained_epochs):
         raise BoltzkitError(
             "iterate averaging starts after the last epoch of a layer",
-            got=f"{average.spec} with epochs {[int(e) for e in per['epochs']]}",
+            got=f"{average.spec} with epochs {trained_epochs}",
             hint="lower E in ema:DECAY@E or polyak:E, or train every layer for more epochs.",
         )
     dev = resolve_device(device)
