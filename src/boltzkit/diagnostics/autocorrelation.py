@@ -632,8 +632,8 @@ def acf_sum(acf: Sequence[float] | np.ndarray) -> float:
 
 
 #: :func:`misses_slow_tail` fails an AR time where the chains' summed autocorrelations exceed the
-#: fit's own by more than this many standard errors at some window (at 3, 0.9% of sets of chains
-#: whose AR model is right fail; at 4, 0.12%).
+#: fit's own by more than this many standard errors at some window (at 3, 0.7% of sets of chains
+#: whose AR model is right fail; at 4, 0.07%).
 SLOW_TAIL_Z = 4.0
 #: The smallest window :func:`slow_tail_excess` tests (windows halve from the last lag down to it).
 SLOW_TAIL_MIN_WINDOW = 16
@@ -740,8 +740,8 @@ def misses_slow_tail(tau: float, acf: Sequence[float] | np.ndarray, n_steps: int
     that sum's own size: on a 6 x 4 RBM of two slow modes (exact Gibbs ``tau`` 150.2 from its
     transition matrix) AR times of 53-78 from ten chains of 30,000 sweeps passed it; each is failed
     now (4.1-7.7 standard errors, at the window of 500). On chains whose AR model is right it fails
-    about 1 set in 1,000 (0.12% of 3,200 sets of white noise, AR(1) and AR(2) chains; none of the
-    oscillating ones; docs/results.md).
+    about 1 set in 1,000 or fewer (5 of 7,200 sets of white noise, AR(1) and AR(2) chains; none of
+    6,400 anticorrelated and oscillating ones; docs/results.md).
     """
     return slow_tail_excess(tau, acf, n_steps)[0] > SLOW_TAIL_Z
 
