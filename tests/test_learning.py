@@ -599,6 +599,10 @@ def test_a_run_of_a_recipe_whose_settings_changed_resumes_under_the_name_they_ha
         with pytest.raises(BoltzkitError, match="different settings") as caught:
             train_model(x, **{"recipe": today, **kw, **change}, resume=True)
         assert "sm2008-cd25-mean" not in str(caught.value) and "resume with the same" in str(caught.value)
+    # other data: the hint says the data differ (for a DBN's upper layer: another --data or --bottom)
+    with pytest.raises(BoltzkitError, match="different settings") as caught:
+        train_model(1.0 - x, recipe=today, resume=True, **kw)
+    assert "training data differ" in str(caught.value) and "--bottom" in str(caught.value)
 
 
 def test_resume_names_only_the_recipe_settings_that_changed(tmp_path):

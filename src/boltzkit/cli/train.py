@@ -276,7 +276,9 @@ def _refuse_unused_options(
             flag = "--" + name.replace("_", "-")
             raise BoltzkitError(
                 f"{flag} applies to {where}; this run would not use it",
-                got=f"--model {kind}" + ("" if kind == "mixture" else f" --method {method}"),
+                # the method where it was given or decides the scope (not a DBN's or mixture's default)
+                got=f"--model {kind}"
+                + (f" --method {method}" if kind not in ("mixture", "dbn") or _given(ctx, "method") else ""),
                 hint=f"drop {flag}.",
             )
 

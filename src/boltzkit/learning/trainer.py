@@ -506,7 +506,14 @@ class Trainer:
                     got=shown,
                     expected="the settings of the interrupted run",
                     hint=_recipe_hint(recorded, self.settings)
-                    or "resume with the same arguments, or delete the checkpoint to start over.",
+                    or (
+                        "the training data differ from the interrupted run's (their fingerprint); for a "
+                        "DBN's upper layer they are the output of the layers below, so another --data or "
+                        "another --bottom changes them. "
+                        if any(k == "train_data" for k, _, _ in diff)
+                        else ""
+                    )
+                    + "resume with the same arguments, or delete the checkpoint to start over.",
                 )
         if int(state["epochs"]) != self.epochs:
             raise BoltzkitError(
