@@ -415,6 +415,21 @@ def test_a_dbns_per_layer_values_are_for_the_layers_it_trains_above_its_bottom(t
     assert run(*common, "--lr", "0.2,0.1", "--epochs", "2,1", "--out", listed).exit_code == 0
     training = load_model(listed)[1]["training"]
     assert training["lr"] == [None, 0.2, 0.1] and training["epochs"] == [None, 2, 1]
+    # the recipe's own value given per layer is no override (the bottom's None aside)
+    recipe = tmp_path / "recipe.safetensors"
+    assert (
+        run(*common, "--recipe", "sm2008-cd1", "--lr", "0.05,0.05", "--epochs", 1, "--out", recipe).exit_code
+        == 0
+    )
+    assert "lr" not in load_model(recipe)[1]["training"]["recipe_overrides"]
+    # a bottom that does not fit is refused for that, not for the per-layer counts
+    misfit = ("train", "--model", "dbn", "--data", "bars-and-stripes", "--bottom", bottom, "--lr", "0.1,0.2")
+    assert "nothing to train" in assert_clean_failure(
+        run(*misfit, "--hidden", 4, "--out", tmp_path / "n.safetensors")
+    )
+    assert "do not fit" in assert_clean_failure(
+        run(*misfit, "--hidden", "5,3", "--out", tmp_path / "f.safetensors")
+    )
     assert run(*common, "--lr", "0.2", "--epochs", "2", "--out", single).exit_code == 0
     a, b = load_model(listed)[0], load_model(single)[0]
     assert torch.equal(a.rbms[0].W, b.rbms[0].W)  # the frozen bottom, as given
@@ -717,6 +732,13 @@ def test_a_count_too_large_to_hold_is_a_clear_error(bas_model, tmp_path):
     2026-12-06 got "unexpected OverflowError" from deep in the progress bar)."""
     result = run("sample", bas_model, "--out", tmp_path / "s.npy", "--chains", 1, "--steps", 10**20)
     assert "too large to count" in assert_clean_failure(result) and not (tmp_path / "s.npy").exists()
+    for args in (  # torch's own overflow, whose message carries a C++ stack (a review of 2026-12-06)
+        ("logz", bas_model, "--method", "ais", "--betas", 10**20),
+        ("mixing", bas_model, "--steps", 10**20),
+        ("train", "--data", "bars-and-stripes", "--hidden", 10**20, "--out", tmp_path / "m.safetensors"),
+    ):
+        message = assert_clean_failure(run(*args))
+        assert "too large to count" in message and "frame #" not in message
 
 
 def test_sample_png(bas_model, tmp_path):

@@ -71,10 +71,12 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, torch.cuda.OutOfMemoryError):
         return "out of GPU memory; try fewer chains, a smaller batch, or --device cpu"
     text = " ".join(str(exc).split()) or "(no message)"
-    if isinstance(exc, OverflowError):  # a count past what the machine's integers hold
+    if isinstance(exc, OverflowError) or "Overflow when unpacking" in text:
+        # a count past what the machine's integers hold (torch's message carries its C++ stack)
+        reason = "Overflow when unpacking long long" if "Overflow when unpacking" in text else text
         return (
-            f"a number given is too large to count with ({text}); give counts (--steps, --chains, ...) "
-            "below 2^63, and far below for work that is to finish"
+            f"a number given is too large to count with ({reason}); give counts (--steps, --chains, "
+            "--hidden, --betas, ...) below 2^63, and far below for work that is to finish"
         )
     if isinstance(exc, RuntimeError) and (allocation := describe_allocation_failure(text)):
         return allocation

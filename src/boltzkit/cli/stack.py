@@ -184,8 +184,10 @@ def train_stack(
                     got=f"a {getattr(base, 'kind', type(base))}",
                 )
         frozen = 0 if below is None else len(below)
+        # a bottom that does not fit the layers, or holds them all, is train_dbn's to refuse
+        fits = below is None or (frozen < n and [r.n_hidden for r in below] == list(hidden[:frozen]))
         for name, values in per_layer.items():
-            if len(values) != n - frozen:
+            if fits and len(values) != n - frozen:
                 option = f"--{name.replace('_', '-')}"
                 raise BoltzkitError(
                     f"{option} needs one value, or one per hidden layer trained"
@@ -195,7 +197,7 @@ def train_stack(
                         else ""
                     ),
                     got=values,
-                    expected=f"1 or {n - frozen} values",
+                    expected="1 value" if n - frozen == 1 else f"1 or {n - frozen} values",
                     hint=f"give {option} for the layers above the bottom only." if frozen else None,
                 )
         # what each layer was trained with (None: a layer of the --bottom, trained elsewhere)
@@ -239,12 +241,12 @@ def train_stack(
             **({"k": None} if recipe.k_schedule is not None else {}),  # the schedule says what k ran
             **per_layer_record,
             "recipe": recipe_name,
-            # where the options given over the recipe changed its settings
+            # where the options given over the recipe changed its settings (of the layers trained here)
             # each layer's list where the layers differ (the first layer's value alone hid them)
             **(
                 {
                     "recipe_overrides": recipe_differences(
-                        get_recipe(recipe_name), {**recipe_settings(recipe), **per_layer_record}
+                        get_recipe(recipe_name), {**recipe_settings(recipe), **per_layer}
                     )
                 }
                 if recipe_name

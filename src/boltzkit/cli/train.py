@@ -387,8 +387,8 @@ def command(
         str,
         typer.Option(
             "--k",
-            help="Sampling sweeps per update (a DBN: one per layer, e.g. 1,3); with --recipe, replaces its "
-            "k schedule unless --k-schedule is given.",
+            help="Sampling sweeps per update (a DBN: one per layer trained, e.g. 1,3); with --recipe, "
+            "replaces its k schedule unless --k-schedule is given.",
             callback=_per_layer_option(int, "a positive whole number"),
         ),
     ] = "1",
@@ -403,7 +403,7 @@ def command(
         str,
         typer.Option(
             "--epochs",
-            help="Passes over the training data (a DBN: one per layer, e.g. 50,50; a mixture: EM "
+            help="Passes over the training data (a DBN: one per layer trained, e.g. 50,50; a mixture: EM "
             "iterations).",
             callback=_per_layer_option(int, "a positive whole number"),
         ),
@@ -412,7 +412,7 @@ def command(
         str,
         typer.Option(
             "--lr",
-            help="Learning rate (> 0; a DBN: one per layer).",
+            help="Learning rate (> 0; a DBN: one per layer trained, those above --bottom).",
             callback=_per_layer_option(float, "a positive number"),
         ),
     ] = "0.05",

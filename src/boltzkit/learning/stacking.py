@@ -156,6 +156,8 @@ def _per_layer(value: Any, name: str, n: int, frozen: int = 0) -> list[Any]:
     trained above ``frozen`` given bottom layers, whose entries are then placeholders, unused), or
     a single value for all."""
     if isinstance(value, (list, tuple)):
+        if frozen >= n:  # a bottom with every layer, or more: refused below for that
+            return list(value)
         if frozen and len(value) == n - frozen:
             return [value[0]] * frozen + list(value)
         if len(value) != n:

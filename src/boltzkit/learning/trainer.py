@@ -507,9 +507,9 @@ class Trainer:
                     expected="the settings of the interrupted run",
                     hint=_recipe_hint(recorded, self.settings)
                     or (
-                        "the training data differ from the interrupted run's (their fingerprint); for a "
-                        "DBN's upper layer they are the output of the layers below, so another --data or "
-                        "another --bottom changes them. "
+                        "the training data differ from the interrupted run's (their fingerprint; a DBN's "
+                        "upper layer trains on the output of the layers below, which another --data or "
+                        "--bottom changes): "
                         if any(k == "train_data" for k, _, _ in diff)
                         else ""
                     )
