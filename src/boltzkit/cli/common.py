@@ -693,6 +693,23 @@ def recorded_data_seed(metadata: Mapping[str, Any]) -> int | None:
     return int(recorded) if isinstance(recorded, int) and not isinstance(recorded, bool) else None
 
 
+def recorded_training_values(
+    model: Any, metadata: Mapping[str, Any] | None, *, data_dir: Path | None, seed: int, role: str
+) -> tuple[str, torch.Tensor] | None:
+    """The training data a model file records (``metadata["data"]``) and its training split as the
+    model read it (:func:`training_values`, generated data drawn from the seed the file records,
+    :func:`recorded_data_seed`; ``seed`` where it records none). ``None`` where the file records
+    no training data; a :class:`BoltzkitError` where it cannot be read here."""
+    recorded = (metadata or {}).get("data")
+    if not isinstance(recorded, str) or not recorded:
+        return None
+    data_seed = recorded_data_seed(metadata or {})
+    x = training_values(
+        model, recorded, data_dir=data_dir, seed=seed if data_seed is None else data_seed, role=role
+    )
+    return recorded, x
+
+
 def training_fingerprint(x: torch.Tensor) -> str:
     """The fingerprint of a training set that a model file records (its values as float32 on the
     CPU, :func:`~boltzkit.learning.data_fingerprint`), so that a later look at "the recorded
@@ -722,15 +739,10 @@ def training_overlap(
     if not isinstance(recorded, str) or not recorded:
         return None
     training = metadata.get("training") or {}
-    data_seed = recorded_data_seed(metadata)
     out: dict[str, Any] = {"data": recorded, "n_examples": len(dataset.x), "n_units": int(dataset.x.shape[1])}
     try:
-        train = training_values(
-            model,
-            recorded,
-            data_dir=data_dir,
-            seed=seed if data_seed is None else data_seed,
-            role="training data",
+        _, train = recorded_training_values(
+            model, metadata, data_dir=data_dir, seed=seed, role="training data"
         )
     except BoltzkitError as err:
         note = f"the recorded training data {recorded} cannot be read here ({err.what})"
@@ -802,20 +814,20 @@ def base_rate_data(
     ``model`` is a Boltzmann machine or a DBN; the rows are its visible data (a DBN's caller passes
     them up to its top)."""
 
-    def load(spec: str, seed: int) -> torch.Tensor:
-        return training_values(model, spec, data_dir=data_dir, seed=seed, role="base-rate data")
-
     if opts.base_rate_data is not None:
-        return load(opts.base_rate_data, opts.seed), opts.base_rate_data
-    recorded = (metadata or {}).get("data")
-    if isinstance(recorded, str) and recorded:
-        data_seed = recorded_data_seed(metadata or {})
-        try:
-            x = load(recorded, opts.seed if data_seed is None else data_seed)
-        except BoltzkitError:
-            return None, None  # the recorded data is gone: fall back to the model's own biases
-        return x, f"{recorded} (recorded in the model file)"
-    return None, None
+        given = training_values(
+            model, opts.base_rate_data, data_dir=data_dir, seed=opts.seed, role="base-rate data"
+        )
+        return given, opts.base_rate_data
+    try:
+        found = recorded_training_values(
+            model, metadata, data_dir=data_dir, seed=opts.seed, role="base-rate data"
+        )
+    except BoltzkitError:
+        return None, None  # the recorded data is gone: fall back to the model's own biases
+    if found is None:
+        return None, None
+    return found[1], f"{found[0]} (recorded in the model file)"
 
 
 def variational_estimate(
