@@ -97,13 +97,13 @@ def test_a_sampled_log_z_makes_an_exact_log_p_an_estimate() -> None:
 
     srbm, bm = random_machine("srbm", (6, 4), 2), random_machine("bm", (6, 20), 3)
     x = (torch.rand(30, 6, generator=torch.Generator().manual_seed(1)) < 0.5).to(F64)
-    sampled = ais(base_rate_path(srbm), n_chains=50, betas=200, seed=0)
+    sampled = ais(base_rate_path(srbm), n_chains=50, betas=200, seed=0, check=False)
     assert log_prob_bound("exact", sampled) == ("estimate", "log Z sampled by ais, log p*(v) exact")
     assert log_prob_bound("lower", sampled) == ("lower", None)
     res = dataset_log_prob(srbm, x, sampled)
     assert res.bound == "estimate" and res.to_dict()["bound_note"].startswith("log Z sampled by ais")
     assert res.mean_log_prob_minus_3sigma <= res.mean_log_prob <= res.mean_log_prob_plus_3sigma
-    bm_sampled = ais(base_rate_path(bm), n_chains=20, betas=50, seed=0)
+    bm_sampled = ais(base_rate_path(bm), n_chains=20, betas=50, seed=0, check=False)
     assert dataset_log_prob(bm, x, bm_sampled, method="mean-field").bound == "lower"
 
 
@@ -121,7 +121,7 @@ def test_mean_field_is_exact_where_the_hidden_units_are_independent_given_v() ->
         exact, bound, _ = log_unnormalized_visible(model, x, method="exact")
         field, field_bound, _ = log_unnormalized_visible(model, x, method="mean-field")
         assert bound == field_bound == "exact" and torch.allclose(field, exact, atol=1e-10)
-        sampled = ais(base_rate_path(model), n_chains=20, betas=50, seed=0)
+        sampled = ais(base_rate_path(model), n_chains=20, betas=50, seed=0, check=False)
         assert dataset_log_prob(model, x, sampled, method="mean-field").bound == "estimate"
     dbm = random_machine("dbm", (6, 4, 3), 2)
     assert log_unnormalized_visible(dbm, x, method="mean-field")[1] == "lower"

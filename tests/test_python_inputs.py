@@ -14,6 +14,8 @@ from boltzkit.estimators import ais, base_rate_path, dataset_log_prob, exact_log
 from boltzkit.learning import train_dbn, train_model
 from boltzkit.models import RBM, BoltzmannMachine
 from boltzkit.models.dbn import DBN
+from boltzkit.models.unit_dbm import UnitDBM
+from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.samplers import sample
 
 
@@ -27,6 +29,29 @@ from boltzkit.samplers import sample
         (lambda: RBM("4", 3), "whole number"),
         (lambda: RBM(4, 3, dtype=torch.int64), "floating point"),
         (lambda: BoltzmannMachine((4, 2.0)), "whole number"),
+        # the models of other unit types, as the binary family (a review of 2026-12-07: NaN
+        # weights gave a NaN "exact" log Z, and 4.7 visible units became 4)
+        (
+            lambda: UnitRBM("categorical:3", 4, 3, weights=torch.full((4, 3, 3), float("nan"))),
+            "NaN or infinite",
+        ),
+        (
+            lambda: UnitRBM("gaussian", 4, 3, sigma=torch.tensor([1.0, 1.0, float("inf"), 1.0])),
+            "NaN or infinite",
+        ),
+        (
+            lambda: UnitRBM("gaussian", 4, 3, vbias=torch.tensor([0.0, float("nan"), 0.0, 0.0])),
+            "NaN or infinite",
+        ),
+        (lambda: UnitRBM("gaussian", 4.7, 3), "whole number"),
+        (lambda: UnitRBM("gaussian", "4", 3), "whole number"),
+        (
+            lambda: UnitDBM(
+                "gaussian", [4, 3, 2], biases=[torch.zeros(4), torch.full((3,), float("nan")), torch.zeros(2)]
+            ),
+            "NaN or infinite",
+        ),
+        (lambda: UnitDBM("gaussian", [4, 3.0, 2]), "whole number"),
     ],
 )
 def test_a_model_refuses_what_would_make_every_answer_wrong(build, match) -> None:
@@ -54,14 +79,14 @@ def test_betas_as_an_array_or_a_list_and_a_sampler_seed() -> None:
     rbm = random_rbm(6, 3, 1)
     path = base_rate_path(rbm)
     grid = np.linspace(0.0, 1.0, 60)
-    a = ais(path, n_chains=20, betas=grid, seed=0).log_z
+    a = ais(path, n_chains=20, betas=grid, seed=0, check=False).log_z
     assert (
         a
-        == ais(path, n_chains=20, betas=list(grid), seed=0).log_z
-        == ais(path, n_chains=20, betas=torch.tensor(grid), seed=0).log_z
+        == ais(path, n_chains=20, betas=list(grid), seed=0, check=False).log_z
+        == ais(path, n_chains=20, betas=torch.tensor(grid), seed=0, check=False).log_z
     )
     with pytest.raises(BoltzkitError, match="betas must be numbers"):
-        ais(path, n_chains=5, betas=[0.0, "a", 1.0], seed=0)
+        ais(path, n_chains=5, betas=[0.0, "a", 1.0], seed=0, check=False)
     by_seed = sample(rbm, "gibbs", n_chains=3, n_steps=2, generator=5).visible
     by_generator = sample(
         rbm, "gibbs", n_chains=3, n_steps=2, generator=torch.Generator().manual_seed(5)
@@ -137,8 +162,56 @@ def test_values_that_are_no_seed_or_path_are_refused_plainly() -> None:
         (10**20, "out of range"),
     ):
         with pytest.raises(BoltzkitError, match=match):
-            ais(path, n_chains=4, betas=10, seed=seed)
+            ais(path, n_chains=4, betas=10, seed=seed, check=False)
     with pytest.raises(BoltzkitError, match="the number of AIS chains must be a positive integer"):
-        ais(path, n_chains=2.5, betas=10, seed=0)
+        ais(path, n_chains=2.5, betas=10, seed=0, check=False)
     with pytest.raises(BoltzkitError, match="a model path must be a string or a path"):
         load_model(5)
+
+
+@pytest.mark.parametrize(
+    ("v", "match"),
+    [
+        (lambda v: v[0], "2-D"),  # one row as a 1-D vector: before, n_visible copies of log p(v)
+        (lambda v: v * 0.5, "binary"),
+        (lambda v: v * 2, "binary"),
+        (lambda v: v[:, :5], "columns"),
+    ],
+)
+def test_exact_log_probabilities_refuse_what_is_not_a_binary_state(v, match) -> None:
+    """``exact_log_prob``, ``exact_log_unnormalized_visible`` and ``log_unnormalized_visible``
+    check their states as ``dataset_log_prob`` does (a review of 2026-12-07: 0.5s and 2s gave
+    numbers, a 1-D row gave one value per unit)."""
+    from boltzkit.estimators import exact_log_prob, exact_log_unnormalized_visible
+    from boltzkit.estimators.likelihood import log_unnormalized_visible
+
+    rbm = random_rbm(6, 4, 3)
+    data = (torch.rand(20, 6, generator=torch.Generator().manual_seed(0)) < 0.5).to(F64)
+    for fn in (exact_log_prob, exact_log_unnormalized_visible, log_unnormalized_visible):
+        with pytest.raises(BoltzkitError, match=match):
+            fn(rbm, v(data))
+    # bool and integer states are states: the same numbers as float ones
+    expected = exact_log_prob(rbm, data)
+    torch.testing.assert_close(exact_log_prob(rbm, data.bool()), expected)
+    torch.testing.assert_close(exact_log_prob(rbm, data.to(torch.int64)), expected)
+
+
+def test_dataset_log_prob_takes_a_variational_record_with_its_bound() -> None:
+    """A mean-field log Z (a lower bound) gives an upper bound of log p(v), TRW's (an upper bound)
+    a lower one; anything but a record or a number is refused plainly (before: a raw TypeError)."""
+    from boltzkit.estimators.exact import exact_log_unnormalized_visible
+    from boltzkit.variational import variational_log_z
+
+    rbm = random_rbm(6, 4, 3)
+    data = (torch.rand(20, 6, generator=torch.Generator().manual_seed(0)) < 0.5).to(F64)
+    exact = dataset_log_prob(rbm, data, exact_log_z(rbm)).mean_log_prob
+    log_p_star = float(exact_log_unnormalized_visible(rbm, data).mean())
+    for method, bound in (("mean-field", "upper"), ("trw", "lower")):
+        record = variational_log_z(rbm, method)
+        result = dataset_log_prob(rbm, data, record)
+        assert result.bound == bound
+        assert result.mean_log_prob == pytest.approx(log_p_star - record.log_z, abs=1e-12)
+        assert (result.mean_log_prob >= exact) if bound == "upper" else (result.mean_log_prob <= exact)
+    for bad in (None, "3.0", True):
+        with pytest.raises(BoltzkitError, match="a log Z record or a number"):
+            dataset_log_prob(rbm, data, bad)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from boltzkit import RBM
 from boltzkit.cli.main import app
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import ais, base_rate_path, bridge, exact_log_z, ratio_path, sandwich, sis
 from boltzkit.estimators.reliability import assess, pareto_k_hat
 from boltzkit.io import save_model
@@ -93,7 +93,7 @@ def test_the_zero_width_band_is_reproduced_and_flagged():
     the estimate is 14 nats off (seen as `logz A --relative-to B --betas 10`)."""
     target, start = random_rbm(20, 5, 1, scale=0.1), _constant_weight_rbm(20, 7, 100.0, 2)
     truth = exact_log_z(target).log_z - exact_log_z(start).log_z
-    res = ais(ratio_path(start, target), n_chains=100, betas=10, seed=0)
+    res = ais(ratio_path(start, target), n_chains=100, betas=10, seed=0, check=False)
     band = res.ratio_band
     assert band.minus_3sigma == band.plus_3sigma == res.log_ratio  # the zero-width band
     assert abs(res.log_ratio - truth) > 5  # far off, yet "confident"
@@ -106,13 +106,13 @@ def test_sis_on_a_hard_model_is_flagged_and_ais_is_not():
     path = base_rate_path(model)
     bad = sis(path, n_chains=50, seed=0).to_dict()
     assert bad["reliable"] is False and bad["k_hat"] > 0.7 and "AIS" in bad["advice"]
-    good = ais(path, n_chains=100, betas=2000, seed=0).to_dict()
+    good = ais(path, n_chains=100, betas=2000, seed=0, check=False).to_dict()
     assert good["reliable"] is True and good["k_hat"] < 0.7 and good["reliability_reason"] is None
 
 
 def test_a_trivial_path_with_equal_weights_is_reliable():
     rbm = RBM(5, 3, vbias=torch.linspace(-1, 1, 5, dtype=F64), dtype=F64)
-    res = ais(base_rate_path(rbm), n_chains=20, betas=11, seed=0)
+    res = ais(base_rate_path(rbm), n_chains=20, betas=11, seed=0, check=False)
     assert float(res.log_weights.std()) == 0.0 and res.to_dict()["reliable"] is True
 
 
@@ -131,7 +131,7 @@ def test_a_model_against_itself_is_a_trivial_path():
     """A fully visible machine with laterals relative to itself: every weight is exactly 1, which
     is right (the two ends are one distribution), not chains moving in lockstep."""
     model = random_machine("bm", (6,), 3, keys=[(0, 0)])
-    res = ais(ratio_path(model, model), n_chains=20, betas=50, seed=0)
+    res = ais(ratio_path(model, model), n_chains=20, betas=50, seed=0, check=False)
     assert float(res.log_weights.abs().max()) == 0.0 and res.to_dict()["reliable"] is True
     other = random_machine("bm", (6,), 4, keys=[(0, 0)])
     assert not ratio_path(model, other).trivial
@@ -286,9 +286,63 @@ def test_an_unreliable_estimate_warns_at_the_callers_line(estimator) -> None:
     path = base_rate_path(rbm)
     run_estimator = {
         "sis": lambda: sis(path, n_chains=20, seed=0),
-        "ais": lambda: ais(path, n_chains=20, betas=2, seed=0),
+        "ais": lambda: ais(path, n_chains=20, betas=2, seed=0, check=False),
         "sandwich": lambda: sandwich(path, n_chains=20, betas=2, seed=0),
     }[estimator]
     with pytest.warns(UnreliableEstimateWarning) as caught:
         run_estimator()
     assert {w.filename for w in caught} == {__file__}
+
+
+def test_pooled_records_keep_every_runs_checks_in_any_order() -> None:
+    """A review of 2026-12-07: ``LogZResult.pool`` kept the first record's checks only, so a failed
+    reverse check counted or not by the order of the runs."""
+    from boltzkit.estimators import LogZResult
+
+    weights = torch.linspace(-0.1, 0.1, 50, dtype=torch.float64)
+    failed = {"name": "exact reverse run", "passed": False, "reason": "the ends disagree", "advice": "longer"}
+    passed = {"name": "exact reverse run", "passed": True, "reason": None, "advice": None}
+    good = LogZResult.from_log_weights("ais", weights, log_z_start=0.0, n_steps=10, checks=[passed])
+    bad = LogZResult.from_log_weights("ais", weights + 0.01, log_z_start=0.0, n_steps=10, checks=[failed])
+    assert good.reliability().reliable and not bad.reliability().reliable
+    for runs in ([good, bad], [bad, good]):
+        pooled = LogZResult.pool(runs)
+        assert pooled.reliability().reliable is False
+        assert "the ends disagree" in pooled.reliability().reason
+        assert sorted(c["run"] for c in pooled.settings["checks"]) == [0, 1]
+
+
+def test_ais_runs_its_checks_by_default() -> None:
+    """``ais()`` checks as every other estimator does (before 2026-12-07 only when asked), so a
+    short schedule is not reliable on its weights' spread alone."""
+    rbm = random_rbm(12, 8, 10, scale=3.0)
+    with pytest.warns(UnreliableEstimateWarning, match="halving the schedule"):
+        record = ais(base_rate_path(rbm), n_chains=20, betas=10, seed=0)
+    assert {c["name"] for c in record.settings["checks"]} >= {"schedule halved"}
+    assert record.reliability().reliable is False
+
+
+def test_python_records_of_an_unreliable_estimate_hold_no_band_and_say_why() -> None:
+    """``to_dict`` of a log Z record and of the log-probabilities from it withhold the bands of an
+    unreliable estimate, as the command line's JSON does, and ``str`` gives the verdict (a review of
+    2026-12-07: both printed bands the estimate could not support)."""
+    from boltzkit.estimators import dataset_log_prob
+
+    rbm = random_rbm(12, 8, 10, scale=3.0)
+    data = (torch.rand(30, 12, generator=torch.Generator().manual_seed(1)) < 0.5).to(F64)
+    with pytest.warns(UnreliableEstimateWarning):
+        short = ais(base_rate_path(rbm), n_chains=20, betas=10, seed=0)
+    long = ais(base_rate_path(rbm), n_chains=100, betas=2000, seed=0)
+    assert short.reliability().reliable is False and long.reliability().reliable is True
+    for record in (short.to_dict(), dataset_log_prob(rbm, data, short).to_dict()):
+        bands = {k: v for k, v in record.items() if k.endswith(("_sigma", "_3sigma"))}
+        assert bands and all(v is None for v in bands.values()), bands
+        assert record["band_withheld"] and record["reliable"] is False
+    assert short.band.plus_3sigma is not None  # the attribute stays, for who asks knowing the verdict
+    text = str(short)
+    assert "UNRELIABLE" in text and short.reliability().reason in text and "at 3 sigma" not in text
+    kept = long.to_dict()
+    assert kept["log_z_minus_3sigma"] < kept["log_z"] < kept["log_z_plus_3sigma"]
+    assert "band_withheld" not in kept
+    assert str(long).endswith("reliable") and f"{long.band.plus_3sigma:.6g}" in str(long)
+    assert str(exact_log_z(rbm)) == f"log Z = {exact_log_z(rbm).log_z:.6g} (exact)"

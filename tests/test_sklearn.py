@@ -174,6 +174,28 @@ def test_log_z_is_estimated_by_ais_when_enumeration_is_refused():
     assert est.log_z_.method == "exact"
 
 
+def test_every_score_from_an_unreliable_ais_log_z_warns_and_the_checks_run():
+    """A review of 2026-12-07: the estimator ran AIS without its checks, so a schedule of 10 steps
+    gave a score 1.65 nats too high as reliable, and only the first score warned (the record is
+    kept)."""
+    from boltzkit.errors import UnreliableEstimateWarning
+
+    rng = np.random.default_rng(1)
+    patterns = rng.integers(0, 2, (4, 12))
+    x = patterns[rng.integers(0, 4, 1000)]
+    noise = rng.random(x.shape) < 0.03
+    x[noise] = 1 - x[noise]
+    x = x.astype(float)
+    est = RBMEstimator(8, n_iter=20, learning_rate=0.1, random_state=1).fit(x)
+    est.set_params(exact_max_bits=0, ais_betas=10, ais_chains=20)
+    for rows in (x, x[:100]):  # the first score and one from the kept record
+        with pytest.warns(UnreliableEstimateWarning, match="unreliable"):
+            est.score(rows)
+    record = est.log_z_
+    assert [c["name"] for c in record.settings["checks"]]  # the checks of logz --method ais ran
+    assert record.reliability().reliable is False
+
+
 def test_transform_gives_hidden_probabilities():
     x = binary_data()
     rbm = RBMEstimator(n_components=5, n_iter=2, random_state=0).fit(x)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -38,7 +39,7 @@ import torch
 from boltzkit.atomic import PathLike, atomic_write_text
 from boltzkit.errors import BoltzkitError
 
-__all__ = ["dumps", "save_json", "save_result_json", "to_json_text", "to_jsonable"]
+__all__ = ["dumps", "save_json", "save_result_json", "to_json_text", "to_jsonable", "withhold_bands"]
 
 _TOP = "<top level>"
 
@@ -241,3 +242,30 @@ def save_result_json(result: Mapping[str, Any] | Any, path: PathLike, *, indent:
             got=type(result).__name__,
         )
     save_json(dict(result), path, indent=indent, what="result")
+
+
+#: The band of an estimate: ``KEY_minus_sigma``, ``KEY_plus_3sigma``, ...
+_BAND_KEY = re.compile(r".+_(minus|plus)_(3)?sigma")
+
+
+def withhold_bands(record: Any, reliable: bool | None = None) -> Any:
+    """``record`` with the bands of every estimate it calls unreliable as ``null`` (and
+    ``band_withheld`` saying so): an unreliable estimate supports no band, in the records of
+    Python (``LogZResult.to_dict``, ``LogProbResult.to_dict``) as in the command line's JSON and
+    text. A sub-record without a verdict of its own is judged by the record around it."""
+    if isinstance(record, Mapping):
+        own = record.get("reliable")
+        verdict = own if isinstance(own, bool) else reliable
+        out = {k: withhold_bands(v, verdict) for k, v in record.items()}
+        if verdict is False:
+            banded = [k for k in out if isinstance(k, str) and _BAND_KEY.fullmatch(k) and out[k] is not None]
+            for key in banded:
+                out[key] = None
+            if banded and isinstance(own, bool):
+                out["band_withheld"] = (
+                    "the estimate is unreliable: it supports no band (see reliability_reason)"
+                )
+        return out
+    if isinstance(record, list):
+        return [withhold_bands(v, reliable) for v in record]
+    return record

@@ -18,8 +18,10 @@ with ``binarize`` set: the checks feed real-valued data, which binary units refu
 ``score_samples(X)``
     ``log p(v)`` per row, in nats. ``log Z`` is exact when at most ``exact_max_bits`` units must be
     enumerated, else estimated by AIS (``ais_chains`` runs of the ``ais_betas`` schedule, from the
-    base rates of the training data); the record is kept on the estimator as ``log_z_`` (computed
-    once per fitted model, at the first call, or by :meth:`estimate_log_z`). For a BM or DBM whose
+    base rates of the training data, with the checks of ``boltzkit logz --method ais``: the halved
+    schedule and the reverse runs or probe chains); the record is kept on the estimator as
+    ``log_z_`` (computed once per fitted model, at the first call, or by :meth:`estimate_log_z`),
+    and every call while it is unreliable raises an ``UnreliableEstimateWarning``. For a BM or DBM whose
     hidden units are too many to enumerate (more than 16), ``log p*(v)`` is the mean-field lower
     bound, so the values are lower bounds (up to the AIS error of ``log Z``).
 ``score(X)``
@@ -58,6 +60,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,7 +79,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 from boltzkit._numerics import resolve_device
 from boltzkit.data.dataset import check_binary
-from boltzkit.errors import BoltzkitError, DataError
+from boltzkit.errors import BoltzkitError, DataError, UnreliableEstimateWarning
 from boltzkit.estimators import (
     LogZResult,
     ais,
@@ -87,6 +90,7 @@ from boltzkit.estimators import (
 )
 from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import enumeration_bits
+from boltzkit.estimators.reliability import warn_unreliable
 from boltzkit.estimators.unit_dbm import unit_dbm_path
 from boltzkit.estimators.unit_rbm import unit_base_rate_path
 from boltzkit.learning import History, ProgressBar, Trainer, init_model, make_learner
@@ -379,7 +383,9 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             else:
                 make_path = unit_base_rate_path if isinstance(self.model_, UnitRBM) else unit_dbm_path
                 path = make_path(self.model_, data=self._base_data, max_bits=max_bits)
-                result = ais(path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed)
+                result = ais(
+                    path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed, check=True
+                )
         elif enumeration_plan(self.model_).n_bits <= max_bits:
             result = exact_log_z(self._model64(), max_bits=max_bits)
         else:
@@ -387,7 +393,9 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             # scales with the number of rows, so fitting to the one row of means is the same fit
             means = (self._visible_sum / max(1, self._n_seen)).unsqueeze(0)
             path = base_rate_path(self.model_, base_vbias=fit_base_rate(means))
-            result = ais(path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed)
+            result = ais(
+                path, n_chains=int(self.ais_chains), betas=self.ais_betas, seed=self._ais_seed, check=True
+            )
         self.log_z_, self._log_z_key = result, key
         return result
 
@@ -397,7 +405,10 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         check_is_fitted(self)
         X = self._validate(X, reset=False)
         v = self._input(X)
-        log_z = self.estimate_log_z()
+        with warnings.catch_warnings():  # said once below, at every score (the record is kept)
+            warnings.simplefilter("ignore", UnreliableEstimateWarning)
+            log_z = self.estimate_log_z()
+        warn_unreliable("the AIS estimate of log Z behind these scores", log_z.reliability())
         result = dataset_log_prob(self._model64(), v, log_z, per_example=True, batch_size=EVAL_BATCH)
         return result.per_example.numpy()
 

@@ -20,7 +20,6 @@ import dataclasses
 import json
 import math
 import os
-import re
 import shlex
 import sys
 import warnings
@@ -38,6 +37,7 @@ from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values, 
 from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
+from boltzkit.jsonio import withhold_bands
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.unit_dbm import UnitDBM
 from boltzkit.models.unit_rbm import UnitRBM
@@ -218,33 +218,6 @@ class BoltzkitGroup(_OneLineErrors, TyperGroup):
 def json_line(record: Mapping[str, Any]) -> str:
     """One line of strict JSON (``allow_nan=False``) for ``record``."""
     return json.dumps(jsonable(record), allow_nan=False)
-
-
-#: The band of an estimate: ``KEY_minus_sigma``, ``KEY_plus_3sigma``, ...
-_BAND_KEY = re.compile(r".+_(minus|plus)_(3)?sigma")
-
-
-def withhold_bands(record: Any, reliable: bool | None = None) -> Any:
-    """``record`` with the bands of every estimate it calls unreliable as ``null`` (and
-    ``band_withheld`` saying so): as the human summaries print none (:func:`band_text`), an
-    unreliable estimate supports no band. A sub-record without a verdict of its own is judged by
-    the record around it."""
-    if isinstance(record, Mapping):
-        own = record.get("reliable")
-        verdict = own if isinstance(own, bool) else reliable
-        out = {k: withhold_bands(v, verdict) for k, v in record.items()}
-        if verdict is False:
-            banded = [k for k in out if isinstance(k, str) and _BAND_KEY.fullmatch(k) and out[k] is not None]
-            for key in banded:
-                out[key] = None
-            if banded and isinstance(own, bool):
-                out["band_withheld"] = (
-                    "the estimate is unreliable: it supports no band (see reliability_reason)"
-                )
-        return out
-    if isinstance(record, list):
-        return [withhold_bands(v, reliable) for v in record]
-    return record
 
 
 def emit(record: Mapping[str, Any], *, as_json: bool, human: Callable[[], str]) -> None:
@@ -845,10 +818,7 @@ def variational_estimate(
         model, opts.method.value, damping=opts.damping, max_iter=opts.max_iter, tol=opts.tol, rho=opts.rho,
         seed=opts.seed, fw_steps=opts.fw_steps if opts.method.value == "trw" else None,
     )  # fmt: skip
-    return LogZResult.deterministic(
-        r.method, r.log_z, bound=r.bound, converged=r.converged, iterations=r.iterations,
-        residual=r.residual, seconds=r.seconds, **r.settings,
-    )  # fmt: skip
+    return LogZResult.from_variational(r)
 
 
 def sampling_kwargs(opts: LogZOptions, *, device: torch.device, progress: bool) -> dict[str, Any]:

@@ -279,7 +279,7 @@ def ais(
     sampler: TransitionOperator | str = "gibbs",
     seed: int | torch.Generator | None = 0,
     progress: bool = False,
-    check: bool = False,
+    check: bool = True,
 ) -> LogZResult:
     """Annealed importance sampling along ``path`` (S&M 2008, Sec. 3.1; S2 Sec. 3.2).
 
@@ -306,9 +306,13 @@ def ais(
     progress
         Show a progress bar.
     check
-        Also run :func:`schedule_check` (a control run along half the steps with half the chains,
-        a quarter of the cost: an estimate that moves beyond its noise when the schedule is
-        halved is ``reliable: false``) and, where exact samples of the target exist,
+        Run the checks that the weights' spread cannot make (the default, as in every estimator
+        of :mod:`boltzkit.estimators`; ``False`` only where many runs are compared, or a caller
+        checks otherwise: the verdict then rests on the weights alone, and a too short schedule
+        or a mode every run missed can pass as reliable): :func:`schedule_check` (a control run
+        along half the steps with half the chains, a quarter of the cost: an estimate that moves
+        beyond its noise when the schedule is halved is ``reliable: false``) and, where exact
+        samples of the target exist,
         :func:`reverse_check` (reverse AIS from them with as many chains: an upper estimate above
         the forward band makes the estimate ``reliable: false``); where none exist,
         :func:`~boltzkit.estimators.probes.start_check` of the final states (4 chains per run

@@ -278,7 +278,7 @@ def choose_base(
         warnings.simplefilter("ignore", UnreliableEstimateWarning)
         for name, path in paths.items():
             run = ais(path, n_chains=max(10, int(n_chains * PILOT_CHAINS)), betas=pilot_betas, sweeps=sweeps,
-                      sampler=sampler, seed=pilot_seed)  # fmt: skip
+                      sampler=sampler, seed=pilot_seed, check=False)  # fmt: skip
             estimates[name] = float(run.log_z)
     chosen = max(estimates, key=estimates.__getitem__)
     return paths[chosen], {"chosen": chosen, "pilot": estimates, "pilot_steps": pilot_betas - 1}

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from boltzkit._numerics import bernoulli, make_generator, softplus
+from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError, IntractableError
 from boltzkit.estimators.result import LogZResult
 from boltzkit.models.base import EnergyModel
@@ -461,9 +462,15 @@ def exact_log_unnormalized_visible(model: BoltzmannMachine, v: Tensor, *, max_bi
     """``log p*(v) = log sum_h p*(v, h)`` for each row of ``v``, float64, shape ``(N,)``.
 
     Closed form (the free energy) for an RBM or SRBM; the hidden units that do not sum out are
-    enumerated (a BM's hidden layer with laterals, half of a DBM's hidden layers).
+    enumerated (a BM's hidden layer with laterals, half of a DBM's hidden layers). ``v`` must be
+    binary, ``(N, n_visible)`` (:func:`~boltzkit.data.dataset.check_binary`: anything else is a
+    clear error, never a number for a state the model does not have).
     """
-    return log_unnormalized_marginal(model, {0: v}, max_bits=max_bits)
+    model = _as_machine(model)
+    v = check_binary(v, source="v", n_visible=model.n_visible)
+    return log_unnormalized_marginal(
+        model, {0: v.to(device=model.device, dtype=model.dtype)}, max_bits=max_bits
+    )
 
 
 @torch.no_grad()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,7 @@ def log_unnormalized_visible(
     """
     if method not in VISIBLE_METHODS:
         raise BoltzkitError("unknown log p*(v) method", got=method, expected=", ".join(VISIBLE_METHODS))
+    v = check_binary(v, source="v", n_visible=model.n_visible).to(device=model.device, dtype=model.dtype)
     n_bits = enumeration_plan(model, given=(0,)).n_bits
     if method == "exact" or (method == "auto" and n_bits <= max_bits):
         values = exact_log_unnormalized_visible(model, v, max_bits=max_bits)
@@ -107,6 +109,14 @@ def log_unnormalized_visible(
     # where no hidden unit is left to enumerate (an RBM, an SRBM), the hidden units are independent
     # given v and mean-field's q(h) is p(h | v) itself: the "bound" is log p*(v), exact
     return mean_field_bound(model, q), "exact" if n_bits == 0 else "lower", details
+
+
+def _is_variational(record: object) -> bool:
+    """Whether ``record`` is a variational record (its fields, not its class: the variational
+    layer sits beside this one)."""
+    return not isinstance(record, LogZResult) and all(
+        hasattr(record, name) for name in ("method", "log_z", "bound", "converged", "iterations", "residual")
+    )
 
 
 def _minus(offset: float, x: float | None) -> float | None:
@@ -137,7 +147,9 @@ def dataset_log_prob(
         Binary data, shape ``(n, n_visible)`` (tensor or NumPy array).
     log_z
         A :class:`LogZResult` (exact, AIS, reverse AIS, sandwich, ...; for a ratio record, its
-        ``log Z`` of B must be known), or a plain number taken as exact.
+        ``log Z`` of B must be known), a variational record (``variational_log_z``: its bound
+        carried over, a lower bound of ``log Z`` giving an upper one of ``log p``), or a plain
+        number taken as exact.
     per_example
         Also return every ``log p(v_n)`` (float64, on the CPU).
     batch_size
@@ -150,7 +162,20 @@ def dataset_log_prob(
     LogProbResult
         ``bound="exact"`` or ``"lower"`` (mean-field); see the module docstring for the bands.
     """
+    if _is_variational(log_z):  # mean-field, Bethe, TRW, TAP: a bound (or none), no band
+        log_z = LogZResult.from_variational(log_z)
     if not isinstance(log_z, LogZResult):
+        if (
+            isinstance(log_z, bool)
+            or not isinstance(log_z, (numbers.Real, np.number))
+            and not (isinstance(log_z, Tensor) and log_z.numel() == 1)
+        ):
+            raise BoltzkitError(
+                "log_z must be a log Z record or a number",
+                got=type(log_z).__name__,
+                expected="a LogZResult (exact_log_z, estimate_log_z, ais, sandwich, ...), a "
+                "VariationalResult (variational_log_z) or a float taken as exact",
+            )
         value = float(log_z)
         if not math.isfinite(value):
             raise BoltzkitError("log Z must be a finite number", got=log_z)

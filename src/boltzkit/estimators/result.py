@@ -32,7 +32,7 @@ from boltzkit.estimators.reliability import (
     effective_sample_size,
     with_checks,
 )
-from boltzkit.jsonio import dumps, to_jsonable
+from boltzkit.jsonio import dumps, to_jsonable, withhold_bands
 
 
 def _log_mean_and_log_sigma(log_w: Tensor) -> tuple[float, float]:
@@ -179,6 +179,18 @@ class LogZResult:
         )
 
     @classmethod
+    def from_variational(cls, result: Any) -> LogZResult:
+        """A variational record (:class:`~boltzkit.variational.result.VariationalResult`: mean-field,
+        Bethe, TRW, TAP) as a deterministic record (:meth:`deterministic`), its bound, convergence
+        and settings kept: what :func:`~boltzkit.estimators.likelihood.dataset_log_prob` and
+        ``boltzkit evaluate`` take."""
+        return cls.deterministic(
+            result.method, result.log_z, bound=result.bound, converged=result.converged,
+            iterations=result.iterations, residual=result.residual, seconds=result.seconds,
+            **result.settings,
+        )  # fmt: skip
+
+    @classmethod
     def from_log_weights(
         cls,
         method: str,
@@ -278,7 +290,12 @@ class LogZResult:
     # ------------------------------------------------------------------------------- pooling
     @staticmethod
     def pool(results: Sequence[LogZResult]) -> LogZResult:
-        """Pool runs of the same estimator (same start, path and schedule) into one estimate."""
+        """Pool runs of the same estimator (same start, path and schedule) into one estimate.
+
+        The checks of every run are kept (``settings["checks"]``, each with the index of its
+        ``run``), so a check that failed on any of them fails the pool, in whatever order the
+        runs come: each was made against its own run's estimate, and passing checks of the others
+        do not undo it."""
         if not results:
             raise ValueError("nothing to pool")
         first = results[0]
@@ -296,6 +313,12 @@ class LogZResult:
         weights = torch.cat([r.log_weights for r in results])
         seeds = [r.settings.get("seed") for r in results]
         settings = dict(first.settings, seed=seeds, pooled_runs=len(results))
+        checks = [
+            {**check, "run": i} for i, r in enumerate(results) for check in (r.settings.get("checks") or [])
+        ]
+        settings.pop("checks", None)
+        if checks:
+            settings["checks"] = checks
         return LogZResult.from_log_weights(
             first.method,
             weights,
@@ -313,7 +336,9 @@ class LogZResult:
 
     # ------------------------------------------------------------------------------- export
     def to_dict(self, include_weights: bool = False) -> dict[str, Any]:
-        """JSON-ready dict with the keys of the command line's ``--json`` output."""
+        """JSON-ready dict with the keys of the command line's ``--json`` output: the bands of an
+        unreliable estimate ``None``, as there (:func:`~boltzkit.jsonio.withhold_bands`; the
+        :attr:`band` itself stays, for whoever asks for it knowing the verdict)."""
         out: dict[str, Any] = {"method": self.method}
         b = self.band
         out.update(b.as_dict("log_z"))
@@ -333,10 +358,34 @@ class LogZResult:
         out.update({k: to_jsonable(v) for k, v in self.settings.items() if k not in out})
         if include_weights and self.log_weights is not None:
             out["log_weights"] = self.log_weights.tolist()
-        return {k: to_jsonable(v) for k, v in out.items()}
+        return withhold_bands({k: to_jsonable(v) for k, v in out.items()})
 
     def to_json(self, include_weights: bool = False) -> str:
         return dumps(self.to_dict(include_weights))
+
+    def __str__(self) -> str:
+        """One line for ``print``: the estimate, what made it and the verdict, with the 3-sigma
+        band only where the estimate supports one (as the command line prints it)."""
+        name = "log(Z_B/Z_A)" if self.is_ratio and self.reference_log_z is None else "log Z"
+        value = self.log_ratio if name != "log Z" else self.log_z
+        head = (
+            f"{name} = {value:.6g}" if value is not None and math.isfinite(value) else f"{name} = undefined"
+        )
+        parts = [self.method]
+        if self.log_weights is not None:
+            parts.append(f"{self.n_chains} runs of {self.n_steps} steps, ESS {self.ess:.3g}")
+        bound = self.settings.get("bound")
+        if bound in ("lower", "upper"):
+            parts.append(f"{bound} bound")
+        verdict = self.reliability()
+        if verdict is None:
+            return f"{head} ({', '.join(parts)})"
+        if not verdict.reliable:
+            return f"{head} ({', '.join(parts)}): UNRELIABLE, {verdict.reason} (advice: {verdict.advice})"
+        band = self.band if name == "log Z" else self._band()
+        if band.minus_3sigma is not None and band.plus_3sigma is not None:
+            head += f" [{band.minus_3sigma:.6g}, {band.plus_3sigma:.6g}] at 3 sigma"
+        return f"{head} ({', '.join(parts)}): reliable"
 
 
 @dataclass(frozen=True)
@@ -597,7 +646,7 @@ class LogProbResult:
         out.update({k: to_jsonable(v) for k, v in self.details.items() if k not in out})
         if include_per_example and self.per_example is not None:
             out["per_example"] = self.per_example.tolist()
-        return out
+        return withhold_bands(out)
 
 
 @dataclass(frozen=True)
@@ -748,7 +797,7 @@ class DBNBoundResult:
         out.update({k: to_jsonable(v) for k, v in self.settings.items() if k not in out})
         if include_per_example and self.per_example is not None:
             out["per_example"] = self.per_example.tolist()
-        return out
+        return withhold_bands(out)
 
     def to_json(self, include_per_example: bool = False) -> str:
         return dumps(self.to_dict(include_per_example))

@@ -226,7 +226,7 @@ def ais_trace(
     at: Sequence[float] = DEFAULT_TRACE_BETAS,
     n_show: int = 16,
     progress: bool = False,
-    check: bool = False,
+    check: bool = True,
 ) -> AISTrace:
     """Run AIS along ``path`` and record its course (see the module docstring).
 

@@ -8,6 +8,7 @@ and a layer of another type gives its conditional as a field (:meth:`EnergyModel
 
 from __future__ import annotations
 
+import numbers
 from abc import abstractmethod
 
 import torch
@@ -18,6 +19,31 @@ from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Params, UnitType
 
 _BINARY = Bernoulli()
+
+
+def layer_size(value: object) -> int:
+    """A number of units: a whole number (numpy's too), never a float, a string or a bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, Tensor) and value.numel() == 1 and not value.is_floating_point():
+            return int(value)
+        raise BoltzkitError("a number of units must be a whole number", got=repr(value))
+    return int(value)
+
+
+def checked_parameter(value: object, shape: tuple[int, ...], name: str) -> Tensor:
+    """``value`` as a tensor of ``shape`` with finite values, or a clear error naming ``name``: the
+    one check of a parameter given to a model."""
+    t = torch.as_tensor(value)
+    if tuple(t.shape) != tuple(shape):
+        raise BoltzkitError(f"model parameter {name} has the wrong shape", got=tuple(t.shape), expected=shape)
+    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        raise BoltzkitError(
+            f"model parameter {name} holds NaN or infinite values",
+            got=f"{bad} of {t.numel()} entries",
+            hint="every estimate of such a model would be NaN: check where the values came from.",
+        )
+    return t
 
 
 class EnergyModel(nn.Module):

@@ -37,7 +37,6 @@ Parameters are named after the files that hold them: two-layer models ``W``, ``L
 from __future__ import annotations
 
 import copy
-import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,7 +45,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import add_product, as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel
+from boltzkit.models.base import EnergyModel, checked_parameter, layer_size
 from boltzkit.state import Block, ChainState
 
 CouplingKey = tuple[int, int]
@@ -239,7 +238,7 @@ class BoltzmannMachine(EnergyModel):
             param = nn.Parameter(torch.zeros(sizes[l], sizes[m], **kw))
             value = couplings[key]
             if value is not None:
-                value = _checked_value(value, (sizes[l], sizes[m]), name)
+                value = checked_parameter(value, (sizes[l], sizes[m]), name)
                 if l == m:
                     value = _checked_lateral(value, name)
                 with torch.no_grad():
@@ -250,7 +249,7 @@ class BoltzmannMachine(EnergyModel):
             param = nn.Parameter(torch.zeros(sizes[layer], **kw))
             if value is not None:
                 with torch.no_grad():
-                    param.copy_(_checked_value(value, (sizes[layer],), name))
+                    param.copy_(checked_parameter(value, (sizes[layer],), name))
             self.register_parameter(name, param)
         for name, param in self.named_parameters():
             if not bool(torch.isfinite(param.detach()).all()):  # finite values beyond the dtype's range
@@ -688,29 +687,6 @@ class BoltzmannMachine(EnergyModel):
     def as_float64(self) -> BoltzmannMachine:
         """This model in float64 (itself when it already is)."""
         return self if self.dtype == torch.float64 else self.detached_copy(dtype=torch.float64)
-
-
-def layer_size(value: object) -> int:
-    """A number of units: a whole number (numpy's too), never a float, a string or a bool."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, Tensor) and value.numel() == 1 and not value.is_floating_point():
-            return int(value)
-        raise BoltzkitError("a number of units must be a whole number", got=repr(value))
-    return int(value)
-
-
-def _checked_value(value: object, shape: tuple[int, ...], name: str) -> Tensor:
-    t = torch.as_tensor(value)
-    if tuple(t.shape) != tuple(shape):
-        raise BoltzkitError(f"model parameter {name} has the wrong shape", got=tuple(t.shape), expected=shape)
-    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-        bad = int((~torch.isfinite(t)).sum())
-        raise BoltzkitError(
-            f"model parameter {name} holds NaN or infinite values",
-            got=f"{bad} of {t.numel()} entries",
-            hint="every estimate of such a model would be NaN: check where the values came from.",
-        )
-    return t
 
 
 def _checked_lateral(value: Tensor, name: str) -> Tensor:

@@ -25,7 +25,8 @@ from torch import Tensor
 
 from boltzkit._numerics import add_product, as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.boltzmann import BoltzmannMachine, layer_size
+from boltzkit.models.base import layer_size
+from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.state import Block, ChainState
 
 _HIDDEN = Block(layer=1)

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel
+from boltzkit.models.base import EnergyModel, layer_size
 from boltzkit.models.unit_rbm import checked_alphabet, checked_array
 from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Params, UnitType, unit_type
@@ -89,7 +89,7 @@ class UnitDBM(EnergyModel):
                 "binary visible units make an ordinary DBM",
                 hint="use BoltzmannMachine.dbm (or --visible binary).",
             )
-        sizes = tuple(int(n) for n in layer_sizes)
+        sizes = tuple(layer_size(n) for n in layer_sizes)
         if len(sizes) < 3 or min(sizes) < 1:
             raise BoltzkitError(
                 "a DBM needs a visible layer and at least two hidden layers of at least one unit",

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel
+from boltzkit.models.base import EnergyModel, checked_parameter, layer_size
 from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Categorical, Params, UnitType, unit_type
 
@@ -55,13 +55,11 @@ def checked_alphabet(units: UnitType, alphabet: str | None) -> str | None:
 
 
 def checked_array(name: str, value: Tensor | None, shape: tuple[int, ...], fill: float = 0.0) -> Tensor:
-    """A copy of ``value`` of the given ``shape`` (``fill`` everywhere when ``None``), or a clear error."""
+    """A copy of ``value`` of the given ``shape`` with finite values (``fill`` everywhere when ``None``),
+    or a clear error (:func:`~boltzkit.models.base.checked_parameter`)."""
     if value is None:
         return torch.full(shape, float(fill))
-    value = torch.as_tensor(value).detach()
-    if tuple(value.shape) != tuple(shape):
-        raise BoltzkitError(f"{name} has the wrong shape", got=tuple(value.shape), expected=tuple(shape))
-    return value.clone()
+    return checked_parameter(torch.as_tensor(value).detach(), tuple(shape), name).clone()
 
 
 class UnitRBM(EnergyModel):
@@ -112,7 +110,7 @@ class UnitRBM(EnergyModel):
             raise BoltzkitError(
                 "binary visible units make an ordinary RBM", hint="use boltzkit.RBM (or --visible binary)."
             )
-        self._sizes = (int(n_visible), int(n_hidden))
+        self._sizes = (layer_size(n_visible), layer_size(n_hidden))
         if self.n_visible < 1 or self.n_hidden < 1:
             raise BoltzkitError(
                 "an RBM needs at least one visible and one hidden unit", got=(n_visible, n_hidden)
