@@ -1133,3 +1133,55 @@ def test_evaluate_warns_of_sampling_options_its_log_z_method_does_not_use(
     )
     sampled = run("evaluate", model, "--data", data, "--logz", "ais", "--betas", 200, "--chains", 7)
     assert sampled.exit_code == 0 and "does not use" not in sampled.stderr
+
+
+def test_a_run_that_starts_over_on_an_earlier_runs_checkpoint_says_so(tmp_path, monkeypatch):
+    """Without --resume, a checkpoint an interrupted run left is replaced: the run says so and how
+    to continue that run instead (a probe of 2026-12-07: it was replaced without a word)."""
+    from boltzkit.learning.trainer import Trainer
+
+    original = Trainer.save_checkpoint
+
+    def stop_after_one(self, path):
+        original(self, path)
+        raise KeyboardInterrupt
+
+    args = ("train", "--data", "bars-and-stripes", "--hidden", 3, "--epochs", 2, "--batch-size", 8)
+    ckpt, out = tmp_path / "run.ckpt", tmp_path / "m.safetensors"
+    with monkeypatch.context() as patch:
+        patch.setattr(Trainer, "save_checkpoint", stop_after_one)
+        assert run(*args, "--checkpoint", ckpt, "--out", out).exit_code == 130
+    assert ckpt.exists()
+    again = run(*args, "--checkpoint", ckpt, "--out", out)
+    assert again.exit_code == 0, again.output
+    assert "holds a checkpoint of an earlier, interrupted run" in again.stderr and "--resume" in again.stderr
+    quiet = run(*args, "--checkpoint", ckpt, "--out", tmp_path / "other.safetensors")
+    assert "earlier, interrupted run" not in quiet.stderr  # the finished run removed it
+
+
+def test_sigterm_ends_a_command_as_ctrl_c_does_with_the_checkpoint_to_resume(tmp_path):
+    """``kill`` (or a session's time limit) ends ``train`` with ``error: interrupted`` and where its
+    checkpoint is, as Ctrl-C does, not silently with status 143."""
+    import os
+    import signal
+
+    out, ckpt = tmp_path / "m.safetensors", tmp_path / "m.safetensors.ckpt"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "boltzkit", "--threads", "1", "train", "--data", "bars-and-stripes",
+               "--hidden", "4", "--epochs", "100000", "--checkpoint-every", "1", "--no-progress",
+               "--out", str(out)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120.0
+    while not ckpt.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "error: interrupted" in stderr and "--resume" in stderr and str(ckpt) in stderr
+
+
+def test_an_option_neither_a_mixture_nor_a_dbn_takes_is_not_said_to_apply_to_dbns():
+    result = run("train", "--data", "bars-and-stripes", "--model", "mixture", "--components", 2,
+                 "--checkpoint-every", 2, "--out", "never.safetensors")  # fmt: skip
+    assert result.exit_code != 0
+    assert "single Boltzmann machines, not a mixture" in result.stderr and "DBNs" not in result.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from boltzkit.data import mnist_available
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, terminate_as_interrupt
 from boltzkit.experiments import engine
 from boltzkit.experiments.report import UNRELIABLE, Table, Verdicts, band, cell, log_z_cells
 
@@ -125,7 +125,7 @@ def test_an_interrupted_process_run_ends_its_workers() -> None:
     import signal
     from concurrent.futures import ProcessPoolExecutor
 
-    with engine._terminate_as_interrupt():
+    with terminate_as_interrupt():
         assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # SIGTERM raises KeyboardInterrupt
     pool = ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
     futures = [pool.submit(sleep_long, 60.0) for _ in range(3)]

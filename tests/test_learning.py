@@ -746,3 +746,32 @@ def test_trainer_checks_its_inputs():
         CDLearner(0)
     with pytest.raises(BoltzkitError, match="n_chains"):
         PCDLearner(0)
+
+
+def test_a_resumed_run_says_when_it_overrides_the_products_the_variable_asks_for(tmp_path, monkeypatch):
+    """$BOLTZKIT_SPARSE_PRODUCTS naming the other path than the checkpoint's is overridden, so the
+    run resumes bit for bit, and says so (a probe of 2026-12-07: silently)."""
+    from boltzkit import _numerics
+
+    kept = _numerics._sparse_products
+    x = (torch.rand(60, 784, generator=torch.Generator().manual_seed(4)) < 0.13).to(torch.float64)
+    common = dict(
+        n_hidden=_numerics.SPARSE_MIN_COLUMNS, epochs=2, lr=0.1, batch_size=20, seed=5, progress=False
+    )
+    ckpt = tmp_path / "ckpt.safetensors"
+    try:
+        _numerics.set_sparse_products(True)
+        with pytest.raises(Killed):
+            train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)], **common)
+        monkeypatch.setenv(_numerics.SPARSE_PRODUCTS_ENV, "off")
+        with pytest.warns(UserWarning, match="interrupted run took the lookup"):
+            _, hist = train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
+        assert hist.sparse_products is True
+        monkeypatch.setenv(_numerics.SPARSE_PRODUCTS_ENV, "on")  # the same path: nothing to say
+        with pytest.raises(Killed):
+            train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, callbacks=[KillAfter(1)], **common)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            train_rbm(x, checkpoint_path=ckpt, checkpoint_every=1, resume=True, **common)
+    finally:
+        _numerics.set_sparse_products(kept)

@@ -6,9 +6,13 @@ The command line prints ``str(error)`` and exits non-zero without a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+import signal
 import sys
+import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -129,3 +133,23 @@ def positive_int(value: object, what: str, *, hint: str | None = None) -> int:
             f"{what} must be a positive integer", got=repr(value), expected="an integer >= 1", hint=hint
         )
     return int(value)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` in the main thread while the block runs, so that a run
+    stopped by it (a session's time limit, ``kill``) ends as Ctrl-C ends it: a command says where
+    its checkpoint is, and the experiment engine stops its worker processes instead of leaving
+    them behind; elsewhere (another thread, no SIGTERM) nothing changes."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def interrupt(signum, frame) -> None:  # noqa: ANN001
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)

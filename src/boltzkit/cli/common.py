@@ -34,7 +34,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from boltzkit._numerics import resolve_device
 from boltzkit.data import Dataset, alphabet_letters, load_dataset, load_values, shared_rows
-from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning
+from boltzkit.errors import BoltzkitError, UnreliableEstimateWarning, terminate_as_interrupt
 from boltzkit.estimators import METHODS, LogZResult, estimate_log_ratio, estimate_log_z
 from boltzkit.jsonio import to_jsonable as jsonable  # the one JSON encoder; the CLI's name for it
 from boltzkit.jsonio import withhold_bands
@@ -173,7 +173,7 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 
 class _OneLineErrors:
     """Errors end in one line on stderr and exit status 1, and warnings (Python's included) are
-    one ``warning: ...`` line each. Ctrl-C ends in one line ``error: interrupted`` (with what a
+    one ``warning: ...`` line each. Ctrl-C (and SIGTERM) ends in one line ``error: interrupted`` (with what a
     command put in ``ctx.meta["on_interrupt"]``, a text or a function giving it when interrupted,
     such as the checkpoint to resume from) and exit status 130."""
 
@@ -186,7 +186,8 @@ class _OneLineErrors:
                 warnings.simplefilter("ignore", UnreliableEstimateWarning)
                 if not debug_enabled(ctx):
                     warnings.showwarning = _one_line_warning
-                return super().invoke(ctx)
+                with terminate_as_interrupt():  # kill, a time limit: said as Ctrl-C is
+                    return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # click's own usage errors (a group parses its subcommand's arguments in here)
         except KeyboardInterrupt:

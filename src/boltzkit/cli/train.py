@@ -230,6 +230,11 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return option_given(ctx, {"n_chains": "chains"}.get(name, name))
 
 
+#: The note of a run that starts over where an interrupted run left its checkpoint.
+_EARLIER_CHECKPOINT = (
+    "{path} holds {what} of an earlier, interrupted run: this run starts over and replaces it "
+    "(run the same command with --resume to continue that run instead)"
+)
 #: What a mixture of Bernoullis (fit by EM: ``--components``, ``--epochs``, ``--seed``) does not use.
 _NOT_EM = (
     "method", "positive", "damping", "k", "k_schedule", "lr", "batch_size", "sampler", "chains",
@@ -267,7 +272,12 @@ def _refuse_unused_options(
     }
     if kind == "mixture":
         scoped.update(
-            {name: (False, "Boltzmann machines and DBNs, not a mixture fit by EM") for name in _NOT_EM}
+            {
+                name: (False, "single Boltzmann machines, not a mixture fit by EM")
+                if name in _NOT_STACKING  # nor a DBN's stacking: not "Boltzmann machines and DBNs"
+                else (False, "Boltzmann machines and DBNs, not a mixture fit by EM")
+                for name in _NOT_EM
+            }
         )
     elif kind == "dbn":
         scoped.update({name: (False, "single models, not a DBN's greedy stacking") for name in _NOT_STACKING})
@@ -730,6 +740,8 @@ def command(
         }
         if model.value == "dbn":
             layers = checkpoint if checkpoint is not None else out.with_name(out.name + ".layers")
+            if not resume and layers.is_dir() and any(layers.iterdir()):
+                warn(_EARLIER_CHECKPOINT.format(path=layers, what="layer checkpoints"))
             stack_started = time.time()
             # the layers' checkpoints of this run or of the run it resumes (not an earlier run's left there)
             ctx.meta["on_interrupt"] = lambda: (
@@ -784,6 +796,8 @@ def command(
         checkpoint = out.with_name(out.name + ".ckpt")
         checkpoint_seconds = 0.0 if checkpoint_every else DEFAULT_CHECKPOINT_SECONDS
     checkpoint_every = checkpoint_every or 1  # an explicit --checkpoint, too, is written every epoch
+    if not resume and checkpoint.exists():
+        warn(_EARLIER_CHECKPOINT.format(path=checkpoint, what="a checkpoint"))
     if resume and out.exists() and not checkpoint.exists() and not force:
         warn(
             f"nothing to resume: {out} exists and its run left no checkpoint (a finished run removes "

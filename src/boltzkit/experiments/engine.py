@@ -26,16 +26,13 @@ Shared stages
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
 import os
-import signal
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +46,7 @@ from tqdm.auto import tqdm
 from boltzkit._numerics import make_generator
 from boltzkit.atomic import atomic_open
 from boltzkit.data import derive_seed
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, terminate_as_interrupt
 from boltzkit.estimators import estimate_log_z
 from boltzkit.estimators.exact import exact_log_z
 from boltzkit.estimators.likelihood import dataset_log_prob
@@ -296,7 +293,7 @@ def run_tasks(
                 ProcessPoolExecutor(
                     max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)
                 ) as pool,
-                _terminate_as_interrupt(),
+                terminate_as_interrupt(),
             ):
                 futures = {pool.submit(_call, fn, t, args, threads): t for t in todo}
                 try:
@@ -330,25 +327,6 @@ def _finished_record(folder: Path, task: Any) -> dict[str, Any] | None:
     """The task's record in ``folder`` when it is there and written for this very task."""
     rec = load_json(folder / f"{task.key}.json")
     return rec if rec is not None and rec.get("config") == normalized(task.identity()) else None
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises ``KeyboardInterrupt`` in the main thread while the block runs, so that a run
-    stopped by it (a session's time limit, ``kill``) stops its worker processes as Ctrl-C does,
-    instead of leaving them behind; elsewhere (another thread, no SIGTERM) nothing changes."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
-        yield
-        return
-
-    def interrupt(signum, frame) -> None:  # noqa: ANN001
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    before = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

@@ -24,7 +24,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from boltzkit._numerics import sparse_products, sparse_products_as
+from boltzkit._numerics import (
+    SPARSE_PRODUCTS_ENV,
+    SPARSE_PRODUCTS_SETTINGS,
+    sparse_products,
+    sparse_products_as,
+)
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError, positive_int, warn
 from boltzkit.learning.averaging import ParameterAverage
@@ -525,6 +530,15 @@ class Trainer:
         # the products as the interrupted run took them; a checkpoint without the key was written
         # by a version that took the lookup wherever it applied (2026-11-26 to 12-02)
         self.sparse_products = bool(state.get("sparse_products", True))
+        fixed = SPARSE_PRODUCTS_SETTINGS.get(os.environ.get(SPARSE_PRODUCTS_ENV, "").strip().lower())
+        if fixed is not None and fixed != self.sparse_products:  # the variable names the other path
+            path = {True: "lookup", False: "dense product"}
+            warn(
+                f"${SPARSE_PRODUCTS_ENV} asks for the {path[fixed]} of sparse states, but the "
+                f"interrupted run took the {path[self.sparse_products]}: "
+                "the resumed run takes it again, so that it ends with an uninterrupted run's parameters "
+                "(start over, not resuming, to train on the other path)"
+            )
         device = self.model.device
         self.model.load_state_dict({k: v.to(device) for k, v in state["model"].items()})
         self.optimizer.load_state_dict(state["optimizer"])
