@@ -623,3 +623,27 @@ def test_logz_of_a_dbn_says_it_is_the_top_rbms(tmp_path):
     save_model(DBN([random_rbm(7, 5, 2), random_rbm(5, 3, 4)]), path)
     result = runner.invoke(app, ["logz", str(path)])
     assert result.exit_code == 0 and "log Z of the top RBM (exact):" in result.stdout
+
+
+def test_the_bound_from_an_unreliable_log_z_holds_no_band_in_its_record() -> None:
+    """``dbn_bound(...).to_dict()`` carries the log Z verdict, and with an unreliable one no band
+    and no error half-width that holds log Z's error (a review of 2026-12-07: both were kept)."""
+    from boltzkit.estimators import LogZResult
+
+    dbn = tiny_dbn((6, 4, 3))
+    v = random_bits(8, 6, 1)
+    # one run carries the estimate: unreliable
+    start = float(dbn_top_log_z(dbn, "exact").log_z)
+    weights = torch.tensor([0.0, -30.0, -31.0, -29.0], dtype=F64)
+    carried = LogZResult.from_log_weights("ais", weights, log_z_start=start, n_steps=10)
+    record = dbn_bound(dbn, v, carried, n_samples=20, seed=0).to_dict()
+    assert record["reliable"] is False and record["band_withheld"]
+    withheld = [
+        f"{key}_{end}_3sigma" for key in ("mean_log_prob", "ais_error", "log_z") for end in ("minus", "plus")
+    ]
+    withheld += ["total_error_3std", "total_error_3std_pooled"]
+    for key in withheld:
+        assert record[key] is None, key
+    assert record["mc_error_3std"] is not None  # the Monte Carlo error of the bound does not hang on log Z
+    sound = dbn_bound(dbn, v, "exact", n_samples=20, seed=0).to_dict()
+    assert "band_withheld" not in sound and sound["mc_error_3std"] is not None

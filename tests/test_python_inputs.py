@@ -52,6 +52,17 @@ from boltzkit.samplers import sample
             "NaN or infinite",
         ),
         (lambda: UnitDBM("gaussian", [4, 3.0, 2]), "whole number"),
+        # finite as given, infinite once cast (as RBM refuses it)
+        (
+            lambda: UnitRBM("gaussian", 4, 3, vbias=torch.tensor([1e39, 0.0, 0.0, 0.0], dtype=F64)),
+            "overflows float32",
+        ),
+        (
+            lambda: UnitDBM(
+                "gaussian", [4, 3, 2], weights=[torch.full((4, 3), 1e39, dtype=F64), torch.zeros(3, 2)]
+            ),
+            "overflows float32",
+        ),
     ],
 )
 def test_a_model_refuses_what_would_make_every_answer_wrong(build, match) -> None:
@@ -215,3 +226,14 @@ def test_dataset_log_prob_takes_a_variational_record_with_its_bound() -> None:
     for bad in (None, "3.0", True):
         with pytest.raises(BoltzkitError, match="a log Z record or a number"):
             dataset_log_prob(rbm, data, bad)
+    given = dataset_log_prob(rbm, data, 3.0).mean_log_prob  # a number in any of its forms is taken
+    for number in (np.float32(3.0), np.array(3.0), torch.tensor(3.0), np.array([3.0])):
+        assert dataset_log_prob(rbm, data, number).mean_log_prob == pytest.approx(given)
+
+
+def test_exact_log_prob_checks_its_states_before_it_enumerates_log_z(monkeypatch) -> None:
+    from boltzkit.estimators import exact as exact_module
+
+    monkeypatch.setattr(exact_module, "exact_log_z", lambda *a, **k: pytest.fail("enumerated first"))
+    with pytest.raises(BoltzkitError, match="binary"):
+        exact_module.exact_log_prob(random_rbm(6, 4, 3), torch.full((2, 6), 0.5, dtype=F64))

@@ -346,3 +346,27 @@ def test_python_records_of_an_unreliable_estimate_hold_no_band_and_say_why() -> 
     assert "band_withheld" not in kept
     assert str(long).endswith("reliable") and f"{long.band.plus_3sigma:.6g}" in str(long)
     assert str(exact_log_z(rbm)) == f"log Z = {exact_log_z(rbm).log_z:.6g} (exact)"
+
+
+@pytest.mark.parametrize(
+    "log_weights",
+    [[math.nan] * 5, [-math.inf] * 5, [0.0, 1.0, math.inf, 2.0, 3.0], [0.0, 0.1, math.nan, -0.1, 0.2]],
+)
+def test_weights_that_are_not_numbers_to_average_are_unreliable(log_weights) -> None:
+    """NaN, an infinite weight, or zero weight everywhere: the estimate is undefined, and its
+    record says so (a review of 2026-12-07: all-NaN weights printed as reliable)."""
+    from boltzkit.estimators import LogZResult
+
+    verdict = assess(torch.tensor(log_weights, dtype=F64))
+    assert verdict.reliable is False and "not numbers to average" in verdict.reason
+    record = LogZResult.from_log_weights(
+        "ais", torch.tensor(log_weights, dtype=F64), log_z_start=0.0, n_steps=3
+    )
+    assert "UNRELIABLE" in str(record)
+
+
+def test_a_run_of_zero_weight_beside_others_is_no_lockstep() -> None:
+    """One weight of exp(-inf) among spread ones: before, the spread read as infinite and the
+    lockstep rule (all weights equal) fired."""
+    lw = torch.cat([torch.tensor([-math.inf], dtype=F64), torch.linspace(-0.2, 0.2, 30, dtype=F64)])
+    assert assess(lw).reliable

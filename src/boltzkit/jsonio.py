@@ -244,8 +244,9 @@ def save_result_json(result: Mapping[str, Any] | Any, path: PathLike, *, indent:
     save_json(dict(result), path, indent=indent, what="result")
 
 
-#: The band of an estimate: ``KEY_minus_sigma``, ``KEY_plus_3sigma``, ...
-_BAND_KEY = re.compile(r".+_(minus|plus)_(3)?sigma")
+#: The band of an estimate: ``KEY_minus_sigma``, ``KEY_plus_3sigma``, ..., and the half-widths
+#: that hold log Z's error (a DBN bound's ``total_error_3std``)
+_BAND_KEY = re.compile(r".+_(minus|plus)_(3)?sigma|total_error_3std(_pooled)?")
 
 
 def withhold_bands(record: Any, reliable: bool | None = None) -> Any:

@@ -388,6 +388,8 @@ def dbn_bound(
             "log_z_n_chains": log_z_result.n_chains,
             "log_z_n_steps": log_z_result.n_steps,
             **({} if note is None else {"bound_note": note}),
+            # the verdict on log Z: its bands, and so the bound's, stand or fall with it
+            **({} if (verdict := log_z_result.reliability()) is None else verdict.as_dict()),
         },
     )
 

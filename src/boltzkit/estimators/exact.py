@@ -477,12 +477,14 @@ def exact_log_unnormalized_visible(model: BoltzmannMachine, v: Tensor, *, max_bi
 def exact_log_prob(
     model: BoltzmannMachine, v: Tensor, log_z: float | LogZResult | None = None, *, max_bits: int = 24
 ) -> Tensor:
-    """``log p(v) = log p*(v) - log Z`` for each row of ``v``, float64, shape ``(n,)``."""
+    """``log p(v) = log p*(v) - log Z`` for each row of ``v``, float64, shape ``(n,)`` (``v`` checked
+    as :func:`exact_log_unnormalized_visible` checks it, before ``log Z`` is enumerated)."""
+    log_p_star = exact_log_unnormalized_visible(model, v, max_bits=max_bits)
     if log_z is None:
         log_z = exact_log_z(model)
     if isinstance(log_z, LogZResult):
         log_z = float(log_z.log_z)
-    return exact_log_unnormalized_visible(model, v, max_bits=max_bits) - log_z
+    return log_p_star - log_z
 
 
 @torch.no_grad()

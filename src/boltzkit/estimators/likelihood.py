@@ -43,8 +43,8 @@ from boltzkit.errors import BoltzkitError
 from boltzkit.estimators.exact import (
     enumeration_bits,
     enumeration_plan,
-    exact_log_unnormalized_visible,
     exact_log_z,
+    log_unnormalized_marginal,
 )
 from boltzkit.estimators.result import LogProbResult, LogZResult, log_prob_bound
 from boltzkit.estimators.unit_dbm import unit_dbm_log_unnormalized
@@ -92,12 +92,20 @@ def log_unnormalized_visible(
         mean-field iterations, residual and convergence, and ``damping``: ``None`` where no free
         layer has laterals to damp).
     """
+    v = check_binary(v, source="v", n_visible=model.n_visible).to(device=model.device, dtype=model.dtype)
+    return _log_unnormalized_visible(model, v, method, max_bits, damping, tol, max_iter)
+
+
+def _log_unnormalized_visible(
+    model: BoltzmannMachine, v: Tensor, method: str, max_bits: int, damping: float, tol: float, max_iter: int
+) -> tuple[Tensor, str, dict[str, Any]]:
+    """:func:`log_unnormalized_visible` of states already checked (a batch of
+    :func:`dataset_log_prob`'s data, checked once as a whole)."""
     if method not in VISIBLE_METHODS:
         raise BoltzkitError("unknown log p*(v) method", got=method, expected=", ".join(VISIBLE_METHODS))
-    v = check_binary(v, source="v", n_visible=model.n_visible).to(device=model.device, dtype=model.dtype)
     n_bits = enumeration_plan(model, given=(0,)).n_bits
     if method == "exact" or (method == "auto" and n_bits <= max_bits):
-        values = exact_log_unnormalized_visible(model, v, max_bits=max_bits)
+        values = log_unnormalized_marginal(model, {0: v}, max_bits=max_bits)
         return values, "exact", {"enumerated_hidden_units": n_bits}
     q = mean_field(model, {0: v}, damping=damping, tol=tol, max_iter=max_iter)
     details = {
@@ -169,6 +177,7 @@ def dataset_log_prob(
             isinstance(log_z, bool)
             or not isinstance(log_z, (numbers.Real, np.number))
             and not (isinstance(log_z, Tensor) and log_z.numel() == 1)
+            and not (isinstance(log_z, np.ndarray) and log_z.size == 1)
         ):
             raise BoltzkitError(
                 "log_z must be a log Z record or a number",
@@ -176,7 +185,7 @@ def dataset_log_prob(
                 expected="a LogZResult (exact_log_z, estimate_log_z, ais, sandwich, ...), a "
                 "VariationalResult (variational_log_z) or a float taken as exact",
             )
-        value = float(log_z)
+        value = float(log_z.item() if isinstance(log_z, (Tensor, np.ndarray)) else log_z)
         if not math.isfinite(value):
             raise BoltzkitError("log Z must be a finite number", got=log_z)
         log_z = LogZResult.exact(value, source="given number")
@@ -214,8 +223,8 @@ def dataset_log_prob(
             with torch.no_grad():
                 values = model.log_unnormalized(xb)
         else:
-            values, bound, details = log_unnormalized_visible(
-                model, xb, method=method, max_bits=max_bits, damping=damping, tol=tol, max_iter=max_iter
+            values, bound, details = _log_unnormalized_visible(
+                model, xb, method, max_bits, damping, tol, max_iter
             )
         parts.append(values.to(torch.float64).cpu())
         if bound == "lower":
@@ -293,7 +302,9 @@ def exact_log_likelihoods(
         total = 0.0
         for start in range(0, x.shape[0], batch_size):
             chunk = x[start : start + batch_size].to(device=m64.device, dtype=torch.float64)
-            total += float(exact_log_unnormalized_visible(m64, chunk, max_bits=max_bits).sum())
+            total += float(
+                log_unnormalized_marginal(m64, {0: chunk}, max_bits=max_bits).sum()
+            )  # trusted data
         out[f"{name}_log_lik"] = total / max(1, x.shape[0]) - log_z
     return out
 

@@ -164,12 +164,24 @@ def assess(log_weights: Tensor, *, trivial: bool = False, annealed: bool = True)
     frac = ess / n if n else 0.0
     more = "more intermediate distributions (--betas)" if annealed else "AIS instead (--method ais)"
     problems: list[str] = []
+    n_nan, n_inf = int(torch.isnan(lw).sum()), int((lw == math.inf).sum())
+    if n and (n_nan or n_inf or not bool((lw > -math.inf).any())):
+        problems.append(
+            f"the weights are not numbers to average ({n_nan} NaN, {n_inf} infinite, "
+            f"{int((lw == -math.inf).sum())} of zero weight, of {n}): the estimate is undefined "
+            "(a numerical overflow, or a path whose target the runs never reach)"
+        )
     if n < 2 and not trivial:
         problems.append(
             f"{'one weight' if n == 1 else 'no weights'}: a single sample has no spread to measure the "
             "error by, so the zero-width band says nothing about it"
         )
-    if n >= 2 and not trivial and float(lw.max() - lw.min()) <= 1e-9 * max(1.0, float(lw.abs().max())):
+    if (
+        n >= 2
+        and not trivial
+        and bool(torch.isfinite(lw).all())  # (a weight of zero beside others is no lockstep)
+        and float(lw.max() - lw.min()) <= 1e-9 * max(1.0, float(lw.abs().max()))
+    ):
         problems.append(
             f"all {n} weights are equal although the path's two ends differ: the chains moved in "
             "lockstep (a start model with its mass on one state, or too few steps), so the zero-width "

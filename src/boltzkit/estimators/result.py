@@ -293,9 +293,9 @@ class LogZResult:
         """Pool runs of the same estimator (same start, path and schedule) into one estimate.
 
         The checks of every run are kept (``settings["checks"]``, each with the index of its
-        ``run``), so a check that failed on any of them fails the pool, in whatever order the
-        runs come: each was made against its own run's estimate, and passing checks of the others
-        do not undo it."""
+        ``run``; of a pooled record, also its index within that pool, ``run_within``), so a check
+        that failed on any of them fails the pool, in whatever order the runs come: each was made
+        against its own run's estimate, and passing checks of the others do not undo it."""
         if not results:
             raise ValueError("nothing to pool")
         first = results[0]
@@ -313,8 +313,10 @@ class LogZResult:
         weights = torch.cat([r.log_weights for r in results])
         seeds = [r.settings.get("seed") for r in results]
         settings = dict(first.settings, seed=seeds, pooled_runs=len(results))
-        checks = [
-            {**check, "run": i} for i, r in enumerate(results) for check in (r.settings.get("checks") or [])
+        checks = [  # a pool of pools keeps the inner index too, as "run_within"
+            {**check, "run": i, **({"run_within": check["run"]} if "run" in check else {})}
+            for i, r in enumerate(results)
+            for check in (r.settings.get("checks") or [])
         ]
         settings.pop("checks", None)
         if checks:

@@ -46,6 +46,18 @@ def checked_parameter(value: object, shape: tuple[int, ...], name: str) -> Tenso
     return t
 
 
+def check_fits_dtype(model: nn.Module) -> None:
+    """A clear error where a parameter, finite as given, overflowed the model's dtype when cast to
+    it (``1e39`` in float32): every model class checks its parameters after it made them."""
+    for name, param in model.named_parameters():
+        if not bool(torch.isfinite(param.detach()).all()):
+            raise BoltzkitError(
+                f"model parameter {name} overflows {str(param.dtype).removeprefix('torch.')}",
+                got=f"largest |value| {float(param.detach().abs().max()):.3g}",
+                hint="use dtype=torch.float64.",
+            )
+
+
 class EnergyModel(nn.Module):
     """Energy model ``p(x) = exp(-E(x)) / Z`` over layers of units, {0, 1} unless a layer says
     otherwise (:meth:`layer_units`).

@@ -45,7 +45,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import add_product, as_beta, bernoulli, softplus
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel, checked_parameter, layer_size
+from boltzkit.models.base import EnergyModel, check_fits_dtype, checked_parameter, layer_size
 from boltzkit.state import Block, ChainState
 
 CouplingKey = tuple[int, int]
@@ -251,13 +251,7 @@ class BoltzmannMachine(EnergyModel):
                 with torch.no_grad():
                     param.copy_(checked_parameter(value, (sizes[layer],), name))
             self.register_parameter(name, param)
-        for name, param in self.named_parameters():
-            if not bool(torch.isfinite(param.detach()).all()):  # finite values beyond the dtype's range
-                raise BoltzkitError(
-                    f"model parameter {name} overflows {str(dtype).removeprefix('torch.')}",
-                    got=f"largest |value| {float(param.detach().abs().max()):.3g}",
-                    hint="use dtype=torch.float64.",
-                )
+        check_fits_dtype(self)
         self._index()
 
     def _index(self) -> None:

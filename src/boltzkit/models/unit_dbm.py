@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel, layer_size
+from boltzkit.models.base import EnergyModel, check_fits_dtype, layer_size
 from boltzkit.models.unit_rbm import checked_alphabet, checked_array
 from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Params, UnitType, unit_type
@@ -131,6 +131,7 @@ class UnitDBM(EnergyModel):
             self.log_sigma = nn.Parameter(torch.log(sigma.to(**kw)))
         elif sigma is not None:
             raise BoltzkitError(f"{self.visible_units.name} units take no sigma")
+        check_fits_dtype(self)  # finite as given, but beyond the dtype's range once cast
 
     def _w_shape(self, l: int) -> tuple[int, ...]:
         return self.visible_units.coupling_shape(self._sizes[0], self._sizes[1])

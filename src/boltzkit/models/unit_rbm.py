@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
 from boltzkit.errors import BoltzkitError
-from boltzkit.models.base import EnergyModel, checked_parameter, layer_size
+from boltzkit.models.base import EnergyModel, check_fits_dtype, checked_parameter, layer_size
 from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Categorical, Params, UnitType, unit_type
 
@@ -137,6 +137,7 @@ class UnitRBM(EnergyModel):
             self.log_sigma = nn.Parameter(torch.log(sigma.to(**kw)))
         elif sigma is not None:
             raise BoltzkitError(f"{self.visible_units.name} units take no sigma")
+        check_fits_dtype(self)  # finite as given, but beyond the dtype's range once cast
 
     def _w_shape(self) -> tuple[int, ...]:
         return self.visible_units.coupling_shape(self.n_visible, self.n_hidden)
