@@ -352,7 +352,7 @@ def test_lower_band_is_none_when_z_minus_3_sigma_is_not_positive() -> None:
     ok = LogZResult.from_log_weights(
         "ais", torch.tensor([0.0, 0.1, -0.1], dtype=F64), log_z_start=0.0, n_steps=1
     )
-    assert ok.to_dict()["log_z_minus_3sigma"] is not None
+    assert ok.band.minus_3sigma is not None  # (three runs: the record withholds it as unreliable)
 
 
 def test_extreme_log_weights_do_not_overflow() -> None:

@@ -517,7 +517,7 @@ def test_logz_text_says_what_the_probe_check_tested():
     )
     assert _probe_line(
         {"name": "probe chains of the target", "passed": True, "reason": "not run: fewer than 4 chains"}
-    ) == ("probe check: not run: fewer than 4 chains")
+    ) == ("probe check (of the target): not run: fewer than 4 chains")
     assert _probe_line({"name": "schedule halved", "passed": True}) is None
 
 
@@ -1185,3 +1185,22 @@ def test_an_option_neither_a_mixture_nor_a_dbn_takes_is_not_said_to_apply_to_dbn
                  "--checkpoint-every", 2, "--out", "never.safetensors")  # fmt: skip
     assert result.exit_code != 0
     assert "single Boltzmann machines, not a mixture" in result.stderr and "DBNs" not in result.stderr
+
+
+def test_a_dbn_evaluated_with_an_unreliable_top_log_z_says_so_in_its_text(tmp_path):
+    """The DBN's text named the top RBM's log Z without its verdict (a probe of 2026-12-07), where an
+    RBM's evaluation gives it; a mixture says the log Z options do not apply to it."""
+    g = np.random.default_rng(1)
+    dbn = tmp_path / "dbn.npz"
+    np.savez(dbn, W_0=g.normal(0, 2, (10, 6)), vbias_0=g.normal(0, 1, 10), hbias_0=g.normal(0, 1, 6),
+             W_1=g.normal(0, 3, (6, 8)), vbias_1=g.normal(0, 1, 6), hbias_1=g.normal(0, 1, 8))  # fmt: skip
+    data = tmp_path / "data.npy"
+    np.save(data, (g.random((30, 10)) < 0.5).astype(float))
+    result = run("evaluate", dbn, "--data", data, "--logz", "ais", "--chains", 3, "--betas", 5,
+                 "--max-bits", 4, "--samples", 2)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "(unreliable)" in result.stdout and "reliable: NO: only 3 runs" in result.stdout
+    mixture = tmp_path / "mix.npz"
+    np.savez(mixture, weights=np.array([0.3, 0.7]), means=g.random((2, 10)))
+    said = run("evaluate", mixture, "--data", data, "--logz", "ais", "--chains", 3)
+    assert said.exit_code == 0 and "does not use --logz, --chains: ignored" in said.stderr

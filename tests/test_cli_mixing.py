@@ -240,3 +240,18 @@ def test_mixing_fails_an_ar_time_that_misses_the_slow_switching_of_a_two_mode_rb
     assert ar["tau"] < 0.7 * exact  # the AR fit holds the fast decay only (53-85 on the seeds tried)
     assert ar["misses_slow_tail"] is True and ar["reliable"] is False
     assert "(unreliable: see the warning)" in runner.invoke(app, [str(a) for a in args]).stdout
+
+
+def test_every_unreliable_tau_in_the_json_says_why(rbm_file):
+    """Chains shorter than the length rule: the record's reason said nothing (``null``, the
+    warning alone gave it; a probe of 2026-12-07); the top level says which taus are reliable."""
+    record = run_json("mixing", rbm_file, "--samplers", "gibbs,flip", "--chains", 2, "--steps", 60,
+                      "--burn-in", 5, "--json")  # fmt: skip
+    for sampler, estimates in record["estimates"].items():
+        for name, estimate in estimates.items():
+            if not estimate["reliable"]:
+                assert estimate["reason"], (sampler, name)
+    assert record["tau_reliable"] == {
+        n: record["estimates"][n][record["tau_method"]]["reliable"] for n in ("gibbs", "flip")
+    }
+    assert any("fewer than 50 tau" in (e["reason"] or "") for e in record["estimates"]["gibbs"].values())

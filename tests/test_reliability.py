@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -231,8 +232,12 @@ def test_few_runs_fit_no_tail_and_one_carrying_run_is_flagged():
     assert math.isfinite(pareto_k_hat(synthetic_log_weights(3, 21, 1.2)))
     carried = assess(torch.tensor([0.0, -30.0, -31.0, -29.0, -40.0], dtype=F64))
     assert not carried.reliable and "one run carries" in carried.reason and "--chains" in carried.advice
-    assert assess(torch.tensor([0.0, -0.1, 0.2, 0.1, -0.2], dtype=F64)).reliable
-    assert assess(torch.tensor([0.0, 0.05], dtype=F64)).reliable  # ESS 1.9988 of 2
+    spread = torch.linspace(-0.2, 0.2, 10, dtype=F64)  # ten runs: the fewest whose spread is taken
+    assert assess(spread).reliable
+    few = assess(spread[:5])
+    assert not few.reliable and "only 5 runs" in few.reason  # however even their weights
+    assert "only 2 runs" in assess(torch.tensor([0.0, 0.05], dtype=F64)).reason  # ESS 1.9988 of 2
+    assert assess(torch.tensor([0.0, 0.05], dtype=F64), trivial=True).reliable  # equal ends: nothing to judge
 
 
 def test_logz_judges_an_estimate_by_the_exact_value_beside_it_and_withholds_its_json_band(tmp_path):
@@ -245,7 +250,9 @@ def test_logz_judges_an_estimate_by_the_exact_value_beside_it_and_withholds_its_
     np.savez(path, W=np.full((12, 1), 3.0), vbias=-1.5 * np.ones(12), hbias=np.array([-17.5]))
     record = last_json(run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3, "--json"))
     assert record["exact_log_z"] == pytest.approx(3.3910, abs=1e-4)
-    assert record["reliable"] is False and "outside its ±3σ band" in record["reliability_reason"]
+    # five runs are too few for a band (the rule of 2026-12-07); before it, only the exact value beside
+    # the estimate showed it unreliable (its judgement is tested on its own below)
+    assert record["reliable"] is False and "only 5 runs" in record["reliability_reason"]
     assert record["log_z_minus_3sigma"] is None and record["log_z_plus_3sigma"] is None
     assert record["band_withheld"] and record["log_z"] < 2.5
     assert "no band" in run("logz", path, "--method", "sis", "--chains", 5, "--seed", 3).stdout
@@ -370,3 +377,41 @@ def test_a_run_of_zero_weight_beside_others_is_no_lockstep() -> None:
     lockstep rule (all weights equal) fired."""
     lw = torch.cat([torch.tensor([-math.inf], dtype=F64), torch.linspace(-0.2, 0.2, 30, dtype=F64)])
     assert assess(lw).reliable
+
+
+def test_logz_judges_a_reliable_estimate_whose_band_misses_the_exact_value() -> None:
+    """``logz``'s judgement by the exact log Z enumerated beside a small model: a band that misses it
+    fails the estimate, whatever its weights said; one that holds it, or an estimate already
+    unreliable, is left as it is."""
+    from boltzkit.cli.logz import _judge_by_the_truth
+
+    missed = {"reliable": True, "log_z_minus_3sigma": 1.0, "log_z_plus_3sigma": 2.0, "exact_log_z": 3.0}
+    _judge_by_the_truth(missed)
+    assert missed["reliable"] is False and "outside its ±3σ band" in missed["reliability_reason"]
+    assert missed["checks"][-1]["name"] == "agrees with the exact log Z"
+    held = {"reliable": True, "log_z_minus_3sigma": 1.0, "log_z_plus_3sigma": 4.0, "exact_log_z": 3.0}
+    _judge_by_the_truth(held)
+    assert held["reliable"] is True and "checks" not in held
+    one_sided = {"reliable": True, "log_z_minus_3sigma": None, "log_z_plus_3sigma": 2.0, "exact_log_z": 3.0}
+    _judge_by_the_truth(one_sided)
+    assert one_sided["reliable"] is False
+
+
+def test_a_variational_value_that_is_no_fixed_point_is_unreliable_in_its_record(tmp_path) -> None:
+    """Bethe stopped after 3 sweeps: its record said only ``converged: false`` (its warning went to
+    stderr); now ``reliable: false`` with the reason, as every estimate. A mean-field value is a
+    lower bound at any iterate, and stays reliable as one."""
+    from boltzkit.estimators import LogZResult
+    from boltzkit.variational import variational_log_z
+
+    rbm = random_rbm(10, 6, 0, scale=3.0)
+    path = tmp_path / "rbm.safetensors"
+    save_model(rbm, path)
+    record = last_json(run("logz", path, "--method", "bethe", "--max-iter", 3, "--json"))
+    assert record["converged"] is False and record["reliable"] is False and record["reliability_reason"]
+    text = run("logz", path, "--method", "bethe", "--max-iter", 3).stdout
+    assert "reliable: NO" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (whether it converged or not, the bound holds)
+        early = LogZResult.from_variational(variational_log_z(rbm, "mean-field", max_iter=1))
+    assert early.settings["bound"] == "lower" and early.reliability() is None  # no verdict against it

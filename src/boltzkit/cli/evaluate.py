@@ -96,7 +96,11 @@ def _summary(record: dict[str, Any]) -> str:
     if record["log_z_method"] != "exact" and not deterministic_log_z(record):
         line += "  " + band_text(record, "mean_log_prob", note="log Z ±3σ")
     lines = [line]
-    if sandwich and record.get("mean_log_prob_conservative") is not None:
+    if (
+        sandwich
+        and record.get("mean_log_prob_conservative") is not None
+        and record.get("reliable") is not False
+    ):
         lines.append(
             f"  with the reverse (upper) end of log Z: {fmt(record['mean_log_prob_conservative'])} "
             "(the conservative figure: the truth lies between the two while the ends agree)"
@@ -226,6 +230,20 @@ def command(
         given = [f for f, key in (("--log-p", "log_p"), ("--damping", "damping")) if option_given(ctx, key)]
         if given:
             warn_ignored("evaluating a stacked model (DBN or mixture)", given)
+        if getattr(rbm, "kind", None) == "mixture":  # normalised: nothing about log Z applies
+            log_z_options = (
+                "logz",
+                "chains",
+                "betas",
+                "sweeps",
+                "sampler",
+                "base_rate_data",
+                "max_bits",
+                "samples",
+            )
+            ignored = [f"--{key.replace('_', '-')}" for key in log_z_options if option_given(ctx, key)]
+            if ignored:
+                warn_ignored("a mixture (its log p(v) is exact: no log Z to estimate)", ignored)
         record, values = evaluate_stack(
             rbm, metadata, dataset, model_path=model, opts=opts, samples=samples, device=dev,
             progress=show_progress(progress), data_dir=data_dir, per_example=per_example is not None, t0=t0,

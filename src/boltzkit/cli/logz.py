@@ -163,8 +163,8 @@ def _probe_line(check: dict[str, Any]) -> str | None:
     if not name.startswith("probe chains"):
         return None
     reason = str(check.get("reason") or "")
-    if reason.startswith("not run"):
-        return f"probe check: {reason}"
+    if reason.startswith("not run"):  # said with what it would have compared (a record may hold two)
+        return f"probe check ({name.removeprefix('probe chains ')}): {reason}"
     n = check.get("n_probes") or check.get("n_chains")
     if "excess_log_weight" in check:  # the importance weights of probes against the draws'
         verdict = (

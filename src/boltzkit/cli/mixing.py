@@ -44,6 +44,7 @@ from boltzkit.cli.common import (
 from boltzkit.cli.stack import is_stack_model
 from boltzkit.diagnostics.autocorrelation import (
     ESTIMATORS,
+    RELIABLE_LENGTHS,
     SLOW_TAIL_Z,
     acf_sum,
     autocorrelation,
@@ -61,6 +62,21 @@ from boltzkit.samplers import make_operator
 #: Lags over which the chains' autocorrelations are summed to check the AR fit (fewer when the
 #: chains are shorter): S3's lags in its Fig. 4.
 SLOW_TAIL_LAGS = 2_000
+
+
+def _length_reason(tau: float, steps: int) -> str:
+    """Why an estimate the length rule failed is unreliable (its own reason is about more than the
+    length: ``IntegratedTime.reason``), as its record and the warning say it."""
+    if tau <= 0:
+        return (
+            f"tau is not positive ({fmt(tau, 2)}): the autocorrelation alternates in sign and the window "
+            "stopped inside it, so that estimate says nothing; use the Geyer estimate (it pairs the lags)"
+        )
+    need = fmt(RELIABLE_LENGTHS * tau, 0)
+    return (
+        f"the chains' {steps} steps are fewer than {RELIABLE_LENGTHS:.0f} tau ({need}): the estimate is "
+        "biased low; run more --steps"
+    )
 
 
 def _operators(samplers: str) -> list[str]:
@@ -158,7 +174,7 @@ def command(
             taus[name][est] = {
                 "tau": res.tau,
                 "reliable": res.reliable,
-                "reason": res.reason,
+                "reason": res.reason if res.reliable or res.reason else _length_reason(res.tau, steps),
                 "window": res.window,
                 "order": res.order,
             }
@@ -192,19 +208,11 @@ def command(
                 by_reason.setdefault(r["reason"], []).append(est)
         for reason, ests in by_reason.items():
             warn(f"{n} ({', '.join(ests)}): tau is unreliable: {reason}")
-    unreliable = [
-        f"{n} ({est})"
+    negative = [  # (where the record's own reason is not already this one)
+        f"{n} ({est}: {fmt(r['tau'], 2)})"
         for n in names
         for est, r in taus[n].items()
-        if not r["reliable"] and r["tau"] > 0 and not r["reason"]
-    ]
-    if unreliable:
-        warn(
-            f"chains shorter than 50 tau for {', '.join(unreliable)}: those tau estimates are biased low; "
-            "run more --steps"
-        )
-    negative = [
-        f"{n} ({est}: {fmt(r['tau'], 2)})" for n in names for est, r in taus[n].items() if r["tau"] <= 0
+        if r["tau"] <= 0 and not str(r["reason"]).startswith("tau is not positive")
     ]
     if negative:
         warn(
@@ -237,6 +245,7 @@ def command(
         "device": str(dev),
         "tau": {n: taus[n][method]["tau"] for n in names},
         "tau_method": method,
+        "tau_reliable": {n: taus[n][method]["reliable"] for n in names},  # reasons under estimates
         "estimates": taus,
         "between_chains_checked": chains > 1,
         "out": None if out is None else str(out),

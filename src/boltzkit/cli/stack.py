@@ -414,10 +414,13 @@ def _bound_summary(record: dict[str, Any]) -> str:
         )
     if (overlap := training_overlap_text(record)) is not None:
         lines.append(overlap)
-    lines += [
-        f"log Z of the top RBM ({record['log_z_method']}): {fmt(record['log_z'])}",
-        f"time: {fmt(record['seconds'], 2)} s",
-    ]
+    unreliable = "  (unreliable)" if verdict.get("reliable") is False else ""
+    lines.append(f"log Z of the top RBM ({record['log_z_method']}): {fmt(record['log_z'])}{unreliable}")
+    if record["log_z_method"] != "exact" and verdict.get("reliable") is not None:  # as evaluate says it
+        lines.append(
+            "reliable: " + ("yes" if verdict["reliable"] else f"NO: {verdict.get('reliability_reason')}")
+        )
+    lines.append(f"time: {fmt(record['seconds'], 2)} s")
     return "\n".join(lines)
 
 

@@ -199,7 +199,8 @@ def show_command(
         for split in ("train", "test"):
             rec = card.get(split) or {}
             what = "lower bound on mean log p(v)" if rec.get("bound") == "lower" else "mean log p(v)"
-            lines.append(f"  {split}: {what} {fmt(rec.get('mean_log_prob'), 2)} (n = {rec.get('n')})")
+            shaky = " (from the unreliable log Z)" if log_z.get("reliable") is False else ""
+            lines.append(f"  {split}: {what} {fmt(rec.get('mean_log_prob'), 2)} (n = {rec.get('n')}){shaky}")
         paper = card.get("paper")
         if paper:
             lines.append(

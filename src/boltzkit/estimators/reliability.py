@@ -40,6 +40,11 @@ MIN_WEIGHTS = 5
 #: returns its prior's value, 0.22, whatever the weights), so below ``5 / 0.2 = 21`` weights k-hat
 #: is not estimated.
 MIN_TAIL = 5
+#: Fewest runs whose spread is taken to bound the error: with fewer, the sample standard deviation
+#: is itself too noisy for a 3-sigma band (the band of 3 runs of a model's AIS missed its exact log Z
+#: by 2.7 nats, a probe of 2026-12-07), and neither k-hat (21 runs) nor the ESS fraction (an ESS of
+#: at least 1 is 10% of 10) can judge the tail.
+MIN_RUNS = 10
 #: Above this share of the summed weights one run carries the estimate, whatever the number of
 #: runs (the ESS fraction cannot show it with ten runs or fewer: an ESS is never below 1).
 MAX_WEIGHT_SHARE = 0.9
@@ -175,6 +180,11 @@ def assess(log_weights: Tensor, *, trivial: bool = False, annealed: bool = True)
         problems.append(
             f"{'one weight' if n == 1 else 'no weights'}: a single sample has no spread to measure the "
             "error by, so the zero-width band says nothing about it"
+        )
+    elif n < MIN_RUNS and not trivial:
+        problems.append(
+            f"only {n} runs: too few for their spread to bound the error (at least {MIN_RUNS}; the "
+            "heavy-tail check needs 21)"
         )
     if (
         n >= 2

@@ -449,6 +449,42 @@ class DeterministicResult(LogZResult):
     def log_z_stderr(self) -> float | None:  # type: ignore[override]
         return None
 
+    def reliability(self) -> Reliability | None:
+        """An unreliable verdict where the value is not what it claims to be; else ``None`` (a
+        deterministic value claims no sampling verdict: a converged Bethe value can be far off).
+        A mean-field value is a lower bound at any iterate and TRW's an upper bound where it
+        converged (``bound``); a value that is no bound (Bethe, TAP, an unconverged TRW) is
+        unreliable where its iteration did not converge, or where it lies below the mean-field
+        bound or above a certain upper bound (a poor stationary point,
+        :func:`boltzkit.variational.api`'s check), with the reason and advice of the warning."""
+        nan = math.nan
+        if self.settings.get("bound") in ("lower", "upper"):
+            return None
+        method = self.method
+        if self.settings.get("below_mean_field") or self.settings.get("above_ceiling"):
+            where = (  # (no numbers: an Ising model's are shown in its own convention)
+                "below the mean-field lower bound"
+                if self.settings.get("below_mean_field")
+                else "above a certain upper bound (trw_bound, log_z_ceiling in the record)"
+            )
+            return Reliability(
+                False,
+                f"the {method} value lies {where}: a poor stationary point",
+                "take the mean-field bound (--method mean-field) or TRW's upper bound (--method trw)",
+                nan,
+                nan,
+            )
+        if not self.settings.get("converged", True):
+            return Reliability(
+                False,
+                f"the {method} iteration did not converge (residual {self.settings.get('residual', nan):.3g} "
+                f"after {self.settings.get('iterations', 0)} sweeps): the value is no fixed point's",
+                "more damping (--damping 0.8) or more sweeps (--max-iter)",
+                nan,
+                nan,
+            )
+        return None
+
 
 def log_prob_bound(value_bound: str, log_z: LogZResult) -> tuple[str, str | None]:
     """What ``log p(v) = log p*(v) - log Z`` is, given what ``log p*(v)`` is (``value_bound``:
