@@ -162,7 +162,8 @@ def log_prob_what(record: Mapping[str, Any]) -> str:
 def warn_if_unreliable(record: Mapping[str, Any]) -> None:
     """A ``warning:`` line when an estimate's verdict (``reliable``) is false, saying what is wrong
     and what to do (not for a variational value: its own warning, raised as it was computed, said it)."""
-    if record.get("reliable") is False and record.get("method") not in VARIATIONAL_METHODS:
+    method = record.get("method", record.get("log_z_method"))  # (an evaluate record names its log Z's)
+    if record.get("reliable") is False and method not in VARIATIONAL_METHODS:
         advice = record.get("advice")
         warn(f"{record.get('reliability_reason')}." + (f" Try: {advice}." if advice else ""))
 

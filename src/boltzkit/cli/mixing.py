@@ -18,6 +18,7 @@ FILE.npz`` draws.
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -67,6 +68,11 @@ SLOW_TAIL_LAGS = 2_000
 def _length_reason(tau: float, steps: int) -> str:
     """Why an estimate the length rule failed is unreliable (its own reason is about more than the
     length: ``IntegratedTime.reason``), as its record and the warning say it."""
+    if not math.isfinite(tau):
+        return (
+            "the AR fit is not stationary (tau infinite): the chains are too short for it, or still "
+            "drifting; run longer chains, or use the Sokal or Geyer estimate"
+        )
     if tau <= 0:
         return (
             f"tau is not positive ({fmt(tau, 2)}): the autocorrelation alternates in sign and the window "

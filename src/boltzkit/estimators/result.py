@@ -479,7 +479,7 @@ class DeterministicResult(LogZResult):
                 False,
                 f"the {method} iteration did not converge (residual {self.settings.get('residual', nan):.3g} "
                 f"after {self.settings.get('iterations', 0)} sweeps): the value is no fixed point's",
-                "more damping (--damping 0.8) or more sweeps (--max-iter)",
+                f"more damping or more sweeps (boltzkit logz --method {method} --damping 0.8 --max-iter N)",
                 nan,
                 nan,
             )

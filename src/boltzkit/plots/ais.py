@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from boltzkit.errors import BoltzkitError
+from boltzkit.estimators.reliability import MIN_RUNS
 from boltzkit.estimators.result import LogZResult
 from boltzkit.estimators.trace import AISTrace, log_z_by_runs
 from boltzkit.plots._backend import new_figure, require_matplotlib, save_png
@@ -275,6 +276,10 @@ def plot_logz_runs(
         # the upper one and mark it with an arrow
         undefined = ~np.isfinite(curve.minus_3sigma)
         lows = np.where(undefined, highs, curve.log_z - curve.minus_3sigma)
+        # fewer runs than MIN_RUNS support no band (estimators.reliability): their points get no bar
+        too_few = np.asarray(curve.counts) < MIN_RUNS
+        lows, highs = np.where(too_few, 0.0, lows), np.where(too_few, 0.0, highs)
+        undefined &= ~too_few
         # the estimate from all the runs gets no band where its verdict is unreliable
         n_runs = np.asarray(panel.log_weights).size
         last_unreliable = panel.reliable is False and int(curve.counts[-1]) == n_runs
@@ -293,6 +298,8 @@ def plot_logz_runs(
             ax.annotate("↓", (float(m), float(v - h)), ha="center", va="top", fontsize=9)
         if marked.any():
             ax.plot([], [], ls="none", marker=r"$\downarrow$", color="k", label="Ẑ − 3σ̂ ≤ 0")
+        if too_few.any():
+            ax.plot([], [], ls="none", label=f"no bar: fewer than {MIN_RUNS} runs")
         if panel.exact is not None:
             ax.axhline(panel.exact, color="k", ls="--", lw=1, label="exact")
         if len(curve.counts) > 1 and curve.counts[-1] / max(1, curve.counts[0]) >= 10:
