@@ -237,3 +237,28 @@ def test_exact_log_prob_checks_its_states_before_it_enumerates_log_z(monkeypatch
     monkeypatch.setattr(exact_module, "exact_log_z", lambda *a, **k: pytest.fail("enumerated first"))
     with pytest.raises(BoltzkitError, match="binary"):
         exact_module.exact_log_prob(random_rbm(6, 4, 3), torch.full((2, 6), 0.5, dtype=F64))
+
+
+def test_a_lateral_pair_is_judged_against_its_own_size() -> None:
+    """0.4 against -0.4 beside an entry of 1e6 was within 1e-6 of the largest entry, and averaged to
+    zero without a word (a probe of 2026-12-07); the rounding of X @ X.T, near-zero pairs included,
+    still passes."""
+    from boltzkit.models.boltzmann import asymmetric_pairs
+
+    lateral = torch.zeros(4, 4, dtype=F64)
+    lateral[0, 1] = lateral[1, 0] = 1e6
+    lateral[2, 3], lateral[3, 2] = 0.4, -0.4
+    with pytest.raises(BoltzkitError, match="symmetric"):
+        BoltzmannMachine.srbm(4, 3, L=lateral, dtype=F64)
+    x = torch.randn(30, 7, generator=torch.Generator().manual_seed(0), dtype=F64)
+    rounded = x @ x.t()  # symmetric up to the rounding of its sums
+    rounded.fill_diagonal_(0.0)
+    assert not bool(asymmetric_pairs(rounded).any())
+
+
+def test_exact_log_z_beyond_float64_is_refused() -> None:
+    """Finite weights of 1e308 gave log Z = inf, and `logz` printed no log Z line at exit 0."""
+    w = torch.zeros(4, 3, dtype=F64)
+    w[0, 0] = w[0, 1] = 1e308
+    with pytest.raises(BoltzkitError, match="not a finite number in float64"):
+        exact_log_z(RBM(4, 3, weights=w, dtype=F64))

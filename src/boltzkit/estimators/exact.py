@@ -387,6 +387,13 @@ def exact_log_z(
     log_z = float(acc)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+    if not math.isfinite(log_z):  # finite parameters whose energies float64 cannot hold
+        raise BoltzkitError(
+            "log Z is not a finite number in float64",
+            got=f"log Z = {log_z} over 2^{plan.n_bits} states",
+            hint="the model's energies reach beyond float64's range (about 1e308): its parameters are "
+            "too large to mean a distribution; scale them down.",
+        )
     return LogZResult.exact(
         log_z,
         seconds=time.perf_counter() - t0,

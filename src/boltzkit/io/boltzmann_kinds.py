@@ -45,7 +45,7 @@ from boltzkit.io.model_files import (
     refuse_far_numbers,
     register_kind,
 )
-from boltzkit.models.boltzmann import SYMMETRY_RTOL, BoltzmannMachine, coupling_name
+from boltzkit.models.boltzmann import BoltzmannMachine, asymmetric_pairs, coupling_name
 from boltzkit.models.ising import IsingModel
 from boltzkit.models.rbm import RBM
 
@@ -307,7 +307,8 @@ def check_lateral(
     """Refuse a lateral coupling matrix that is not symmetric or has a non-zero diagonal.
 
     Asymmetry within the rounding tolerance of :class:`~boltzkit.models.BoltzmannMachine`
-    (``SYMMETRY_RTOL`` relative to the largest entry) is accepted; the model averages it out.
+    (:func:`~boltzkit.models.boltzmann.asymmetric_pairs`: ``SYMMETRY_RTOL`` relative to each pair)
+    is accepted; the model averages it out.
 
     Parameters
     ----------
@@ -347,9 +348,7 @@ def check_lateral(
                 else f"x_i^2 = x_i for binary units, so add diag({name}) / 2 to {bias} and zero the diagonal."
             ),
         )
-    diff = (v - v.t()).abs()
-    tol = SYMMETRY_RTOL * max(float(v.abs().max()), 1e-30)
-    bad = torch.nonzero(torch.triu(diff > tol, diagonal=1))
+    bad = torch.nonzero(torch.triu(asymmetric_pairs(v), diagonal=1))
     if bad.numel():
         i, j = (int(k) for k in bad[0])
         raise ModelFileError(

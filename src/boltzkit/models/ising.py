@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from boltzkit.errors import BoltzkitError
+from boltzkit.models.base import checked_parameter
 from boltzkit.models.boltzmann import BoltzmannMachine
 
 
@@ -52,7 +53,16 @@ class IsingModel(BoltzmannMachine):
                 "an Ising model needs J (N x N) and h (N,)", got=f"J {tuple(J.shape)}, h {tuple(h.shape)}"
             )
         n = int(h.shape[0])
-        super().__init__([n], {(0, 0): 4.0 * J}, [2.0 * h - 2.0 * J.sum(1)], dtype=dtype, device=device)
+        lateral, bias = 4.0 * J, 2.0 * h - 2.0 * J.sum(1)  # the {0, 1} form
+        for name, value in (("J", J), ("h", h)):
+            checked_parameter(value, tuple(value.shape), name)  # named as the caller gave them
+        if not (bool(torch.isfinite(lateral).all()) and bool(torch.isfinite(bias).all())):
+            raise BoltzkitError(
+                "an Ising model's J and h overflow float64 in their {0, 1} form (L = 4 J, b = 2 h - 2 J 1)",
+                got=f"largest |J| {float(J.abs().max()):.3g}, largest |h| {float(h.abs().max()):.3g}",
+                hint="such couplings are too large to mean a distribution; scale them down.",
+            )
+        super().__init__([n], {(0, 0): lateral}, [bias], dtype=dtype, device=device)
 
     @property
     def kind(self) -> str:
