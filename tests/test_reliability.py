@@ -415,3 +415,11 @@ def test_a_variational_value_that_is_no_fixed_point_is_unreliable_in_its_record(
         warnings.simplefilter("ignore")  # (whether it converged or not, the bound holds)
         early = LogZResult.from_variational(variational_log_z(rbm, "mean-field", max_iter=1))
     assert early.settings["bound"] == "lower" and early.reliability() is None  # no verdict against it
+
+
+def test_a_python_warning_names_the_keywords_behind_its_advice() -> None:
+    """The advice names the command line's options; a Python caller is told the keywords too."""
+    rbm = random_rbm(12, 8, 10, scale=3.0)
+    with pytest.warns(UnreliableEstimateWarning, match=r"in Python --betas: betas=") as caught:
+        ais(base_rate_path(rbm), n_chains=20, betas=10, seed=0)
+    assert "--betas" in str(caught[0].message)

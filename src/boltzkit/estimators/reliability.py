@@ -237,15 +237,35 @@ def with_checks(verdict: Reliability, checks: list[dict[str, object]] | None) ->
     return Reliability(False, "; ".join(reasons), advice, verdict.k_hat, verdict.ess_fraction)
 
 
+#: The command line's options that a verdict's advice names, and the keywords of the Python
+#: functions (``estimate_log_z``, ``ais``, ...) that set the same things.
+PYTHON_KEYWORDS = {
+    "--betas": "betas=",
+    "--chains": "n_chains=",
+    "--base-rate-data": "base_rate_data= (or base_rate_path(model, data=...))",
+    "--start-chain-steps": "start_chain_steps=",
+    "--method": "method= (estimate_log_z) or the estimator's function",
+    "--max-bits": "max_bits=",
+    "--device": "device=",
+}
+
+
 def warn_unreliable(what: str, verdict: Reliability | None) -> None:
     """Raise an :class:`~boltzkit.errors.UnreliableEstimateWarning` when ``verdict`` is unreliable
-    (at the caller's line: :func:`boltzkit.errors.warn`)."""
+    (at the caller's line: :func:`boltzkit.errors.warn`). The advice names the command line's
+    options; a Python caller is told the keywords that set the same things (:data:`PYTHON_KEYWORDS`;
+    the command line prints the verdict itself and ignores this warning)."""
     if verdict is None or verdict.reliable:
         return
     from boltzkit.errors import UnreliableEstimateWarning, warn
 
+    named = [
+        f"{flag}: {keyword}" for flag, keyword in PYTHON_KEYWORDS.items() if flag in (verdict.advice or "")
+    ]
     warn(
-        f"{what} is unreliable: {verdict.reason} (advice: {verdict.advice})",
+        f"{what} is unreliable: {verdict.reason} (advice: {verdict.advice}"
+        + (f"; in Python {', '.join(named)}" if named else "")
+        + ")",
         UnreliableEstimateWarning,
     )
 
