@@ -478,7 +478,7 @@ class DeterministicResult(LogZResult):
             return Reliability(
                 False,
                 f"the {method} iteration did not converge (residual {self.settings.get('residual', nan):.3g} "
-                f"after {self.settings.get('iterations', 0)} sweeps): the value is no fixed point's",
+                f"after {self.settings.get('iterations', 0)} sweeps): the value is not that of a fixed point",
                 f"more damping or more sweeps (boltzkit logz --method {method} --damping 0.8 --max-iter N)",
                 nan,
                 nan,
