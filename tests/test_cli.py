@@ -1204,3 +1204,19 @@ def test_a_dbn_evaluated_with_an_unreliable_top_log_z_says_so_in_its_text(tmp_pa
     np.savez(mixture, weights=np.array([0.3, 0.7]), means=g.random((2, 10)))
     said = run("evaluate", mixture, "--data", data, "--logz", "ais", "--chains", 3)
     assert said.exit_code == 0 and "does not use --logz, --chains: ignored" in said.stderr
+
+
+@pytest.mark.parametrize("visible", ["gaussian", "categorical:3"])
+def test_held_out_data_of_another_width_is_refused_before_training(tmp_path, visible):
+    """A unit model's --test-data of the wrong width failed only after the training, leaving its
+    checkpoint behind (a probe of 2026-12-07); it is refused first, and named."""
+    g = np.random.default_rng(0)
+    categorical = visible.startswith("categorical")
+    train = g.integers(0, 3, (50, 4)) if categorical else g.normal(size=(50, 4))
+    np.save(tmp_path / "train.npy", train)
+    np.save(tmp_path / "wide.npy", train[:, :3])
+    out = tmp_path / "m.safetensors"
+    result = run("train", "--data", tmp_path / "train.npy", "--test-data", tmp_path / "wide.npy",
+                 "--visible", visible, "--hidden", 2, "--epochs", 1, "--out", out)  # fmt: skip
+    assert result.exit_code == 1 and "wide.npy" in result.stderr and "(n_examples, 4)" in result.stderr
+    assert not out.exists() and not out.with_name(out.name + ".ckpt").exists()

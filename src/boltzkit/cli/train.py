@@ -182,12 +182,21 @@ def _splits_of(spec: str) -> list[str]:
 
 
 def _unit_data(
-    units: UnitType, spec: str, split: str, *, data_dir: Path | None, seed: int, alphabet: str | None
+    units: UnitType,
+    spec: str,
+    split: str,
+    *,
+    data_dir: Path | None,
+    seed: int,
+    alphabet: str | None,
+    n_units: int | None = None,
 ) -> Dataset:
     """A data set of real values or category indices, checked by ``units`` (aligned sequences of a
-    FASTA file read with ``alphabet``)."""
+    FASTA file read with ``alphabet``), of ``n_units`` columns where given (held-out data: the
+    training data's width, checked before the training, not after it)."""
     name, values = load_values(spec, split=split, data_dir=data_dir, seed=seed, alphabet=alphabet)
-    x = units.check_data(values, int(values.shape[-1]), f"the {split} data")
+    width = int(values.shape[-1]) if n_units is None or values.dim() != 2 else n_units
+    x = units.check_data(values, width, f"the {split} data {spec}")
     return Dataset(name=name, x=x, image_shape=None, split=split)
 
 
@@ -775,7 +784,8 @@ def command(
         auto_test = data if test_data == "auto" and "test" in _splits_of(data) else None
         valid, test = (
             None if spec in (None, "none", "auto")
-            else _unit_data(units, spec, split, data_dir=data_dir, seed=seed, alphabet=letters)
+            else _unit_data(units, spec, split, data_dir=data_dir, seed=seed, alphabet=letters,
+                            n_units=int(train.x.shape[1]))
             for spec, split in ((valid_data, "valid"), (auto_test or test_data, "test"))
         )  # fmt: skip
     else:

@@ -9,7 +9,7 @@ three-dimensional ``W_0`` (:func:`refine_dbm`).
 
 ========================= ===================================================================================
 ``gaussian-rbm``          ``W`` (n_visible x n_hidden), ``vbias`` (n_visible,), ``hbias`` (n_hidden,),
-                          ``sigma`` (n_visible,, all > 0):
+                          ``sigma`` (n_visible,), all > 0:
                           ``E = sum_i (v_i - b_i)^2 / (2 sigma_i^2) - sum_ij (v_i / sigma_i) W_ij h_j - c'h``
 ``categorical-rbm``       ``W`` (n_visible x Q x n_hidden), ``vbias`` (n_visible x Q), ``hbias`` (n_hidden,):
                           ``E = -sum_i vbias[i, v_i] - c'h - sum_ij W[i, v_i, j] h_j``, v_i in 0..Q-1
@@ -37,7 +37,7 @@ from boltzkit.models.unit_rbm import UnitRBM
 from boltzkit.units import Categorical, Gaussian
 
 _GAUSSIAN_EXPECTED = (
-    "arrays W (n_visible x n_hidden), vbias (n_visible,), hbias (n_hidden,) and sigma (n_visible,, all > 0)"
+    "arrays W (n_visible x n_hidden), vbias (n_visible,), hbias (n_hidden,) and sigma (n_visible,), all > 0"
 )
 _CATEGORICAL_EXPECTED = "arrays W (n_visible x Q x n_hidden), vbias (n_visible x Q) and hbias (n_hidden,)"
 
@@ -152,7 +152,7 @@ register_kind(
 # ------------------------------------------------------------------ DBMs over real or categorical data
 _DBM_EXPECTED = {
     "gaussian-dbm": "arrays W_0 (n_visible x n_1), W_1 (n_1 x n_2), ..., bias_0 (n_visible,), bias_1, ..., "
-    "and sigma (n_visible,, all > 0)",
+    "and sigma (n_visible,), all > 0",
     "categorical-dbm": "arrays W_0 (n_visible x Q x n_1), W_1 (n_1 x n_2), ..., bias_0 (n_visible x Q), "
     "bias_1, ...",
 }
