@@ -128,16 +128,7 @@ def sparse_products() -> bool:
     """
     global _sparse_products
     if _sparse_products is None:
-        setting = os.environ.get(SPARSE_PRODUCTS_ENV, "auto").strip().lower()
-        if setting not in SPARSE_PRODUCTS_SETTINGS:
-            from boltzkit.errors import BoltzkitError
-
-            raise BoltzkitError(
-                f"cannot read ${SPARSE_PRODUCTS_ENV}",
-                got=repr(setting),
-                expected="on, off, auto (the default: measured on this machine once) or measure (again)",
-                hint=f"unset {SPARSE_PRODUCTS_ENV}, or set it to on or off.",
-            )
+        setting = sparse_products_setting()
         told = SPARSE_PRODUCTS_SETTINGS[setting]
         if told is None:
             try:
@@ -146,6 +137,22 @@ def sparse_products() -> bool:
                 told = False
         _sparse_products = told
     return _sparse_products
+
+
+def sparse_products_setting() -> str:
+    """:data:`SPARSE_PRODUCTS_ENV` as read (``"auto"`` when unset; :data:`SPARSE_PRODUCTS_SETTINGS`
+    says which fix a choice: ``on``/``1`` and ``off``/``0``), or a clear error."""
+    setting = os.environ.get(SPARSE_PRODUCTS_ENV, "auto").strip().lower()
+    if setting not in SPARSE_PRODUCTS_SETTINGS:
+        from boltzkit.errors import BoltzkitError
+
+        raise BoltzkitError(
+            f"cannot read ${SPARSE_PRODUCTS_ENV}",
+            got=repr(setting),
+            expected="on, off, auto (the default: measured on this machine once) or measure (again)",
+            hint=f"unset {SPARSE_PRODUCTS_ENV}, or set it to on or off.",
+        )
+    return setting
 
 
 def set_sparse_products(value: bool | None) -> None:

@@ -335,6 +335,19 @@ def fmt(value: float | None, digits: int = 4) -> str:
     return f"{float(value):.{digits}f}"
 
 
+def log_z_lines(label: str, method: str, log_z: float | None, verdict: Mapping[str, Any]) -> list[str]:
+    """The text lines of the log Z behind a log-probability: ``LABEL (METHOD): VALUE``, marked
+    ``(unreliable)`` where ``verdict`` (a record's ``reliable`` and ``reliability_reason``) says so,
+    and for a sampled log Z the verdict line ``reliable: yes`` or ``reliable: NO: reason``."""
+    unreliable = "  (unreliable)" if verdict.get("reliable") is False else ""
+    lines = [f"{label} ({method}): {fmt(log_z)}{unreliable}"]
+    if method != "exact" and verdict.get("reliable") is not None:
+        lines.append(
+            "reliable: " + ("yes" if verdict["reliable"] else f"NO: {verdict.get('reliability_reason')}")
+        )
+    return lines
+
+
 def band_text(
     record: Mapping[str, Any],
     key: str,

@@ -50,6 +50,7 @@ from boltzkit.cli.common import (
     fmt,
     in_ising_convention,
     log_prob_what,
+    log_z_lines,
     option_given,
     recorded_data_seed,
     show_progress,
@@ -118,12 +119,7 @@ def _summary(record: dict[str, Any]) -> str:
         lines.append(
             f"convention: {record['convention']} (in {{0, 1}} units: log Z {fmt(record['log_z_binary'])})"
         )
-    unreliable = "  (unreliable)" if record.get("reliable") is False else ""
-    lines.append(f"log Z ({record['log_z_method']}): {fmt(record['log_z'])}{unreliable}")
-    if record["log_z_method"] != "exact" and record.get("reliable") is not None:
-        lines.append(
-            "reliable: " + ("yes" if record["reliable"] else f"NO: {record.get('reliability_reason')}")
-        )
+    lines += log_z_lines("log Z", record["log_z_method"], record["log_z"], record)
     lines.append(f"time: {fmt(record['seconds'], 2)} s")
     return "\n".join(lines)
 

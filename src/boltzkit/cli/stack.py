@@ -33,6 +33,7 @@ from boltzkit.cli.common import (
     emit,
     fmt,
     log_prob_what,
+    log_z_lines,
     sampling_kwargs,
     training_fingerprint,
     training_overlap_text,
@@ -414,12 +415,7 @@ def _bound_summary(record: dict[str, Any]) -> str:
         )
     if (overlap := training_overlap_text(record)) is not None:
         lines.append(overlap)
-    unreliable = "  (unreliable)" if verdict.get("reliable") is False else ""
-    lines.append(f"log Z of the top RBM ({record['log_z_method']}): {fmt(record['log_z'])}{unreliable}")
-    if record["log_z_method"] != "exact" and verdict.get("reliable") is not None:  # as evaluate says it
-        lines.append(
-            "reliable: " + ("yes" if verdict["reliable"] else f"NO: {verdict.get('reliability_reason')}")
-        )
+    lines += log_z_lines("log Z of the top RBM", record["log_z_method"], record["log_z"], verdict)
     lines.append(f"time: {fmt(record['seconds'], 2)} s")
     return "\n".join(lines)
 

@@ -173,19 +173,17 @@ def dataset_log_prob(
     if _is_variational(log_z):  # mean-field, Bethe, TRW, TAP: a bound (or none), no band
         log_z = LogZResult.from_variational(log_z)
     if not isinstance(log_z, LogZResult):
-        if (
-            isinstance(log_z, bool)
-            or not isinstance(log_z, (numbers.Real, np.number))
-            and not (isinstance(log_z, Tensor) and log_z.numel() == 1)
-            and not (isinstance(log_z, np.ndarray) and log_z.size == 1)
-        ):
+        one = (isinstance(log_z, Tensor) and log_z.numel() == 1) or (
+            isinstance(log_z, np.ndarray) and log_z.size == 1
+        )  # a number held in an array
+        if isinstance(log_z, bool) or not (one or isinstance(log_z, (numbers.Real, np.number))):
             raise BoltzkitError(
                 "log_z must be a log Z record or a number",
                 got=type(log_z).__name__,
                 expected="a LogZResult (exact_log_z, estimate_log_z, ais, sandwich, ...), a "
                 "VariationalResult (variational_log_z) or a float taken as exact",
             )
-        value = float(log_z.item() if isinstance(log_z, (Tensor, np.ndarray)) else log_z)
+        value = float(log_z.item() if one else log_z)
         if not math.isfinite(value):
             raise BoltzkitError("log Z must be a finite number", got=log_z)
         log_z = LogZResult.exact(value, source="given number")

@@ -29,6 +29,7 @@ from boltzkit._numerics import (
     SPARSE_PRODUCTS_SETTINGS,
     sparse_products,
     sparse_products_as,
+    sparse_products_setting,
 )
 from boltzkit.data.dataset import check_binary
 from boltzkit.errors import BoltzkitError, positive_int, warn
@@ -530,7 +531,7 @@ class Trainer:
         # the products as the interrupted run took them; a checkpoint without the key was written
         # by a version that took the lookup wherever it applied (2026-11-26 to 12-02)
         self.sparse_products = bool(state.get("sparse_products", True))
-        fixed = SPARSE_PRODUCTS_SETTINGS.get(os.environ.get(SPARSE_PRODUCTS_ENV, "").strip().lower())
+        fixed = SPARSE_PRODUCTS_SETTINGS[sparse_products_setting()]
         if fixed is not None and fixed != self.sparse_products:  # the variable names the other path
             path = {True: "lookup", False: "dense product"}
             warn(
