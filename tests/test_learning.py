@@ -145,6 +145,23 @@ def test_cd_first_visible_update_of_flip_starts_from_the_data():
     assert torch.equal(ph.v_model, v1)
 
 
+def test_phases_called_directly_return_states_outside_the_autograd_graph():
+    """A phase is sampling, never differentiated: called outside ``torch.no_grad`` (as a user
+    composing phases by hand would) its states carry no graph of the model's parameters."""
+    from boltzkit.learning.phases import ContrastiveDivergence, ExactConditional, Persistent, TemperedChains
+
+    rbm = random_rbm(7, 3, 0)
+    v = tiny_data(5, 7)
+    g = torch.Generator().manual_seed(2)
+    positive_phase = ExactConditional()
+    positive = positive_phase(rbm, v, g)
+    assert not any(layer.requires_grad for layer in positive.layers)
+    for phase in (ContrastiveDivergence(2), Persistent(4, 2), TemperedChains(4, 3, 1)):
+        phase.setup(rbm, v, g)
+        state, _ = phase(rbm, v, positive, positive_phase, g)
+        assert not any(layer.requires_grad for layer in state.layers), type(phase).__name__
+
+
 def test_set_gradients_is_minus_the_statistics_difference():
     rbm = random_rbm(7, 5, 0)
     x = tiny_data(13, 7)

@@ -78,6 +78,7 @@ class ExactConditional(PositivePhase):
 
     name = "exact"
 
+    @torch.no_grad()
     def __call__(self, model, v, generator):
         if not model.hidden_summable():
             raise BoltzkitError(
@@ -107,6 +108,7 @@ class MeanFieldPhase(PositivePhase):
     def __init__(self, damping: float = 0.5, tol: float = 1e-4, max_iter: int = 50) -> None:
         self.damping, self.tol, self.max_iter = float(damping), float(tol), int(max_iter)
 
+    @torch.no_grad()
     def __call__(self, model, v, generator):
         return mean_field(model, {0: v}, damping=self.damping, tol=self.tol, max_iter=self.max_iter).means
 
@@ -132,6 +134,7 @@ class ClampedChains(PositivePhase):
         self.n_steps = positive_int(n_steps, "n_steps")
         self.operator = make_operator(sampler)
 
+    @torch.no_grad()
     def __call__(self, model, v, generator):
         state = model.random_state(v.shape[0], generator).with_layer(0, v)
         for _ in range(self.n_steps):
@@ -240,6 +243,7 @@ class ContrastiveDivergence(NegativePhase):
             )
         self.reconstruction = reconstruction
 
+    @torch.no_grad()
     def __call__(self, model, v, positive, positive_phase, generator):
         exact = positive_phase.sampled_layers(model)
         hidden = tuple(range(1, model.n_layers))
@@ -333,6 +337,7 @@ class Persistent(NegativePhase):
         if self.chains is None:
             self.init_chains(model, generator, data)
 
+    @torch.no_grad()
     def __call__(self, model, v, positive, positive_phase, generator):
         self.positive_phase = positive_phase
         if self.chains is None:
@@ -428,6 +433,7 @@ class TemperedChains(Persistent):
     def betas(self) -> Tensor:
         return self.operator.betas
 
+    @torch.no_grad()
     def __call__(self, model, v, positive, positive_phase, generator):
         self.positive_phase = positive_phase
         if self.chains is None:
