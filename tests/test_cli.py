@@ -1206,6 +1206,24 @@ def test_a_dbn_evaluated_with_an_unreliable_top_log_z_says_so_in_its_text(tmp_pa
     assert said.exit_code == 0 and "does not use --logz, --chains: ignored" in said.stderr
 
 
+def test_a_dbn_top_log_z_without_data_names_the_base_the_estimator_chose(tmp_path):
+    """Without base-rate data the record said "top RBM visible biases" beside a ``base`` of
+    "Ising fields" (a review of 2026-12-07): the estimator chose the base, and only its own record
+    of it is kept."""
+    g = np.random.default_rng(3)
+    dbn = tmp_path / "dbn.npz"
+    np.savez(dbn, W_0=g.normal(0, 1, (6, 5)), vbias_0=g.normal(0, 1, 6), hbias_0=g.normal(0, 1, 5),
+             W_1=g.normal(0, 1, (5, 4)), vbias_1=g.normal(0, 1, 5), hbias_1=g.normal(0, 1, 4))  # fmt: skip
+    data = tmp_path / "data.npy"
+    np.save(data, (g.random((20, 6)) < 0.5).astype(float))
+    result = run("evaluate", dbn, "--data", data, "--logz", "ais", "--chains", 20, "--betas", 50,
+                 "--max-bits", 4, "--samples", 2, "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    settings = json.loads(result.stdout)["log_z_settings"]
+    assert "base_data" not in settings
+    assert settings["base"] in ("model visible biases", "Ising fields", "uniform")
+
+
 @pytest.mark.parametrize("visible", ["gaussian", "categorical:3"])
 def test_held_out_data_of_another_width_is_refused_before_training(tmp_path, visible):
     """A unit model's --test-data of the wrong width failed only after the training, leaving its

@@ -586,6 +586,39 @@ def test_table2_tops_by_a_named_recipe_start_transposed(tmp_path, monkeypatch):
     assert "dbn-top-pcd from the transposed bottom" in (tmp_path / "table2.md").read_text()
 
 
+def test_table2_marks_every_unreliable_log_z_in_its_text_and_csv() -> None:
+    """A review of 2026-12-07: the CSV gave the RBM's log p beside the top's verdict only, the
+    transposed start's ln Ẑ and the top-AIS line carried no mark. Each now says so where its own
+    estimate is unreliable."""
+    from boltzkit.experiments import sm2008_table2 as t2
+    from boltzkit.experiments.report import UNRELIABLE, Verdicts
+
+    def ais(reliable: bool) -> dict:
+        reason = None if reliable else "ESS 2 of 100"
+        return {"log_z": 200.0, "reliable": reliable, "reliability_reason": reason, "n_chains": 100,
+                "n_steps": 15_000, "ess": 50.0 if reliable else 2.0, "seconds": 1.0}  # fmt: skip
+
+    bound = {"mean_log_prob": -95.0, "mc_error_3std": 0.3, "pooled_error_3std": 0.3, "log_z": 200.0,
+             "ais_error_minus_3sigma": -0.2, "ais_error_plus_3sigma": 0.2,
+             "total_error_3std": 0.4}  # fmt: skip
+    records = [
+        {"model": "DBN-CD25", "bottom": "CD25(500)", "ais": ais(True), "test": bound, "train": bound,
+         "rbm": {"test": -96.0, "train": -93.0, "ais": ais(False)}, "training": {}, "bottom_source": "zoo"},
+    ]  # fmt: skip
+    verdicts = Verdicts()
+    table = t2._table(records, verdicts)
+    rows = [dict(zip(t2.CSV_COLUMNS, r, strict=True)) for r in table.csv_rows()]
+    assert [(r["reliable"], r["rbm_reliable"]) for r in rows] == [(True, False), (True, False)]
+    assert f"-96.00 {UNRELIABLE}1" in "\n".join(table.markdown())
+    transposed = {part: {"test": bound, "train": bound, "ais": ais(False)} for part in ("start", "trained")}
+    ttable = t2._transposed_table(transposed, verdicts)
+    assert all(cells[-1].startswith("200.00 " + UNRELIABLE) for cells, _ in ttable.rows)
+    records[0]["ais"] = ais(False)
+    lines = t2._markdown(t2._table(records, verdicts), verdicts, records, ttable, None, t2.QUICK,
+                         {"quick": True, "training_note": ""}, "")  # fmt: skip
+    assert f"ln Ẑ = 200.00 {UNRELIABLE}" in lines and f"The RBM: test -96.00 {UNRELIABLE}1" in lines
+
+
 def test_table2_refuses_a_zoo_dbn_built_on_another_bottom() -> None:
     """Table 2 stands each DBN beside its bottom RBM: a zoo DBN whose first layer is another RBM
     (as when the zoo's CD25(500) was replaced and its old DBN kept) is refused, not reported."""

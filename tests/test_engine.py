@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 
 from boltzkit.data import mnist_available
 from boltzkit.errors import BoltzkitError, terminate_as_interrupt
+from boltzkit.estimators.result import LogZResult
 from boltzkit.experiments import engine
 from boltzkit.experiments.report import UNRELIABLE, Table, Verdicts, band, cell, log_z_cells
 
@@ -123,6 +125,7 @@ def test_an_interrupted_process_run_ends_its_workers() -> None:
     2026-12-04); an interrupt now ends them instead of waiting for their tasks."""
     import multiprocessing
     import signal
+    import time
     from concurrent.futures import ProcessPoolExecutor
 
     with terminate_as_interrupt():
@@ -131,10 +134,16 @@ def test_an_interrupted_process_run_ends_its_workers() -> None:
     futures = [pool.submit(sleep_long, 60.0) for _ in range(3)]
     processes = list(pool._processes.values())
     engine._stop_workers(pool)
+    # The pool's own thread reaps the workers and fails their futures too, and a process reaped by
+    # one thread reads as alive to another for a moment: wait for both, rather than racing them.
+    deadline = time.monotonic() + 30
     for process in processes:
-        process.join(timeout=30)
+        while process.is_alive() and time.monotonic() < deadline:
+            process.join(timeout=0.1)
         assert not process.is_alive()
-    assert futures[-1].cancelled() or futures[-1].done()
+    while not all(f.done() for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.05)  # (concurrent.futures.wait takes a cancelled future for one still pending)
+    assert all(f.done() for f in futures)  # finished (with the workers' end) or cancelled, none running
 
 
 def test_a_task_another_run_finished_meanwhile_is_taken_from_its_record(tmp_path: Path) -> None:
@@ -216,6 +225,51 @@ def test_s2_tables_mark_an_unreliable_ais_estimate_and_print_no_band_for_it(modu
         assert (r["log_z_minus_3sigma"] is None) == (r["reliable"] is False)
     if module == "s2008_table2":
         assert "-90.00 ‡1" in md  # the test log-probability subtracts the unreliable ln Ẑ
+
+
+def test_the_first_runs_of_an_estimate_keep_what_the_whole_run_failed() -> None:
+    """A 10-run row was judged on its own 10 weights alone (a review of 2026-12-07): a schedule
+    check the whole run failed, or a heavy tail all its weights show, now fail it too."""
+    from boltzkit.experiments.engine import first_runs
+
+    g = torch.Generator().manual_seed(0)
+    calm = torch.randn(100, generator=g, dtype=torch.float64) * 0.1
+    failed = {"name": "schedule halved", "passed": False, "reason": "moved by 2 nats", "advice": "more betas"}
+    run = LogZResult.from_log_weights("ais", calm, log_z_start=1.0, n_steps=100, checks=[failed])
+    ten = first_runs(run, 10)
+    assert ten.n_chains == 10 and not ten.reliability().reliable
+    assert "(all 100 runs) moved by 2 nats" in ten.reliability().reason
+    assert (
+        first_runs(LogZResult.from_log_weights("ais", calm, log_z_start=1.0, n_steps=100), 10)
+        .reliability()
+        .reliable
+    )
+    heavy = calm.clone()
+    heavy[50] = 30.0  # one weight past every other among all the runs, none among the first ten
+    whole = LogZResult.from_log_weights("ais", heavy, log_z_start=1.0, n_steps=100)
+    assert not whole.reliability().reliable
+    first = first_runs(whole, 10).reliability()
+    assert not first.reliable and first.reason.startswith("(all 100 runs)")
+
+
+@pytest.mark.parametrize(("module", "model"), [("s2008_table1", "RBM"), ("sm2008_table1", "CD1(25)")])
+def test_the_papers_ais_columns_stand_only_beside_a_row_of_their_100_runs(module: str, model: str) -> None:
+    """With ``--chains 10`` the 10-run row carried S1's and S2's 100-run AIS values (a review of
+    2026-12-07); they stand beside a row of 100 runs only, and the true ln Z beside every row."""
+    import importlib
+
+    mod = importlib.import_module(f"boltzkit.experiments.{module}")
+    lp = {"mean_log_prob": -90.0, "mean_log_prob_minus_3sigma": -90.3, "mean_log_prob_plus_3sigma": -89.7}
+    split = {"test": lp, "train": lp}
+    for n_chains, shown in ((10, False), (100, True)):
+        rec = {"model": model, "exact": {"log_z": 5.05}, "ais": {**_ais(5.0, True), "n_chains": n_chains},
+               "bethe_log_z": 4.0, "trw_log_z": 6.0, "estimate": split, "true": split}  # fmt: skip
+        rows = mod._table([rec], n_chains, Verdicts()).csv_rows()
+        values = [dict(zip(mod.CSV_COLUMNS, r, strict=True)) for r in rows]
+        values = [v for v in values if v["runs"] == n_chains]  # (a 100-run report has a 10-run row too)
+        assert len(values) == 1
+        assert (values[0]["paper_log_z"] is not None) == shown, n_chains
+        assert values[0]["paper_true_log_z"] == mod.PAPER[model].true_log_z
 
 
 @pytest.mark.mnist

@@ -96,6 +96,47 @@ def test_mean_field_with_several_starts_keeps_the_best_lower_bound():
     assert REF_MF - 1e-6 <= res.log_z <= REF_EXACT
 
 
+def test_starts_hold_every_layer_wise_ordered_corner():
+    """Row 0 at 1/2, then every layer all on or all off ("all on" and "all off" first), then
+    random rows; the default set holds every corner and two random rows."""
+    from boltzkit.variational.starts import default_n_starts, ordered_corners, start_means
+
+    dbm = BoltzmannMachine.dbm((3, 2, 4), dtype=torch.float64)
+    corners = ordered_corners(3)
+    assert len(set(corners)) == 8 and corners[:2] == [(0.99,) * 3, (0.01,) * 3]
+    assert default_n_starts(dbm) == 11 and len(ordered_corners(5)) == 2
+    state = start_means(dbm, None, 0)
+    assert all(x.shape[0] == 11 for x in state.layers)
+    assert torch.all(state.layers[1][0] == 0.5)
+    rows = {tuple(float(state.layers[l][r, 0]) for l in range(3)) for r in range(1, 9)}
+    assert rows == set(corners)
+    assert torch.equal(
+        start_means(dbm, 4, 0).layers[2][1:4],
+        torch.tensor(corners[:3], dtype=torch.float64)[:, 2:3].expand(3, 4),
+    )
+
+
+def test_mean_field_reaches_a_mode_with_layers_on_and_off_and_bethe_below_it_is_flagged():
+    """A 3-3-3 DBM with W_0 = +k, W_1 = -k, hidden biases -4k/3 and +4k/3 (a review's probe):
+    its mode, "visible and first hidden on, second off" (-E = 5k), holds nearly all the mass; the
+    other, "first hidden off, second on" (-E = 4k, the visible units free), is what the starts 1/2,
+    all on and all off reach. Mean-field from the corner "on, on, off" finds the mode; the Bethe
+    value, at the other one (it was reported converged, 28 nats low), now lies below that bound
+    and is flagged."""
+    k = 30.0
+    weights = [torch.full((3, 3), k), torch.full((3, 3), -k)]
+    biases = [torch.zeros(3), torch.full((3,), -4 * k / 3), torch.full((3,), 4 * k / 3)]
+    dbm = BoltzmannMachine.dbm((3, 3, 3), weights=weights, biases=biases, dtype=torch.float64)
+    exact = log_z_brute_force(dbm)
+    assert exact == pytest.approx(5 * k, abs=1e-3)
+    mf = mean_field_log_z(dbm)
+    assert mf.bound == "lower" and exact - 1e-3 <= mf.log_z <= exact  # within the bound's own slack
+    assert mean_field_log_z(dbm, n_starts=3).log_z < exact - 25  # 1/2, all on, all off: the other mode
+    with pytest.warns(ConvergenceWarning, match="below the mean-field lower bound"):
+        bethe = variational_log_z(dbm, "bethe")
+    assert not bethe.converged and bethe.settings["below_mean_field"]
+
+
 def test_classic_frank_wolfe_on_the_3x2_model_follows_the_reference_trajectory():
     model = ref_model()
     fit = frank_wolfe(BlockGraph.from_model(model), steps=15, fw_tol=0.0, pairwise=False)

@@ -326,8 +326,8 @@ def top_log_z(
 
     AIS-type estimators start from a base-rate model fitted to the recognition probabilities at
     layer ``L - 1`` of ``--base-rate-data``, else of the model file's recorded training data, else
-    the top RBM's own visible biases (the record says which). The variational methods apply to
-    the top RBM as to any Boltzmann machine.
+    the estimator's own choice of base (the record's ``base_data`` or ``base`` says which). The
+    variational methods apply to the top RBM as to any Boltzmann machine.
     """
     if opts.method.value in VARIATIONAL_METHODS:
         return variational_estimate(dbn.top, opts).with_settings(of="top RBM")
@@ -339,7 +339,8 @@ def top_log_z(
         if x is not None:  # visible data (real values or categories too), passed up through q
             base, source = top_layer_data(dbn, x), f"{spec}, passed up to layer {dbn.n_hidden_layers - 1}"
     result = estimate_log_z(dbn.top, method, base_rate_data=base, **kwargs)
-    return result.with_settings(of="top RBM", base_data=source or "top RBM visible biases")
+    # without data the estimator chose its base itself (its record's ``base`` says which)
+    return result.with_settings(of="top RBM", **({"base_data": source} if source else {}))
 
 
 def stack_log_z(

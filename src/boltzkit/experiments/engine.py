@@ -503,12 +503,31 @@ def log_z_summary(result: LogZResult) -> dict[str, Any]:
     return {k: d.get(k) for k in keys if k in d or k in ("reliable", "reliability_reason")}
 
 
-def first_runs(result: LogZResult, n: int) -> LogZResult:
-    """The estimate from the first ``n`` of ``result``'s AIS runs (Table 1's 10 runs, Fig. 3)."""
+def first_runs(result: LogZResult, n: int, *, checks: Sequence[dict[str, Any]] | None = None) -> LogZResult:
+    """The estimate from the first ``n`` of ``result``'s AIS runs (Table 1's 10 runs, Fig. 3).
+
+    Its verdict rests on its own weights and on what the whole run showed: the checks of the
+    whole run (``checks``, default ``result``'s own: a halved schedule, a reverse end or probe
+    chains that disagree judge the schedule and the modes the first ``n`` runs share) and the
+    verdict of all its weights (the first ``n`` are draws of the same law, and fewer of them
+    cannot show a heavy tail that all of them show). What failed there fails the subset too, its
+    reason saying it was of all the runs. Without them a 10-run row stood "reliable" where the run
+    it came from did not (a review of 2026-12-07)."""
     assert result.log_weights is not None
+    whole = result.settings.get("checks") if checks is None else checks
+    kept = [
+        c if c.get("passed", True) else {**c, "reason": f"(all {result.n_chains} runs) {c.get('reason')}"}
+        for c in whole or []
+    ]
+    weights = LogZResult.from_log_weights(
+        "ais", result.log_weights, log_z_start=result.log_z_start, n_steps=result.n_steps
+    ).reliability()
+    if weights is not None and not weights.reliable:
+        kept.append({"name": "weights of all runs", "passed": False, "advice": weights.advice,
+                     "reason": f"(all {result.n_chains} runs) {weights.reason}"})  # fmt: skip
     return LogZResult.from_log_weights(
         "ais", result.log_weights[:n], log_z_start=result.log_z_start, n_steps=result.n_steps,
-        seconds=result.seconds * n / max(1, result.n_chains),
+        seconds=result.seconds * n / max(1, result.n_chains), **({"checks": kept} if kept else {}),
     )  # fmt: skip
 
 
@@ -519,8 +538,14 @@ def ais_record(result: LogZResult, *, runs: Sequence[int] = (10,)) -> dict[str, 
     that :func:`record_log_z` rebuilds the estimate with its band and verdict."""
     forward = getattr(result, "forward", None) or result
     rec: dict[str, Any] = {"ais": log_z_summary(result)}
+    checks = [
+        *(forward.settings.get("checks") or []),
+        *((result.settings.get("checks") or []) if result is not forward else []),
+    ]
     for n in runs:
-        rec[f"ais_{n}"] = log_z_summary(first_runs(forward, n)) if forward.n_chains > n else None
+        rec[f"ais_{n}"] = (
+            log_z_summary(first_runs(forward, n, checks=checks)) if forward.n_chains > n else None
+        )
     reverse = getattr(result, "reverse", None)
     rec["ais_settings"] = to_jsonable(result.settings)
     rec["log_z_start"] = forward.log_z_start

@@ -113,7 +113,8 @@ class Verdicts:
             return []
         out = [
             "",
-            f"{UNRELIABLE} unreliable estimates (their ± bands are not shown: the estimate cannot support them):",
+            f"{UNRELIABLE} unreliable estimates (no band that rests on one is shown: the estimate cannot support "
+            "it; a ± of another term beside it, such as a bound's Monte Carlo error over the data, stands):",
         ]
         out += [f"- {UNRELIABLE}{i}: {note}" for i, note in enumerate(self.notes, 1)]
         return out + [""]
@@ -248,12 +249,13 @@ class VariationalSettings:
     fw_steps
         Frank-Wolfe steps at most with ``"optimized"`` (the paper gives no number).
     n_starts
-        Starts of mean-field and TAP (all 1/2, then random); the best is kept.
+        Starts of mean-field and TAP (all 1/2, the layer-wise ordered corners, then random;
+        ``None``: the library's default set); the best is kept.
     """
 
     trw_rho: str = "optimized"
     fw_steps: int = 30
-    n_starts: int = 5
+    n_starts: int | None = None
 
     def options(self, method: str) -> dict[str, Any]:
         """The keyword arguments of :func:`variational_log_z` that these settings fix for ``method``."""
@@ -263,7 +265,7 @@ class VariationalSettings:
                 if self.trw_rho == "optimized"
                 else {"rho": self.trw_rho}
             )
-        if method in ("mean-field", "tap"):
+        if method in ("mean-field", "tap") and self.n_starts is not None:
             return {"n_starts": self.n_starts}
         return {}
 
@@ -399,6 +401,12 @@ def _method_note(method: str, v: dict[str, Any]) -> str:
     return "damped loopy BP" if method == "bethe" else ""
 
 
+def _starts_label(n_starts: int | None) -> str:
+    """The starts of mean-field and TAP, in words, for a report's notes."""
+    which = "all 1/2, each layer all on or all off, then random"
+    return f"the library's starts ({which})" if n_starts is None else f"{n_starts} starts ({which})"
+
+
 def comparison_markdown(records: Sequence[dict[str, Any]], settings: VariationalSettings) -> list[str]:
     """The report's section comparing every ``log Z`` method per model: one table of values (each
     with its difference from the exact value, or from AIS where none is known), one of convergence
@@ -460,7 +468,7 @@ def comparison_markdown(records: Sequence[dict[str, Any]], settings: Variational
         "Iterations: sweeps of the final run (TRW: message-passing sweeps of the final solve, 0 where "
         "Newton's method was warm-started from an earlier solve); residual: the largest change of a "
         "message (BP, TRW) or mean (mean-field, TAP) in the last sweep. Mean-field and TAP: "
-        f"{settings.n_starts} starts (all 1/2, then random). TRW: {settings.trw_label()}"
+        f"{_starts_label(settings.n_starts)}. TRW: {settings.trw_label()}"
         + (", from the uniform spanning-tree distribution" if settings.trw_rho == "optimized" else "")
         + ". All at the library's defaults otherwise (damping 0.5).",
         "",

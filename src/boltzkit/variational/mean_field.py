@@ -11,7 +11,8 @@ inequality (S2 Eqs. 5-6) gives, for *every* ``mu`` in ``[0, 1]^N``::
 updated as a block (each block update is an exact coordinate ascent step), a layer with laterals
 unit by unit (``sequential=True``, also exact coordinate ascent), so the bound never decreases
 from sweep to sweep. Because the objective is not concave it has several local maxima: several
-starts run side by side (row 0 from 1/2, the others uniform at random) and the best bound is kept.
+starts run side by side (row 0 from 1/2, then every layer-wise ordered corner, the others uniform
+at random; :mod:`boltzkit.variational.starts`) and the best bound is kept.
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ import torch
 from boltzkit.models.boltzmann import BoltzmannMachine
 from boltzkit.models.mean_field import damping_acts, mean_field, mean_field_bound
 from boltzkit.variational.result import VariationalResult
-from boltzkit.variational.starts import start_means
+from boltzkit.variational.starts import default_n_starts, start_means
 
-N_STARTS = 5
 TOL = 1e-9
 MAX_ITER = 1000
 
@@ -34,7 +34,7 @@ MAX_ITER = 1000
 def mean_field_log_z(
     model: BoltzmannMachine,
     *,
-    n_starts: int = N_STARTS,
+    n_starts: int | None = None,
     seed: int | torch.Generator | None = 0,
     sequential: bool = True,
     damping: float = 0.5,
@@ -48,7 +48,9 @@ def mean_field_log_z(
     model
         Any member of the family (evaluated in float64 on its device).
     n_starts
-        Starts run side by side: all 1/2, then uniform random from ``seed``.
+        Starts run side by side: all 1/2, each layer-wise ordered corner, then uniform random
+        from ``seed`` (:mod:`boltzkit.variational.starts`); ``None``: all the corners and two
+        random ones (:func:`~boltzkit.variational.starts.default_n_starts`).
     seed
         Seed (or generator) of the random starts.
     sequential
@@ -68,6 +70,7 @@ def mean_field_log_z(
     """
     t0 = time.perf_counter()
     m64 = model.as_float64()
+    n_starts = default_n_starts(m64) if n_starts is None else n_starts
     init = start_means(m64, n_starts, seed)
     q = mean_field(m64, {}, damping=damping, tol=tol, max_iter=max_iter, sequential=sequential, init=init)
     bounds = mean_field_bound(m64, q)

@@ -12,12 +12,12 @@ written here for any pairwise coupling matrix ``Q`` of the family)::
 
     m_l = sigma(b_l + sum_m W_lm m_m - (m_l - 1/2) o sum_m (W_lm o W_lm) var(m_m))
 
-solved here layer by layer (odd layers, then even layers), from several starts (1/2 and random);
-the converged start with the lowest ``Gamma`` is kept. Each start runs the plain damped iteration
-(``m <- m + (1 - damping) (sigma(h(m)) - m)``) as long as its largest change shrinks (tenfold
-every ``CHECK_EVERY`` sweeps); a start that does not switches to a *safeguarded* iteration. There,
-a layer without laterals is updated by exact minimisation of ``Gamma`` over it
-(``sequential=True``, the default): given the other
+solved here layer by layer (odd layers, then even layers), from several starts (1/2, the layer-wise
+ordered corners and random); the converged start with the lowest ``Gamma`` is kept. Each start
+runs the plain damped iteration (``m <- m + (1 - damping) (sigma(h(m)) - m)``) as long as its
+largest change shrinks (tenfold every ``CHECK_EVERY`` sweeps); a start that does not switches to
+a *safeguarded* iteration. There, a layer without laterals is updated by exact minimisation of
+``Gamma`` over it (``sequential=True``, the default): given the other
 layers its units are independent, and each one's ``Gamma`` is strictly convex in ``m_i`` (second
 derivative ``1 / (m_i (1 - m_i)) + c_i``, ``c_i = sum_j Q_ij^2 var_j >= 0``), so ``u = logit m_i``
 is the root of the increasing ``u - h_i + (sigma(u) - 1/2) c_i`` (safeguarded Newton). The
@@ -47,9 +47,8 @@ from boltzkit.models.boltzmann import BoltzmannMachine, binary_entropy
 from boltzkit.state import ChainState
 from boltzkit.variational.bp import check_settings
 from boltzkit.variational.result import ConvergenceWarning, VariationalResult
-from boltzkit.variational.starts import start_means
+from boltzkit.variational.starts import default_n_starts, start_means
 
-N_STARTS = 5
 DAMPING = 0.5
 TOL = 1e-9
 MAX_ITER = 1000
@@ -152,7 +151,7 @@ def _safeguarded_step(
 def tap_log_z(
     model: BoltzmannMachine,
     *,
-    n_starts: int = N_STARTS,
+    n_starts: int | None = None,
     seed: int | torch.Generator | None = 0,
     damping: float = DAMPING,
     tol: float = TOL,
@@ -166,7 +165,9 @@ def tap_log_z(
     model
         Any member of the family (float64, on its device).
     n_starts, seed
-        Starts run side by side: all 1/2, then uniform random from ``seed``.
+        Starts run side by side: all 1/2, each layer-wise ordered corner, then uniform random
+        from ``seed`` (:mod:`boltzkit.variational.starts`); ``None``: all the corners and two
+        random ones (:func:`~boltzkit.variational.starts.default_n_starts`).
     damping, tol, max_iter
         Damped (safeguarded) fixed-point step of layers with laterals; a start has converged when
         its largest change ``|m_new - m_old|`` of the undamped update is below ``tol``.
@@ -183,6 +184,7 @@ def tap_log_z(
     check_settings(damping, tol, max_iter)
     t0 = time.perf_counter()
     m64 = model.as_float64()
+    n_starts = default_n_starts(m64) if n_starts is None else n_starts
     sq = _squared(m64)
     state = start_means(m64, n_starts, seed)
     order = [b.layer for b in m64.blocks()]
