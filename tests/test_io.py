@@ -1182,3 +1182,46 @@ def test_alphabet_that_is_not_a_string_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError, match="alphabet") as info:
         load_model(path)
     assert "one letter per state" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("training", "abc"),
+        ("image_shape", [-4, -4]),
+        ("image_shape", [4]),
+        ("metrics", "x"),
+        ("training.seed", "zero"),
+        ("training.seed", -5),
+        ("training.train_data_fingerprint", 7),
+        ("training.sparse_products", "yes"),
+    ],
+)
+def test_metadata_of_the_wrong_type_is_refused_by_its_key(tmp_path, key, value):
+    """A review of 2026-12-07: a training record that is a string failed `evaluate` with an
+    unexplained AttributeError, a negative image shape `sample` with a ValueError; a seed of "zero"
+    passed unread. Each key boltzkit reads is checked where it is loaded, and named."""
+    from boltzkit.errors import ModelFileError
+    from boltzkit.io import load_model, save_model
+    from boltzkit.models import RBM
+
+    path = tmp_path / "m.safetensors"
+    metadata: dict = {"training": {"seed": 3}}
+    if key.startswith("training."):
+        metadata["training"][key.split(".", 1)[1]] = value
+    else:
+        metadata[key] = value
+    save_model(RBM(16, 3), path, metadata=metadata)
+    with pytest.raises(ModelFileError, match=f"metadata key '{key}' holds a value of the wrong type"):
+        load_model(path)
+
+
+def test_an_npz_of_no_kind_names_the_kinds_it_shares_arrays_with(tmp_path):
+    """An Ising model's J without its h was told it lacks W, vbias and hbias only."""
+    from boltzkit.errors import ModelFileError
+    from boltzkit.io import load_model
+
+    path = tmp_path / "only_j.npz"
+    np.savez(path, J=np.zeros((3, 3)))
+    with pytest.raises(ModelFileError, match="an Ising model \\(arrays J .* and h"):
+        load_model(path)

@@ -713,6 +713,20 @@ def test_damaged_checkpoints_raise_model_file_errors(tmp_path):
         load_checkpoint(tmp_path / "nope.safetensors")
 
 
+def test_a_flipped_bit_in_a_checkpoints_arrays_is_refused(tmp_path):
+    """A bit flipped in a checkpoint's parameters was caught only where the value it made was
+    absurd (a review of 2026-12-07); the stored tensors' SHA-256 now catches any flip."""
+    path = tmp_path / "c.ckpt"
+    weights = torch.linspace(-1, 1, 64, dtype=torch.float64)
+    save_checkpoint(path, {"W": weights, "epoch": 3})
+    assert torch.equal(load_checkpoint(path)["W"], weights)
+    raw = bytearray(path.read_bytes())
+    raw[-3] ^= 0x01  # the low bit of one weight's mantissa: a valid, ordinary number still
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ModelFileError, match="damaged"):
+        load_checkpoint(path)
+
+
 # ----------------------------------------------------------------------------- bad inputs
 _X = bars_and_stripes()
 

@@ -262,3 +262,41 @@ def test_exact_log_z_beyond_float64_is_refused() -> None:
     w[0, 0] = w[0, 1] = 1e308
     with pytest.raises(BoltzkitError, match="not a finite number in float64"):
         exact_log_z(RBM(4, 3, weights=w, dtype=F64))
+
+
+def test_base_rate_data_is_checked_as_data_and_may_be_an_array() -> None:
+    """A review of 2026-12-07: a NumPy array ended in an AttributeError, values of 2 or NaN were
+    blamed on the model's biases. Arrays and integer tensors are taken; values outside [0, 1] are
+    refused as data (probabilities, as a DBN passes up to its top, are data too)."""
+    rbm = random_rbm(6, 3, 0)
+    x = np.random.default_rng(0).random((20, 6)) < 0.5
+    from_array = base_rate_path(rbm, data=x)
+    from_ints = base_rate_path(rbm, data=torch.from_numpy(x).long())
+    assert torch.equal(from_array.model_a.bias(0), from_ints.model_a.bias(0))
+    assert base_rate_path(rbm, data=np.full((3, 6), 0.3)).base_name == "base rates of the data"
+    for bad, match in ((np.full((3, 6), 2.0), "in \\[0, 1\\]"), (np.full((3, 6), np.nan), "in \\[0, 1\\]"),
+                       (torch.full((3, 6), -1e9), "in \\[0, 1\\]"), (np.zeros((3, 5)), "wrong width"),
+                       (np.zeros(6), "2-D"), ("abc", "array of numbers")):  # fmt: skip
+        with pytest.raises(BoltzkitError, match=match):
+            base_rate_path(rbm, data=bad)
+
+
+def test_a_log_z_record_of_another_model_is_refused() -> None:
+    """``dataset_log_prob(rbm2, x, exact_log_z(rbm))`` gave rbm2's log p with rbm's log Z (a
+    review of 2026-12-07): a record knows its model's fingerprint; a float64 copy shares it."""
+    a, b = random_rbm(6, 3, 0), random_rbm(6, 3, 1)
+    x = (torch.rand(10, 6, generator=torch.Generator().manual_seed(0)) < 0.5).to(F64)
+    own = dataset_log_prob(a, x, exact_log_z(a.as_float64())).mean_log_prob
+    assert own == pytest.approx(dataset_log_prob(a, x, exact_log_z(a)).mean_log_prob)
+    with pytest.raises(BoltzkitError, match="of another model"):
+        dataset_log_prob(b, x, exact_log_z(a))
+    from boltzkit.estimators import estimate_log_z
+
+    with pytest.raises(BoltzkitError, match="of another model"):
+        dataset_log_prob(b, x, estimate_log_z(a, "ais", n_chains=10, betas=20, check=False))
+    assert dataset_log_prob(b, x, float(exact_log_z(b).log_z)).mean_log_prob < 0  # a number is taken
+
+
+def test_a_negative_seed_is_refused_as_on_the_command_line() -> None:
+    with pytest.raises(BoltzkitError, match="out of range"):
+        ais(base_rate_path(RBM(4, 2)), n_chains=4, betas=10, seed=-1, check=False)

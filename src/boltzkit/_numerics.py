@@ -257,7 +257,7 @@ def make_generator(seed: int | torch.Generator | None, device: torch.device | st
     from boltzkit.errors import BoltzkitError, whole_number
 
     seed = whole_number(seed, "a seed", hint="give an integer from 0 to 2^63 - 1, or a torch.Generator")
-    if not -(2**63) <= seed < 2**64:  # what torch's manual_seed takes
+    if not 0 <= seed < 2**63:  # as the command line's --seed (torch would wrap a negative one)
         raise BoltzkitError(
             "a seed is out of range", got=repr(seed), expected="an integer from 0 to 2^63 - 1"
         )

@@ -12,25 +12,65 @@ which adds pseudo-counts towards 1 only (ALGORITHMS.md section 1).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from boltzkit._numerics import softplus
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, DataError
 from boltzkit.models.rbm import RBM
 
 #: Default pseudo-count, as a fraction of the number of examples, added to each pixel's on and
 #: off counts: probabilities are kept in [0.005/1.01, 1.005/1.01].
 DEFAULT_SMOOTHING = 0.005
+_INTEGER_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
-def fit_base_rate(data: Tensor, *, smoothing: float = DEFAULT_SMOOTHING) -> Tensor:
+def check_base_rate_data(data: Tensor | np.ndarray | object, n_visible: int | None = None) -> Tensor:
+    """The data a base rate is fitted to, as a tensor: a non-empty 2-D array (a tensor, NumPy
+    array or nested list) of ``n_visible`` columns when given, every value in ``[0, 1]``: binary
+    images, or probabilities (a DBN's recognition probabilities passed up to its top). Anything
+    else is refused as data (a value of 2 or NaN was blamed on the model's biases, a value of
+    -1e9 too; a review of 2026-12-07), with its row and column."""
+    try:
+        x = data if isinstance(data, Tensor) else torch.as_tensor(np.asarray(data))
+    except (TypeError, ValueError) as exc:
+        raise DataError("base-rate data must be an array of numbers", got=type(data).__name__) from exc
+    if x.dtype == torch.bool or not x.is_floating_point():
+        if x.is_complex() or x.dtype not in _INTEGER_DTYPES:
+            raise DataError("base-rate data must be real numbers in [0, 1]", got=str(x.dtype))
+        x = x.to(torch.float64)
+    if x.dim() != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise DataError(
+            "base-rate data must be a non-empty 2-D array of examples",
+            got=tuple(x.shape),
+            expected="(n_examples, n_visible)",
+        )
+    if n_visible is not None and x.shape[1] != n_visible:
+        raise DataError(
+            "base-rate data has the wrong width for this model",
+            got=tuple(x.shape),
+            expected=f"(n_examples, {n_visible})",
+        )
+    bad = ~((x >= 0) & (x <= 1))  # NaN fails both
+    if bool(bad.any()):
+        row, col = (int(i) for i in bad.nonzero()[0])
+        raise DataError(
+            "base-rate data must hold values in [0, 1] (binary images, or probabilities)",
+            got=f"{float(x[row, col])} at row {row}, column {col}",
+            hint="pass the training images (0/1) the model was fitted to; a +-1 array maps by (x + 1) / 2.",
+        )
+    return x
+
+
+def fit_base_rate(data: Tensor | np.ndarray, *, smoothing: float = DEFAULT_SMOOTHING) -> Tensor:
     """Smoothed maximum-likelihood visible biases ``b_A = logit(p)`` of independent pixels.
 
     Parameters
     ----------
     data
-        Binary training data, shape ``(n, n_visible)``.
+        Training data, shape ``(n, n_visible)``: binary, or probabilities
+        (:func:`check_base_rate_data`).
     smoothing
         Pseudo-count per pixel and per state as a fraction of ``n``: ``a = smoothing * n``.
 
@@ -39,12 +79,7 @@ def fit_base_rate(data: Tensor, *, smoothing: float = DEFAULT_SMOOTHING) -> Tens
     Tensor
         ``b_A``, shape ``(n_visible,)``, float64.
     """
-    if data.dim() != 2 or data.shape[0] == 0:
-        raise BoltzkitError(
-            "base-rate data must be a non-empty 2-D array of examples",
-            got=tuple(data.shape),
-            expected="(n_examples, n_visible)",
-        )
+    data = check_base_rate_data(data)
     if not smoothing > 0:
         raise BoltzkitError("base-rate smoothing must be positive", got=smoothing)
     x = data.to(torch.float64)

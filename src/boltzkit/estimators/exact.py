@@ -365,7 +365,7 @@ def exact_log_z(
     """
     method = _registered(model)  # e.g. real-valued or categorical visible units
     if method is not None:
-        return method.log_z(model, max_bits=max_bits)
+        return method.log_z(model, max_bits=max_bits).with_settings(model_fingerprint=model.fingerprint())
     t0 = time.perf_counter()
     model = _as_machine(model)
     plan = _checked_plan(model, max_bits, "summing over the enumerated units")
@@ -401,6 +401,7 @@ def exact_log_z(
         summed_layers=list(plan.summed),
         n_states=plan.n_states,
         device=str(device),
+        model_fingerprint=model.fingerprint(),
     )
 
 

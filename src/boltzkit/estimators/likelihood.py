@@ -203,6 +203,14 @@ def dataset_log_prob(
             hint="a DBN's log p(v) is bounded by dbn_bound (S1 Eqs. 22-24); a mixture of Bernoullis "
             "gives it exactly by model.log_prob(x).",
         )
+    recorded = log_z.settings.get("model_fingerprint")
+    if recorded is not None and recorded != model.fingerprint():
+        raise BoltzkitError(
+            "this log Z record is of another model",
+            got=f"a record of the model {str(recorded)[:19]}..., given {model.fingerprint()[:19]}...",
+            hint="estimate log Z of this model (exact_log_z or estimate_log_z), or pass the model the "
+            "record was made for; a plain number is taken as this model's exact log Z unchecked.",
+        )
     units = isinstance(model, (UnitRBM, UnitDBM))  # real-valued or categorical visible units
     if units:
         data = model.check_data(torch.as_tensor(x))

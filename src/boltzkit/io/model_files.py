@@ -386,6 +386,20 @@ def check_names(
     return spec
 
 
+def _kinds_sharing(found: Sequence[str], besides: ModelKind) -> list[str]:
+    """The other kinds whose arrays include some of ``found``, each with what it holds: the hint
+    for a file of no recognised kind (an Ising model's ``J`` without its ``h``, say)."""
+    near = []
+    for kind in _KINDS.values():
+        if kind.name == besides.name:
+            continue
+        spec = kind.arrays(found)
+        if set(found) & set(spec.names):
+            article = "an" if kind.label[:1].lower() in "aeiou" else "a"
+            near.append(f"{article} {kind.label} ({spec.expected})")
+    return near
+
+
 def _raise_missing(
     kind: ModelKind, spec: ArraySpec, missing: list[str], found: list[str], p: Path, *, npz: bool
 ) -> None:
@@ -403,6 +417,8 @@ def _raise_missing(
     elif guess:
         hint = "the file seems to use other names (" + ", ".join(f"{s!r} for {t}" for t, s in guess.items())
         hint += "); save the parameters under the expected names."
+    elif kind.name == DEFAULT_KIND and (near := _kinds_sharing(found, kind)):
+        hint = "its arrays are some of " + "; ".join(near) + ": give that kind all of its arrays."
     raise ModelFileError(
         f"the model file lacks the {which} {listed(missing)}"
         + ("" if kind.name == DEFAULT_KIND else f" of a {kind.label}"),
@@ -441,6 +457,58 @@ def check_finite(tensors: Mapping[str, Tensor], p: Path | None = None, *, saving
             "weight decay), then train again or resume from an earlier checkpoint; if another tool wrote "
             "the file, the values are not a model's parameters.",
         )
+
+
+def _is_int(value: Any, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: The metadata keys boltzkit itself reads, each with the test its value must pass where the key
+#: is present and not null, and what the test asks for (:func:`_check_metadata_types`).
+METADATA_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "format_version": (_is_int, "an integer"),
+    "training": (lambda v: isinstance(v, dict), "an object (the training record)"),
+    "metrics": (lambda v: isinstance(v, dict), "an object of numbers by name"),
+    "image_shape": (
+        lambda v: isinstance(v, (list, tuple)) and len(v) == 2 and all(_is_int(x, 1) for x in v),
+        "[HEIGHT, WIDTH], two positive integers",
+    ),
+    "data": (lambda v: isinstance(v, (str, dict)), "the name of the training data, or an object"),
+    "zoo_name": (lambda v: isinstance(v, str), "a string"),
+    "training_seconds": (lambda v: _is_number(v) and v >= 0, "a number of seconds"),
+}
+#: The same for the keys of the training record that boltzkit reads (resume, the data check).
+TRAINING_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "seed": (_is_int, "a non-negative integer"),
+    "train_data_fingerprint": (lambda v: isinstance(v, str), "a string"),
+    "n_train": (_is_int, "a non-negative integer"),
+    "sparse_products": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def _check_metadata_types(md: Mapping[str, Any] | None, p: Path) -> None:
+    """Refuse metadata whose keys that boltzkit reads hold values of the wrong type (a training
+    record that is a string, a negative image shape, a seed of "zero"; a review of 2026-12-07
+    found them failing later with an unexplained error, or passing unread), naming the key."""
+    if md is None:
+        return
+    checks = [(key, md.get(key), *test) for key, test in METADATA_TYPES.items()]
+    training = md.get("training")
+    if isinstance(training, dict):
+        checks += [(f"training.{key}", training.get(key), *test) for key, test in TRAINING_TYPES.items()]
+    for key, value, test, expected in checks:
+        if value is not None and not test(value):
+            raise ModelFileError(
+                f"the model file's metadata key {key!r} holds a value of the wrong type",
+                got=f"{value!r} (in {p})",
+                expected=expected,
+                hint="the file was edited or written by another tool: fix or remove the key, or re-save "
+                "the model.",
+            )
 
 
 def _check_metadata_agrees(
@@ -840,6 +908,7 @@ def _model_from_arrays(tensors, md, p, *, source, dtype, device) -> tuple[nn.Mod
     check_finite(tensors, p)
     sizes = kind.check(tensors, p)
     _check_metadata_agrees(md, tuple(sizes), list(tensors), p)
+    _check_metadata_types(md, p)
     stored = _stored_dtype(tensors, spec)
     target = _resolve_dtype(dtype, stored)
     converted = {n: t.to(target) for n, t in tensors.items()}

@@ -18,6 +18,7 @@ previous checkpoint intact.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -36,10 +37,11 @@ from boltzkit.errors import ModelFileError
 
 #: Key of the JSON document in the safetensors header metadata.
 METADATA_KEY = "boltzkit_checkpoint"
-#: Version of the checkpoint layout (2: bit-packed binary tensors; version 1 files read as before).
-FORMAT_VERSION = 2
+#: Version of the checkpoint layout (2: bit-packed binary tensors; 3: a SHA-256 of the stored
+#: tensors, checked on reading; files of versions 1 and 2 read as before, unchecked).
+FORMAT_VERSION = 3
 #: Layout versions this module reads.
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 #: Tensors with fewer entries are stored as they are, even when binary.
 MIN_PACKED = 64
 
@@ -102,11 +104,27 @@ def _decode(obj: Any, tensors: dict[str, Tensor]) -> Any:
     return obj
 
 
+def tensors_digest(tensors: dict[str, Tensor]) -> str:
+    """SHA-256 of stored tensors: each one's name, dtype, shape and bytes, in the order of their
+    names. A checkpoint keeps it, so that a flipped bit in its arrays (which the safetensors
+    layout alone would not notice, and which the parameters' own checks may not catch) is
+    refused rather than resumed from."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def encode_state(state: dict[str, Any]) -> bytes:
     """Serialise nested state (dicts, lists, tuples, numbers, strings, tensors) to safetensors bytes."""
     tensors: dict[str, Tensor] = {}
     skeleton = _encode(state, tensors)
-    doc = json.dumps({"format_version": FORMAT_VERSION, "state": skeleton}, allow_nan=False)
+    doc = json.dumps(
+        {"format_version": FORMAT_VERSION, "sha256": tensors_digest(tensors), "state": skeleton},
+        allow_nan=False,
+    )
     return _st_save(tensors, metadata={METADATA_KEY: doc})
 
 
@@ -130,6 +148,12 @@ def decode_state(data: bytes, *, source: str = "checkpoint") -> dict[str, Any]:
             got=doc.get("format_version"),
             expected=" or ".join(map(str, READABLE_VERSIONS)),
             hint="a newer boltzkit wrote it: upgrade, or delete the file to start the run over.",
+        )
+    if doc["format_version"] >= 3 and doc.get("sha256") != tensors_digest(tensors):
+        raise ModelFileError(
+            "the training checkpoint is damaged: its arrays do not match the checksum they were saved with",
+            got=source,
+            hint="delete the file to start the run over (or restore it from a copy).",
         )
     return _decode(doc["state"], tensors)
 

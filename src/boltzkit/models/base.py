@@ -8,6 +8,7 @@ and a layer of another type gives its conditional as a field (:meth:`EnergyModel
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from abc import abstractmethod
 
@@ -133,6 +134,19 @@ class EnergyModel(nn.Module):
             for size in self.layer_sizes
         )
         return ChainState(layers)
+
+    def fingerprint(self) -> str:
+        """Identity of the model's distribution: ``"sha256:HEX"`` over its class, its layer sizes
+        and each parameter's name, shape and values as float32 (so a float64 copy, or one on
+        another device, has the fingerprint of the model it was made from). A log Z record keeps
+        it (``settings["model_fingerprint"]``), so that a log-probability is never taken with
+        another model's log Z."""
+        digest = hashlib.sha256(f"{type(self).__name__}:{self.layer_sizes}".encode())
+        for name, param in sorted(self.named_parameters()):
+            values = param.detach().to(device="cpu", dtype=torch.float32).contiguous()
+            digest.update(f"{name}:{tuple(values.shape)}".encode())
+            digest.update(values.view(torch.uint8).numpy().tobytes())
+        return f"sha256:{digest.hexdigest()}"
 
     def split_units(self, x: Tensor) -> ChainState:
         """Cut a tensor of all units, shape ``(n, n_units)``, into a state."""
