@@ -250,6 +250,9 @@ def test_the_first_runs_of_an_estimate_keep_what_the_whole_run_failed() -> None:
     assert not whole.reliability().reliable
     first = first_runs(whole, 10).reliability()
     assert not first.reliable and first.reason.startswith("(all 100 runs)")
+    equal = torch.zeros(100, dtype=torch.float64)  # a trivial path: equal weights are the right answer
+    trivial = LogZResult.from_log_weights("ais", equal, log_z_start=1.0, n_steps=100, trivial_path=True)
+    assert trivial.reliability().reliable and first_runs(trivial, 10).reliability().reliable
 
 
 @pytest.mark.parametrize(("module", "model"), [("s2008_table1", "RBM"), ("sm2008_table1", "CD1(25)")])

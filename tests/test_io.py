@@ -1192,28 +1192,55 @@ def test_alphabet_that_is_not_a_string_is_a_clear_error(tmp_path: Path) -> None:
         ("image_shape", [4]),
         ("metrics", "x"),
         ("training.seed", "zero"),
-        ("training.seed", -5),
+        ("training.seed", 1.5),
         ("training.train_data_fingerprint", 7),
         ("training.sparse_products", "yes"),
     ],
 )
-def test_metadata_of_the_wrong_type_is_refused_by_its_key(tmp_path, key, value):
+def test_metadata_of_the_wrong_type_is_refused_when_saved_and_set_aside_when_loaded(tmp_path, key, value):
     """A review of 2026-12-07: a training record that is a string failed `evaluate` with an
     unexplained AttributeError, a negative image shape `sample` with a ValueError; a seed of "zero"
-    passed unread. Each key boltzkit reads is checked where it is loaded, and named."""
-    from boltzkit.errors import ModelFileError
+    passed unread. Each key boltzkit reads is checked: `save_model` refuses a wrong value, and a file
+    written elsewhere loads with a warning that names the key, which is set aside."""
+    from safetensors.torch import save_file
+
+    from boltzkit.errors import BoltzkitWarning, ModelFileError
     from boltzkit.io import load_model, save_model
     from boltzkit.models import RBM
 
-    path = tmp_path / "m.safetensors"
     metadata: dict = {"training": {"seed": 3}}
     if key.startswith("training."):
         metadata["training"][key.split(".", 1)[1]] = value
     else:
         metadata[key] = value
-    save_model(RBM(16, 3), path, metadata=metadata)
-    with pytest.raises(ModelFileError, match=f"metadata key '{key}' holds a value of the wrong type"):
-        load_model(path)
+    with pytest.raises(ModelFileError, match=f"the metadata key '{key}' is one boltzkit reads"):
+        save_model(RBM(16, 3), tmp_path / "refused.safetensors", metadata=metadata)
+    path = tmp_path / "elsewhere.safetensors"
+    save_model(RBM(16, 3), path, metadata={"training": {"seed": 3}})
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        tensors = {name: f.get_tensor(name) for name in f.keys()}  # noqa: SIM118
+        md = json.loads(f.metadata()["boltzkit"])
+    if key.startswith("training."):
+        md["training"] = {**md["training"], **metadata["training"]}
+    else:
+        md[key] = value
+    save_file(tensors, str(path), metadata={"boltzkit": json.dumps(md)})
+    with pytest.warns(BoltzkitWarning, match=f"the metadata key '{key}' holds .* the key is ignored"):
+        _, loaded = load_model(path)
+    if key.startswith("training."):
+        assert key.split(".", 1)[1] not in loaded["training"]
+    else:
+        assert key not in loaded
+
+
+def test_a_negative_seed_recorded_by_an_older_version_still_loads(tmp_path):
+    from boltzkit.io import load_model, save_model
+    from boltzkit.models import RBM
+
+    save_model(RBM(4, 3), tmp_path / "m.safetensors", metadata={"training": {"seed": -1}})
+    assert load_model(tmp_path / "m.safetensors")[1]["training"]["seed"] == -1
 
 
 def test_an_npz_of_no_kind_names_the_kinds_it_shares_arrays_with(tmp_path):

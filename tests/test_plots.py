@@ -426,3 +426,30 @@ def test_plots_given_an_array_file_say_what_they_read(tmp_path, kind, message) -
 
     np.save(tmp_path / "s.npy", np.zeros((3, 4)))
     assert message in assert_clean_failure(run("plot", kind, tmp_path / "s.npy", "--out", tmp_path / "p.png"))
+
+
+def test_a_history_that_is_not_text_or_diverged_says_so(tmp_path):
+    """A review of 2026-12-07: a binary file named .csv or .json ended in a UnicodeDecodeError, and
+    epochs of NaN or inf were left out of the curves without a word (a run that diverged looked like
+    one that stopped)."""
+    for name in ("bin.csv", "bin.json"):
+        (tmp_path / name).write_bytes(b"\xff\xfe[]\x00\x81")
+        with pytest.raises(BoltzkitError, match="not text"):
+            plot_history(tmp_path / name, tmp_path / "x.png")
+    diverged = tmp_path / "h.csv"
+    diverged.write_text("epoch,train_log_lik,recon_error\n1,-200,10\n2,-180,9\n3,nan,nan\n4,-inf,1e400\n")
+    with pytest.warns(UserWarning, match="train_log_lik is not a finite number at epoch 3, 4"):
+        plot_history(diverged, tmp_path / "h.png")
+
+
+def test_log_weights_that_are_nan_or_empty_are_refused_by_what_they_are(written, tmp_path):
+    record = json.loads(written["logz"].read_text())
+    record["log_weights"][0] = float("nan")
+    (tmp_path / "nan.json").write_text(json.dumps(record))
+    with pytest.raises(BoltzkitError, match="log-weights are NaN or \\+inf"):
+        plot_logz_runs(tmp_path / "nan.json", tmp_path / "n.png")
+    record["log_weights"] = []
+    (tmp_path / "empty.json").write_text(json.dumps(record))
+    with pytest.raises(BoltzkitError, match="no log-weights") as error:
+        plot_logz_runs(tmp_path / "empty.json", tmp_path / "e.png")
+    assert "not numbers" not in str(error.value)

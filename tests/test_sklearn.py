@@ -130,6 +130,9 @@ def test_non_binary_input_is_refused_unless_binarize_is_set():
     np.testing.assert_array_equal(a.transform(real), b.transform(x))
     with pytest.raises(ValueError, match="binarize"):
         RBMEstimator(binarize="0.5").fit(x)
+    for bits in (-1, 100):  # 100 was taken, and a score then enumerated for "637 days" (2026-12-07)
+        with pytest.raises(ValueError, match="exact_max_bits must lie in"):
+            RBMEstimator(exact_max_bits=bits).fit(x)
 
 
 @pytest.mark.parametrize(

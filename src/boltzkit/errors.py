@@ -135,6 +135,16 @@ def positive_int(value: object, what: str, *, hint: str | None = None) -> int:
     return int(value)
 
 
+class Terminated(KeyboardInterrupt):
+    """The ``KeyboardInterrupt`` that :func:`terminate_as_interrupt` raises for a signal, with its
+    number (``signum``), so that a command ends with the status a shell expects of it (143 for
+    SIGTERM, where Ctrl-C's is 130)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = int(signum)
+
+
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM raises ``KeyboardInterrupt`` in the main thread while the block runs, so that a run
@@ -146,7 +156,7 @@ def terminate_as_interrupt() -> Iterator[None]:
         return
 
     def interrupt(signum, frame) -> None:  # noqa: ANN001
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Terminated(signum)
 
     before = signal.signal(signal.SIGTERM, interrupt)
     try:

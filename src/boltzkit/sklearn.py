@@ -110,6 +110,8 @@ from boltzkit.units import Categorical, UnitType, unit_type
 EVAL_BATCH = 10_000
 #: Rows of the training data kept for the base rates of AIS on real-valued or categorical units.
 BASE_RATE_ROWS = 10_000
+#: The largest ``exact_max_bits`` (the command line's ``--max-bits`` takes 1 to 62 too).
+MAX_EXACT_BITS = 62
 
 
 def _positive_int(value: object, name: str) -> int:
@@ -164,6 +166,11 @@ class _BoltzmannEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             raise ValueError(f"binarize must be None or a finite threshold; got {b!r}")
         if isinstance(self.exact_max_bits, bool) or not isinstance(self.exact_max_bits, numbers.Integral):
             raise ValueError(f"exact_max_bits must be an integer; got {self.exact_max_bits!r}")
+        if not 0 <= self.exact_max_bits <= MAX_EXACT_BITS:  # as the command line's --max-bits
+            raise ValueError(
+                f"exact_max_bits must lie in [0, {MAX_EXACT_BITS}] (0: always estimate log Z); "
+                f"got {self.exact_max_bits!r}"
+            )
 
     # ----------------------------------------------------------------------------- input
     def _validate(self, X: Any, *, reset: bool) -> np.ndarray:

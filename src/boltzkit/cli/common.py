@@ -21,6 +21,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -176,7 +177,8 @@ class _OneLineErrors:
     """Errors end in one line on stderr and exit status 1, and warnings (Python's included) are
     one ``warning: ...`` line each. Ctrl-C (and SIGTERM) ends in one line ``error: interrupted`` (with what a
     command put in ``ctx.meta["on_interrupt"]``, a text or a function giving it when interrupted,
-    such as the checkpoint to resume from) and exit status 130."""
+    such as the checkpoint to resume from) and exit status 128 + the signal (130 for Ctrl-C, 143 for
+    SIGTERM)."""
 
     def invoke(self, ctx: typer.Context) -> Any:
         """Run the command; report an exception as ``error: ...`` and exit 1 (unless debugging)."""
@@ -191,13 +193,13 @@ class _OneLineErrors:
                     return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # click's own usage errors (a group parses its subcommand's arguments in here)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             if debug_enabled(ctx):
                 raise
             hint = ctx.meta.get("on_interrupt")
             hint = hint() if callable(hint) else hint  # said as things stand when interrupted
             typer.echo("error: interrupted" + (f"; {hint}" if hint else ""), err=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(128 + getattr(interrupt, "signum", signal.SIGINT)) from None  # 130; 143: SIGTERM
         except Exception as exc:
             if debug_enabled(ctx):
                 raise

@@ -519,15 +519,16 @@ def first_runs(result: LogZResult, n: int, *, checks: Sequence[dict[str, Any]] |
         c if c.get("passed", True) else {**c, "reason": f"(all {result.n_chains} runs) {c.get('reason')}"}
         for c in whole or []
     ]
+    trivial = {"trivial_path": True} if result.settings.get("trivial_path") else {}  # equal weights are right
     weights = LogZResult.from_log_weights(
-        "ais", result.log_weights, log_z_start=result.log_z_start, n_steps=result.n_steps
+        "ais", result.log_weights, log_z_start=result.log_z_start, n_steps=result.n_steps, **trivial
     ).reliability()
     if weights is not None and not weights.reliable:
         kept.append({"name": "weights of all runs", "passed": False, "advice": weights.advice,
                      "reason": f"(all {result.n_chains} runs) {weights.reason}"})  # fmt: skip
     return LogZResult.from_log_weights(
         "ais", result.log_weights[:n], log_z_start=result.log_z_start, n_steps=result.n_steps,
-        seconds=result.seconds * n / max(1, result.n_chains), **({"checks": kept} if kept else {}),
+        seconds=result.seconds * n / max(1, result.n_chains), **({"checks": kept} if kept else {}), **trivial,
     )  # fmt: skip
 
 

@@ -56,7 +56,7 @@ from torch import Tensor, nn
 
 from boltzkit._numerics import resolve_device
 from boltzkit.atomic import PathLike, atomic_write_bytes
-from boltzkit.errors import BoltzkitError, ModelFileError
+from boltzkit.errors import BoltzkitError, BoltzkitWarning, ModelFileError, warn
 from boltzkit.io.zoo import PREFIX, close_names, resolve_model_path, warn_if_unpublished
 from boltzkit.jsonio import dumps
 
@@ -483,32 +483,40 @@ METADATA_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 #: The same for the keys of the training record that boltzkit reads (resume, the data check).
 TRAINING_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "seed": (_is_int, "a non-negative integer"),
+    "seed": (lambda v: _is_int(v, -(2**63)), "an integer"),  # (older versions took negative seeds)
     "train_data_fingerprint": (lambda v: isinstance(v, str), "a string"),
     "n_train": (_is_int, "a non-negative integer"),
     "sparse_products": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 
-def _check_metadata_types(md: Mapping[str, Any] | None, p: Path) -> None:
-    """Refuse metadata whose keys that boltzkit reads hold values of the wrong type (a training
-    record that is a string, a negative image shape, a seed of "zero"; a review of 2026-12-07
-    found them failing later with an unexplained error, or passing unread), naming the key."""
-    if md is None:
-        return
+def _metadata_type_problems(md: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """The keys of ``md`` that boltzkit reads (:data:`METADATA_TYPES`, :data:`TRAINING_TYPES`)
+    whose values fail their test: ``(key, value, what it should be)`` each."""
     checks = [(key, md.get(key), *test) for key, test in METADATA_TYPES.items()]
     training = md.get("training")
     if isinstance(training, dict):
         checks += [(f"training.{key}", training.get(key), *test) for key, test in TRAINING_TYPES.items()]
-    for key, value, test, expected in checks:
-        if value is not None and not test(value):
-            raise ModelFileError(
-                f"the model file's metadata key {key!r} holds a value of the wrong type",
-                got=f"{value!r} (in {p})",
-                expected=expected,
-                hint="the file was edited or written by another tool: fix or remove the key, or re-save "
-                "the model.",
-            )
+    return [(k, value, wanted) for k, value, test, wanted in checks if value is not None and not test(value)]
+
+
+def _check_metadata_types(md: dict[str, Any] | None, p: Path) -> None:
+    """Set aside, with a warning that names it, each metadata key boltzkit reads whose value is
+    of the wrong type (a training record that is a string, a negative image shape, a seed of
+    "zero"; a review of 2026-12-07 found them failing later with an unexplained error, or passing
+    unread). The model itself is sound, so it loads; :func:`prepare_save` refuses such a value."""
+    if md is None:
+        return
+    for key, value, expected in _metadata_type_problems(md):
+        warn(
+            f"{p}: the metadata key {key!r} holds {value!r}, where boltzkit reads {expected}: the key is "
+            "ignored (fix or remove it, or re-save the model)",
+            BoltzkitWarning,
+        )
+        if key.startswith("training."):
+            md["training"].pop(key.split(".", 1)[1], None)
+        else:
+            md.pop(key, None)
 
 
 def _check_metadata_agrees(
@@ -632,6 +640,12 @@ def prepare_save(
     for key, value in (metadata or {}).items():
         if key not in derived and key != "source_format":
             md[str(key)] = value
+    for key, value, expected in _metadata_type_problems(md):
+        raise ModelFileError(
+            f"the metadata key {key!r} is one boltzkit reads, as {expected}",
+            got=repr(value),
+            hint=f"give {key!r} as {expected}, or keep the value under a key of your own.",
+        )
     try:
         text = dumps(md, what="model metadata")
     except BoltzkitError as exc:
@@ -694,6 +708,13 @@ def save_model(model: nn.Module, path: PathLike, *, metadata: Mapping[str, Any] 
 def stat_model_file(path: PathLike) -> Path:
     """``path`` as a :class:`~pathlib.Path`, refused when it is missing or a directory."""
     p = Path(path)
+    text = os.fspath(path)
+    if not p.exists() and text != text.strip():  # " zoo:NAME" printed as "zoo:NAME" misled
+        raise ModelFileError(
+            "model file not found: the path begins or ends with a space",
+            got=repr(text),
+            hint=f"remove the spaces: {text.strip()!r}.",
+        )
     if not p.exists():
         parent_hint = "" if p.parent.is_dir() else f" (the directory {p.parent} does not exist either)"
         zoo = close_names(str(path)) if p.parent == Path(".") and not p.suffix else []

@@ -136,9 +136,10 @@ class EnergyModel(nn.Module):
         return ChainState(layers)
 
     def fingerprint(self) -> str:
-        """Identity of the model's distribution: ``"sha256:HEX"`` over its class, its layer sizes
+        """Identity of the model's parameters: ``"sha256:HEX"`` over its class, its layer sizes
         and each parameter's name, shape and values as float32 (so a float64 copy, or one on
-        another device, has the fingerprint of the model it was made from). A log Z record keeps
+        another device, has the fingerprint of the model it was made from; the same values in
+        another class, an RBM and its ``BoltzmannMachine`` form, differ). A log Z record keeps
         it (``settings["model_fingerprint"]``), so that a log-probability is never taken with
         another model's log Z."""
         digest = hashlib.sha256(f"{type(self).__name__}:{self.layer_sizes}".encode())

@@ -156,6 +156,13 @@ def runs_record(rec: dict[str, Any], title: str) -> RunsRecord:
             got=title,
             hint="rerun boltzkit logz with --out FILE.json --keep-weights.",
         )
+    if bool(np.isnan(lw).any() | np.isposinf(lw).any()):  # (a weight of 0, log-weight -inf, is one)
+        bad = int((np.isnan(lw) | np.isposinf(lw)).sum())
+        raise BoltzkitError(
+            f"{bad} of this record's {lw.size} log-weights are NaN or +inf: the curve has no meaning",
+            got=title,
+            hint="the record was damaged or written by a run that overflowed; estimate log Z again.",
+        )
     method = str(rec.get("method", "ais"))
     reciprocal = bool(rec.get("reciprocal", method == "reverse-ais"))
     ratio = rec.get("log_ratio") is not None or bool(rec.get("is_ratio", False))
@@ -223,6 +230,8 @@ def read_logz_runs(source: str | os.PathLike | dict[str, Any] | LogZResult | Run
             title = f"{name} [{i}]"
         try:
             out.append(runs_record(rec, Path(title).name))
+        except BoltzkitError:
+            raise  # its own message, not wrapped in "not numbers"
         except (TypeError, ValueError) as exc:
             raise BoltzkitError("this record's log-weights are not numbers", got=f"{title}: {exc}") from None
     return out

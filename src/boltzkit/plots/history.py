@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from boltzkit.errors import BoltzkitError
+from boltzkit.errors import BoltzkitError, warn
 from boltzkit.learning.history import History
 from boltzkit.plots._backend import new_figure, save_png
 
@@ -34,6 +34,29 @@ def _number(value: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _not_text(p: Path) -> BoltzkitError:
+    return BoltzkitError(
+        "this history file is not text",
+        got=f"{p} (not UTF-8)",
+        expected="the CSV or JSON history that boltzkit train --history PATH writes",
+    )
+
+
+def _non_finite(records: list[dict[str, Any]], key: str) -> list[str]:
+    """The epochs at which ``key`` holds a number that is not finite (NaN, inf): a run that
+    diverged, which the curves cannot draw."""
+    out = []
+    for i, rec in enumerate(records):
+        value = rec.get(key)
+        try:
+            x = float(value) if value not in (None, "") else 0.0
+        except (TypeError, ValueError):
+            continue
+        if not math.isfinite(x):
+            out.append(str(rec.get("epoch", i + 1)))
+    return out
+
+
 def read_history(source: HistorySource) -> list[dict[str, Any]]:
     """The per-epoch records of a history: a ``.csv`` or ``.json`` file, a :class:`History`, or a
     list of records."""
@@ -48,14 +71,19 @@ def read_history(source: HistorySource) -> list[dict[str, Any]]:
             records = json.loads(p.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise BoltzkitError("this history file is not valid JSON", got=f"{p} ({exc})") from None
+        except UnicodeDecodeError:
+            raise _not_text(p) from None
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise BoltzkitError(
                 "a JSON history is a list of per-epoch records", got=f"{p} holds a {type(records).__name__}"
             )
         return records
     if suffix == ".csv":
-        with open(p, encoding="utf-8", newline="") as f:
-            return [dict(row) for row in csv.DictReader(f)]
+        try:
+            with open(p, encoding="utf-8", newline="") as f:
+                return [dict(row) for row in csv.DictReader(f)]
+        except UnicodeDecodeError:
+            raise _not_text(p) from None
     raise BoltzkitError(
         "unknown history file type",
         got=str(p),
@@ -121,6 +149,11 @@ def plot_history(
             got=", ".join(label for label, _ in runs),
             hint="train with --history PATH; log-likelihoods are recorded when log Z is tractable.",
         )
+    for label, recs in runs:  # a diverged run must not look like one that stopped cleanly
+        for key in [*lik[label], "recon_error"]:
+            if bad := _non_finite(recs, key):
+                shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+                warn(f"{label}: {key} is not a finite number at epoch {shown} (the run diverged?): not drawn")
     n_panels = int(has_lik) + int(has_recon)
     fig = new_figure(5.0 * n_panels, 3.6)
     axes = list(fig.subplots(1, n_panels, squeeze=False)[0])

@@ -77,8 +77,9 @@ def variational_log_z(
     rho
         TRW only: ``"uniform"`` or ``"optimized"`` (Frank-Wolfe).
     n_starts, seed
-        Mean-field and TAP starts (``None``: 1/2, every layer-wise ordered corner and two random
-        ones; :mod:`boltzkit.variational.starts`).
+        Mean-field and TAP starts (``None``: 1/2, every layer-wise ordered corner of a model of
+        up to four layers, else all on and all off, and two random ones;
+        :mod:`boltzkit.variational.starts`).
     fw_steps, fw_tol
         TRW with ``rho="optimized"``: Frank-Wolfe steps and duality-gap tolerance.
     device

@@ -49,8 +49,8 @@ def mean_field_log_z(
         Any member of the family (evaluated in float64 on its device).
     n_starts
         Starts run side by side: all 1/2, each layer-wise ordered corner, then uniform random
-        from ``seed`` (:mod:`boltzkit.variational.starts`); ``None``: all the corners and two
-        random ones (:func:`~boltzkit.variational.starts.default_n_starts`).
+        from ``seed`` (:mod:`boltzkit.variational.starts`); ``None``: all the corners (up to four
+        layers) and two random ones (:func:`~boltzkit.variational.starts.default_n_starts`).
     seed
         Seed (or generator) of the random starts.
     sequential

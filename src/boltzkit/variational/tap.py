@@ -166,8 +166,8 @@ def tap_log_z(
         Any member of the family (float64, on its device).
     n_starts, seed
         Starts run side by side: all 1/2, each layer-wise ordered corner, then uniform random
-        from ``seed`` (:mod:`boltzkit.variational.starts`); ``None``: all the corners and two
-        random ones (:func:`~boltzkit.variational.starts.default_n_starts`).
+        from ``seed`` (:mod:`boltzkit.variational.starts`); ``None``: all the corners (up to four
+        layers) and two random ones (:func:`~boltzkit.variational.starts.default_n_starts`).
     damping, tol, max_iter
         Damped (safeguarded) fixed-point step of layers with laterals; a start has converged when
         its largest change ``|m_new - m_old|`` of the undamped update is below ``tol``.
