@@ -1188,15 +1188,23 @@ def test_an_option_neither_a_mixture_nor_a_dbn_takes_is_not_said_to_apply_to_dbn
     assert "single Boltzmann machines, not a mixture" in result.stderr and "DBNs" not in result.stderr
 
 
+def _dbn_and_data(tmp_path, g, sizes, scales, n_rows):
+    """A two-layer DBN of layer ``sizes`` (weights N(0, scale^2) per layer, biases N(0, 1)) saved as
+    ``dbn.npz``, and ``n_rows`` random binary rows as ``data.npy``."""
+    arrays = {}
+    for l, scale in enumerate(scales):
+        arrays[f"W_{l}"] = g.normal(0, scale, (sizes[l], sizes[l + 1]))
+        arrays[f"vbias_{l}"], arrays[f"hbias_{l}"] = g.normal(0, 1, sizes[l]), g.normal(0, 1, sizes[l + 1])
+    np.savez(tmp_path / "dbn.npz", **arrays)
+    np.save(tmp_path / "data.npy", (g.random((n_rows, sizes[0])) < 0.5).astype(float))
+    return tmp_path / "dbn.npz", tmp_path / "data.npy"
+
+
 def test_a_dbn_evaluated_with_an_unreliable_top_log_z_says_so_in_its_text(tmp_path):
     """The DBN's text named the top RBM's log Z without its verdict (a probe of 2026-12-07), where an
     RBM's evaluation gives it; a mixture says the log Z options do not apply to it."""
     g = np.random.default_rng(1)
-    dbn = tmp_path / "dbn.npz"
-    np.savez(dbn, W_0=g.normal(0, 2, (10, 6)), vbias_0=g.normal(0, 1, 10), hbias_0=g.normal(0, 1, 6),
-             W_1=g.normal(0, 3, (6, 8)), vbias_1=g.normal(0, 1, 6), hbias_1=g.normal(0, 1, 8))  # fmt: skip
-    data = tmp_path / "data.npy"
-    np.save(data, (g.random((30, 10)) < 0.5).astype(float))
+    dbn, data = _dbn_and_data(tmp_path, g, (10, 6, 8), (2.0, 3.0), 30)
     result = run("evaluate", dbn, "--data", data, "--logz", "ais", "--chains", 3, "--betas", 5,
                  "--max-bits", 4, "--samples", 2)  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -1211,12 +1219,7 @@ def test_a_dbn_top_log_z_without_data_names_the_base_the_estimator_chose(tmp_pat
     """Without base-rate data the record said "top RBM visible biases" beside a ``base`` of
     "Ising fields" (a review of 2026-12-07): the estimator chose the base, and only its own record
     of it is kept."""
-    g = np.random.default_rng(3)
-    dbn = tmp_path / "dbn.npz"
-    np.savez(dbn, W_0=g.normal(0, 1, (6, 5)), vbias_0=g.normal(0, 1, 6), hbias_0=g.normal(0, 1, 5),
-             W_1=g.normal(0, 1, (5, 4)), vbias_1=g.normal(0, 1, 5), hbias_1=g.normal(0, 1, 4))  # fmt: skip
-    data = tmp_path / "data.npy"
-    np.save(data, (g.random((20, 6)) < 0.5).astype(float))
+    dbn, data = _dbn_and_data(tmp_path, np.random.default_rng(3), (6, 5, 4), (1.0, 1.0), 20)
     result = run("evaluate", dbn, "--data", data, "--logz", "ais", "--chains", 20, "--betas", 50,
                  "--max-bits", 4, "--samples", 2, "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
