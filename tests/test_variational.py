@@ -45,6 +45,7 @@ from boltzkit.variational import (
     uniform_rho,
     variational_log_z,
 )
+from boltzkit.variational import api as api_module
 from boltzkit.variational.bp import _MessageKernel
 from boltzkit.variational.node_objective import edge_tables, evaluate, maximise
 
@@ -116,13 +117,14 @@ def test_starts_hold_every_layer_wise_ordered_corner():
     )
 
 
-def test_mean_field_reaches_a_mode_with_layers_on_and_off_and_bethe_below_it_is_flagged():
+def test_mean_field_and_bethe_reach_a_mode_with_layers_on_and_off():
     """A 3-3-3 DBM with W_0 = +k, W_1 = -k, hidden biases -4k/3 and +4k/3 (a review's probe):
     its mode, "visible and first hidden on, second off" (-E = 5k), holds nearly all the mass; the
     other, "first hidden off, second on" (-E = 4k, the visible units free), is what the starts 1/2,
-    all on and all off reach. Mean-field from the corner "on, on, off" finds the mode; the Bethe
-    value, at the other one (it was reported converged, 28 nats low), now lies below that bound
-    and is flagged."""
+    all on and all off reach. Mean-field from the corner "on, on, off" finds the mode; BP from zero
+    messages settles at the other one (it was reported converged, 28 nats low), and from the
+    messages of mean-field's fixed point at the mode, which is kept; a Bethe value below the
+    mean-field bound is flagged."""
     k = 30.0
     weights = [torch.full((3, 3), k), torch.full((3, 3), -k)]
     biases = [torch.zeros(3), torch.full((3,), -4 * k / 3), torch.full((3,), 4 * k / 3)]
@@ -132,9 +134,16 @@ def test_mean_field_reaches_a_mode_with_layers_on_and_off_and_bethe_below_it_is_
     mf = mean_field_log_z(dbm)
     assert mf.bound == "lower" and exact - 1e-3 <= mf.log_z <= exact  # within the bound's own slack
     assert mean_field_log_z(dbm, n_starts=3).log_z < exact - 25  # 1/2, all on, all off: the other mode
-    with pytest.warns(ConvergenceWarning, match="below the mean-field lower bound"):
+    zero = bethe_log_z(dbm)  # zero messages only
+    assert zero.converged and zero.log_z < exact - 25
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
         bethe = variational_log_z(dbm, "bethe")
-    assert not bethe.converged and bethe.settings["below_mean_field"]
+    assert bethe.converged and bethe.settings["start"] == "mean-field means"
+    assert bethe.log_z == pytest.approx(exact, abs=1e-3)
+    with pytest.warns(ConvergenceWarning, match="below the mean-field lower bound"):
+        flagged = api_module._not_below_mean_field(zero, dbm, 0)
+    assert not flagged.converged and flagged.settings["below_mean_field"]
 
 
 def test_classic_frank_wolfe_on_the_3x2_model_follows_the_reference_trajectory():

@@ -115,8 +115,9 @@ def variational_log_z(
         if name == "mean-field":
             return mean_field.mean_field_log_z(model, **opts)
         return _not_below_mean_field(tap.tap_log_z(model, **opts), model, seed)
-    if name == "bethe":
-        return _not_below_mean_field(bp.bethe_log_z(model, **opts), model, seed)
+    if name == "bethe":  # BP starts at zero messages and at mean-field's fixed point too
+        lower = mean_field.mean_field_log_z(model, seed=seed)
+        return _not_below_mean_field(bp.bethe_log_z(model, means=lower.marginals, **opts), model, seed, lower)
     if fw_steps is not None:
         opts["fw_steps"] = int(fw_steps)
     if fw_tol is not None:
@@ -139,7 +140,10 @@ def log_z_ceiling(model: BoltzmannMachine) -> float:
 
 
 def _not_below_mean_field(
-    result: VariationalResult, model: BoltzmannMachine, seed: int | None
+    result: VariationalResult,
+    model: BoltzmannMachine,
+    seed: int | None,
+    bound: VariationalResult | None = None,
 ) -> VariationalResult:
     """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z``, or
     above a certain upper bound (:func:`log_z_ceiling`, or on a graph of at most
@@ -147,8 +151,9 @@ def _not_below_mean_field(
     sits on a poor stationary point (the
     disordered one of an ordered model, say; at strong couplings TAP's Onsager term makes the
     point at 1/2 look best): it is returned with ``converged=False``, the bound in its settings and
-    a :class:`ConvergenceWarning`, never silently."""
-    bound = mean_field.mean_field_log_z(model, seed=seed)
+    a :class:`ConvergenceWarning`, never silently. ``bound``: the mean-field result, when the
+    caller has it already."""
+    bound = mean_field.mean_field_log_z(model, seed=seed) if bound is None else bound
     ceiling, ceiling_name = log_z_ceiling(model), "N log 2 + the largest possible -E"
     checks = {"mean_field_bound": bound.log_z, "log_z_ceiling": ceiling}
     if BlockGraph.from_model(model).n_edges <= TRW_CHECK_MAX_EDGES:  # a tighter certain bound, cheaply

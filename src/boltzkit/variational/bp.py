@@ -69,6 +69,25 @@ class Messages:
         bwd = [None if b.lateral else torch.zeros_like(b.weights) for b in graph.blocks]
         return cls(fwd, bwd)
 
+    @classmethod
+    def from_means(cls, graph: BlockGraph, means: tuple[Tensor, ...]) -> Messages:
+        """The messages a factorised distribution of ``means`` per layer would send: ``u_{i->j}
+        = log(1 - m_i + m_i e^{W_ij})``, the message of unit ``i`` held at its mean (the
+        message kernel at the cavity ``logit m_i``). A start of BP in the basin of a mean-field
+        fixed point: an ordered model's modes, which zero messages may not reach."""
+        eps = 1e-9
+        logits = [torch.logit(m.to(torch.float64).clamp(eps, 1 - eps)) for m in means]
+
+        def sent(a: Tensor, w: Tensor) -> Tensor:  # a: the sender's logit, broadcast over w
+            return softplus(a + w) - softplus(a)
+
+        fwd, bwd = [], []
+        for b in graph.blocks:
+            l, m = b.key
+            fwd.append(sent(logits[l][:, None], b.weights))
+            bwd.append(None if b.lateral else sent(logits[m][None, :], b.weights))
+        return cls(fwd, bwd)
+
     def clone(self) -> Messages:
         return Messages(
             [u.clone() for u in self.forward], [None if u is None else u.clone() for u in self.backward]
@@ -407,11 +426,19 @@ def bethe_log_z(
     damping: float = DAMPING,
     tol: float = TOL,
     max_iter: int = MAX_ITER,
+    means: tuple[Tensor, ...] | None = None,
 ) -> VariationalResult:
     """The Bethe approximation of ``log Z`` by damped loopy BP (S2 Sec. 2.4, Eqs. 10-13).
 
     Exact on tree-structured models; in general neither a lower nor an upper bound
     (``bound="none"``). A :class:`ConvergenceWarning` is issued when BP did not converge.
+
+    BP starts from zero messages and, given ``means`` (the marginals of a mean-field fixed
+    point), also from the messages those means send (:meth:`Messages.from_means`); of the runs that
+    converge, the one of largest value (least Bethe free energy) is kept. An ordered model has
+    several BP fixed points, and zero messages can settle in a minor mode's: a 3-3-3 DBM whose mode
+    has layers on and off (log Z 150) gave 122.08 from zero messages, 150.00 from the mean-field
+    start (a review of 2026-12-07).
 
     Parameters
     ----------
@@ -419,6 +446,9 @@ def bethe_log_z(
         Any member of the family (float64 arithmetic whatever its dtype; on its device).
     damping, tol, max_iter
         See :func:`propagate`.
+    means
+        Mean-field marginals per layer (``variational_log_z`` passes the best of mean-field's
+        starts); ``None``: zero messages only.
 
     Returns
     -------
@@ -427,7 +457,16 @@ def bethe_log_z(
     """
     t0 = time.perf_counter()
     graph = BlockGraph.from_model(model)
-    state = propagate(graph, damping=damping, tol=tol, max_iter=max_iter)
+    runs = {"zero messages": propagate(graph, damping=damping, tol=tol, max_iter=max_iter)}
+    if graph.blocks and means is not None:  # a second start, in a mean-field fixed point's basin
+        start = Messages.from_means(graph, means)
+        runs["mean-field means"] = propagate(
+            graph, damping=damping, tol=tol, max_iter=max_iter, messages=start
+        )
+    converged = {name: s for name, s in runs.items() if s.converged and math.isfinite(s.log_z)}
+    # the Bethe approximation is the stationary point of least Bethe free energy: the largest value
+    best = max(converged, key=lambda name: converged[name].log_z) if converged else "zero messages"
+    state = runs[best]
     if not state.converged:
         warn_unconverged("loopy belief propagation", state, damping, max_iter)
     return VariationalResult(
@@ -438,7 +477,14 @@ def bethe_log_z(
         iterations=state.iterations,
         residual=state.residual,
         seconds=time.perf_counter() - t0,
-        settings={"damping": damping, "tol": tol, "max_iter": max_iter, "device": str(graph.device)},
+        settings={
+            "damping": damping,
+            "tol": tol,
+            "max_iter": max_iter,
+            "device": str(graph.device),
+            "start": best,
+            "start_values": {name: s.log_z for name, s in runs.items()},
+        },  # fmt: skip
         marginals=state.beliefs,
     )
 
