@@ -435,7 +435,8 @@ def bethe_log_z(
 
     BP starts from zero messages and, given ``means`` (the marginals of a mean-field fixed
     point), also from the messages those means send (:meth:`Messages.from_means`); of the runs that
-    converge, the one of largest value (least Bethe free energy) is kept. An ordered model has
+    converge, the one of largest value (least Bethe free energy) is kept (where none converges, the
+    one of smallest residual, with a :class:`ConvergenceWarning`). An ordered model has
     several BP fixed points, and zero messages can settle in a minor mode's: a 3-3-3 DBM whose mode
     has layers on and off (log Z 150) gave 122.08 from zero messages, 150.00 from the mean-field
     start (a review of 2026-12-07).
@@ -465,7 +466,11 @@ def bethe_log_z(
         )
     converged = {name: s for name, s in runs.items() if s.converged and math.isfinite(s.log_z)}
     # the Bethe approximation is the stationary point of least Bethe free energy: the largest value
-    best = max(converged, key=lambda name: converged[name].log_z) if converged else "zero messages"
+    if converged:
+        best = max(converged, key=lambda name: converged[name].log_z)
+    else:  # none converged (said so below): the run nearest a fixed point
+        residuals = {name: r.residual if math.isfinite(r.residual) else math.inf for name, r in runs.items()}
+        best = min(residuals, key=residuals.__getitem__)
     state = runs[best]
     if not state.converged:
         warn_unconverged("loopy belief propagation", state, damping, max_iter)
