@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import torch
@@ -114,10 +114,14 @@ def variational_log_z(
         opts["seed"] = seed
         if name == "mean-field":
             return mean_field.mean_field_log_z(model, **opts)
-        return _not_below_mean_field(tap.tap_log_z(model, **opts), model, seed)
-    if name == "bethe":  # BP starts at zero messages and at mean-field's fixed point too
-        lower = mean_field.mean_field_log_z(model, seed=seed)
-        return _not_below_mean_field(bp.bethe_log_z(model, means=lower.marginals, **opts), model, seed, lower)
+    if name in ("tap", "bethe"):  # each start judged against the certain bounds first
+        interval = _certain_interval(model, seed)
+        within = (interval.lower.log_z - interval.slack, interval.upper + interval.slack)
+        if name == "tap":
+            result = tap.tap_log_z(model, within=within, **opts)
+        else:  # BP starts at zero messages and at mean-field's fixed point too
+            result = bp.bethe_log_z(model, means=interval.lower.marginals, within=within, **opts)
+        return _not_below_mean_field(result, model, interval)
     if fw_steps is not None:
         opts["fw_steps"] = int(fw_steps)
     if fw_tol is not None:
@@ -139,21 +143,24 @@ def log_z_ceiling(model: BoltzmannMachine) -> float:
     return sum(m64.layer_sizes) * math.log(2.0) + top
 
 
-def _not_below_mean_field(
-    result: VariationalResult,
-    model: BoltzmannMachine,
-    seed: int | None,
-    bound: VariationalResult | None = None,
-) -> VariationalResult:
-    """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z``, or
-    above a certain upper bound (:func:`log_z_ceiling`, or on a graph of at most
-    :data:`TRW_CHECK_MAX_EDGES` edges TRW's certified bound at uniform rho where that is lower),
-    sits on a poor stationary point (the
-    disordered one of an ordered model, say; at strong couplings TAP's Onsager term makes the
-    point at 1/2 look best): it is returned with ``converged=False``, the bound in its settings and
-    a :class:`ConvergenceWarning`, never silently. ``bound``: the mean-field result, when the
-    caller has it already."""
-    bound = mean_field.mean_field_log_z(model, seed=seed) if bound is None else bound
+@dataclass(frozen=True)
+class _CertainInterval:
+    """Where ``log Z`` certainly lies: above the mean-field bound ``lower``, below ``upper``
+    (:func:`log_z_ceiling`, or TRW's bound at uniform rho where that is lower; named by
+    ``upper_name``), up to ``slack``; ``checks`` are the numbers as a record's settings keep them."""
+
+    lower: VariationalResult
+    upper: float
+    upper_name: str
+    slack: float
+    checks: dict
+
+
+def _certain_interval(model: BoltzmannMachine, seed: int | None) -> _CertainInterval:
+    """The certain bounds an approximation (Bethe, TAP) is judged against: the mean-field lower
+    bound and :func:`log_z_ceiling`, or on a graph of at most :data:`TRW_CHECK_MAX_EDGES` edges
+    TRW's certified bound at uniform rho where that is lower."""
+    bound = mean_field.mean_field_log_z(model, seed=seed)
     ceiling, ceiling_name = log_z_ceiling(model), "N log 2 + the largest possible -E"
     checks = {"mean_field_bound": bound.log_z, "log_z_ceiling": ceiling}
     if BlockGraph.from_model(model).n_edges <= TRW_CHECK_MAX_EDGES:  # a tighter certain bound, cheaply
@@ -164,7 +171,23 @@ def _not_below_mean_field(
             checks["trw_bound"] = upper.log_z
             if upper.log_z < ceiling:
                 ceiling, ceiling_name = upper.log_z, "TRW's bound at uniform rho"
-    slack = 1e-9 * max(1.0, abs(bound.log_z))
+    return _CertainInterval(bound, ceiling, ceiling_name, 1e-9 * max(1.0, abs(bound.log_z)), checks)
+
+
+def _not_below_mean_field(
+    result: VariationalResult, model: BoltzmannMachine, interval: _CertainInterval | int | None
+) -> VariationalResult:
+    """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z``, or
+    above a certain upper bound (:func:`_certain_interval`), sits on a poor stationary point (the
+    disordered one of an ordered model, say; at strong couplings TAP's Onsager term makes the
+    point at 1/2 look best): it is returned with ``converged=False``, the bound in its settings and
+    a :class:`ConvergenceWarning`, never silently. The methods themselves prefer a start inside
+    the interval (their ``within``), so this is what is left when none lies there. ``interval``:
+    the bounds, or the seed of mean-field's random starts to compute them with."""
+    if not isinstance(interval, _CertainInterval):
+        interval = _certain_interval(model, interval)
+    bound, ceiling, ceiling_name = interval.lower, interval.upper, interval.upper_name
+    checks, slack = interval.checks, interval.slack
     if bound.log_z - slack <= result.log_z <= ceiling + slack:
         return result.with_settings(**checks)
     below = result.log_z < bound.log_z - slack

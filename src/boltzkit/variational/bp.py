@@ -427,6 +427,7 @@ def bethe_log_z(
     tol: float = TOL,
     max_iter: int = MAX_ITER,
     means: tuple[Tensor, ...] | None = None,
+    within: tuple[float, float] | None = None,
 ) -> VariationalResult:
     """The Bethe approximation of ``log Z`` by damped loopy BP (S2 Sec. 2.4, Eqs. 10-13).
 
@@ -450,6 +451,9 @@ def bethe_log_z(
     means
         Mean-field marginals per layer (``variational_log_z`` passes the best of mean-field's
         starts); ``None``: zero messages only.
+    within
+        Where ``log Z`` certainly lies (the mean-field bound and a certain upper bound): runs
+        inside it are preferred, converged or not, to runs outside.
 
     Returns
     -------
@@ -464,12 +468,17 @@ def bethe_log_z(
         runs["mean-field means"] = propagate(
             graph, damping=damping, tol=tol, max_iter=max_iter, messages=start
         )
-    converged = {name: s for name, s in runs.items() if s.converged and math.isfinite(s.log_z)}
+    if within is not None:  # runs at a value that cannot be log Z's are kept only if all are there
+        inside = {name: s for name, s in runs.items() if within[0] <= s.log_z <= within[1]}
+        judged = inside or runs
+    else:
+        judged = runs
+    converged = {name: s for name, s in judged.items() if s.converged and math.isfinite(s.log_z)}
     # the Bethe approximation is the stationary point of least Bethe free energy: the largest value
     if converged:
         best = max(converged, key=lambda name: converged[name].log_z)
     else:  # none converged (said so below): the run nearest a fixed point
-        residuals = {name: r.residual if math.isfinite(r.residual) else math.inf for name, r in runs.items()}
+        residuals = {n: r.residual if math.isfinite(r.residual) else math.inf for n, r in judged.items()}
         best = min(residuals, key=residuals.__getitem__)
     state = runs[best]
     if not state.converged:
@@ -489,6 +498,8 @@ def bethe_log_z(
             "device": str(graph.device),
             "start": best,
             "start_values": {name: s.log_z for name, s in runs.items()},
+            "start_residuals": {name: s.residual for name, s in runs.items()},
+            "start_converged": {name: s.converged for name, s in runs.items()},
         },  # fmt: skip
         marginals=state.beliefs,
     )
