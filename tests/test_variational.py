@@ -147,7 +147,7 @@ def test_mean_field_and_bethe_reach_a_mode_with_layers_on_and_off():
     assert tap.converged and tap.log_z == pytest.approx(exact, abs=1e-3)
     assert max(tap.settings["start_values"]) > exact + 100
     with pytest.warns(ConvergenceWarning, match="below the mean-field lower bound"):
-        flagged = api_module._not_below_mean_field(zero, dbm, 0)  # (0: the seed of its bounds)
+        flagged = api_module._not_below_mean_field(zero, dbm, api_module._certain_interval(dbm, 0))
     assert not flagged.converged and flagged.settings["below_mean_field"]
 
 

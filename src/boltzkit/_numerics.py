@@ -5,6 +5,7 @@ All reductions that feed a partition function are done in float64 (see DESIGN.md
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -237,6 +238,19 @@ def log_add_exp(a: float, b: float) -> float:
     if m == -math.inf:
         return -math.inf
     return m + math.log(math.exp(a - m) + math.exp(b - m))
+
+
+def tensors_digest(tensors: dict[str, Tensor], *, prefix: str = "") -> str:
+    """SHA-256 (hex) of ``prefix`` and named tensors: each one's name, dtype, shape and bytes, in
+    the order of their names. A checkpoint keeps the digest of its arrays (a flipped bit is then
+    refused, not resumed from); a model's :meth:`~boltzkit.models.base.EnergyModel.fingerprint`
+    is the digest of its parameters."""
+    digest = hashlib.sha256(prefix.encode())
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def make_generator(seed: int | torch.Generator | None, device: torch.device | str = "cpu") -> torch.Generator:

@@ -153,7 +153,7 @@ def estimate_log_z(
     if name == "exact":
         return exact_log_z(
             model, max_bits=max_bits, device=None if device is None else resolve_device(device)
-        ).with_settings(model_fingerprint=model.fingerprint())
+        )  # (its record keeps the model's fingerprint)
     bits = min(int(max_bits), EXACT_SAMPLE_MAX_BITS)
     if isinstance(model, UnitRBM):  # real-valued or categorical visible units: their own path
         if name == "bridge":

@@ -63,7 +63,9 @@ def check_base_rate_data(data: Tensor | np.ndarray | object, n_visible: int | No
     return x
 
 
-def fit_base_rate(data: Tensor | np.ndarray, *, smoothing: float = DEFAULT_SMOOTHING) -> Tensor:
+def fit_base_rate(
+    data: Tensor | np.ndarray, *, smoothing: float = DEFAULT_SMOOTHING, n_visible: int | None = None
+) -> Tensor:
     """Smoothed maximum-likelihood visible biases ``b_A = logit(p)`` of independent pixels.
 
     Parameters
@@ -73,13 +75,15 @@ def fit_base_rate(data: Tensor | np.ndarray, *, smoothing: float = DEFAULT_SMOOT
         (:func:`check_base_rate_data`).
     smoothing
         Pseudo-count per pixel and per state as a fraction of ``n``: ``a = smoothing * n``.
+    n_visible
+        When given, the width the data must have (the model's visible units).
 
     Returns
     -------
     Tensor
         ``b_A``, shape ``(n_visible,)``, float64.
     """
-    data = check_base_rate_data(data)
+    data = check_base_rate_data(data, n_visible)
     if not smoothing > 0:
         raise BoltzkitError("base-rate smoothing must be positive", got=smoothing)
     x = data.to(torch.float64)

@@ -48,7 +48,7 @@ from torch import Tensor
 
 from boltzkit._numerics import LOG2, bernoulli, resolve_device, softplus
 from boltzkit.errors import BoltzkitError, warn
-from boltzkit.estimators.base_rate import check_base_rate_data, fit_base_rate
+from boltzkit.estimators.base_rate import fit_base_rate
 from boltzkit.estimators.exact import EnumeratedStates, enumerate_states, enumeration_plan
 from boltzkit.models.boltzmann import BoltzmannMachine, log_z_independent
 from boltzkit.samplers.operators import Gibbs, TransitionOperator, UnitOperator
@@ -770,8 +770,7 @@ def base_rate_path(
     if base_vbias is not None:
         b_a, name = torch.as_tensor(base_vbias), base_name or "given visible biases"
     elif data is not None:
-        data = check_base_rate_data(data, model.n_visible)
-        b_a, name = fit_base_rate(data), "base rates of the data"
+        b_a, name = fit_base_rate(data, n_visible=model.n_visible), "base rates of the data"
     else:
         b_a, name = model.bias(0).detach(), "model visible biases (zero weights)"
     if b_a.shape != (model.n_visible,):

@@ -18,7 +18,6 @@ previous checkpoint intact.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from safetensors.torch import load as _st_load
 from safetensors.torch import save as _st_save
 from torch import Tensor
 
+from boltzkit._numerics import tensors_digest
 from boltzkit.atomic import atomic_write_bytes
 from boltzkit.errors import ModelFileError
 
@@ -102,19 +102,6 @@ def _decode(obj: Any, tensors: dict[str, Tensor]) -> Any:
             return {_decode(k, tensors): _decode(v, tensors) for k, v in obj["__items__"]}
         return {k: _decode(v, tensors) for k, v in obj.items()}
     return obj
-
-
-def tensors_digest(tensors: dict[str, Tensor]) -> str:
-    """SHA-256 of stored tensors: each one's name, dtype, shape and bytes, in the order of their
-    names. A checkpoint keeps it, so that a flipped bit in its arrays (which the safetensors
-    layout alone would not notice, and which the parameters' own checks may not catch) is
-    refused rather than resumed from."""
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
-        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
 
 
 def encode_state(state: dict[str, Any]) -> bytes:

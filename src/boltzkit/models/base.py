@@ -8,13 +8,13 @@ and a layer of another type gives its conditional as a field (:meth:`EnergyModel
 
 from __future__ import annotations
 
-import hashlib
 import numbers
 from abc import abstractmethod
 
 import torch
 from torch import Tensor, nn
 
+from boltzkit._numerics import tensors_digest
 from boltzkit.errors import BoltzkitError
 from boltzkit.state import Block, ChainState
 from boltzkit.units import Bernoulli, Params, UnitType
@@ -142,12 +142,8 @@ class EnergyModel(nn.Module):
         another class, an RBM and its ``BoltzmannMachine`` form, differ). A log Z record keeps
         it (``settings["model_fingerprint"]``), so that a log-probability is never taken with
         another model's log Z."""
-        digest = hashlib.sha256(f"{type(self).__name__}:{self.layer_sizes}".encode())
-        for name, param in sorted(self.named_parameters()):
-            values = param.detach().to(device="cpu", dtype=torch.float32).contiguous()
-            digest.update(f"{name}:{tuple(values.shape)}".encode())
-            digest.update(values.view(torch.uint8).numpy().tobytes())
-        return f"sha256:{digest.hexdigest()}"
+        values = {n: p.detach().to(device="cpu", dtype=torch.float32) for n, p in self.named_parameters()}
+        return "sha256:" + tensors_digest(values, prefix=f"{type(self).__name__}:{self.layer_sizes}")
 
     def split_units(self, x: Tensor) -> ChainState:
         """Cut a tensor of all units, shape ``(n, n_units)``, into a state."""

@@ -175,17 +175,14 @@ def _certain_interval(model: BoltzmannMachine, seed: int | None) -> _CertainInte
 
 
 def _not_below_mean_field(
-    result: VariationalResult, model: BoltzmannMachine, interval: _CertainInterval | int | None
+    result: VariationalResult, model: BoltzmannMachine, interval: _CertainInterval
 ) -> VariationalResult:
     """An approximation (Bethe, TAP) below the naive mean-field *lower bound* on ``log Z``, or
     above a certain upper bound (:func:`_certain_interval`), sits on a poor stationary point (the
     disordered one of an ordered model, say; at strong couplings TAP's Onsager term makes the
     point at 1/2 look best): it is returned with ``converged=False``, the bound in its settings and
     a :class:`ConvergenceWarning`, never silently. The methods themselves prefer a start inside
-    the interval (their ``within``), so this is what is left when none lies there. ``interval``:
-    the bounds, or the seed of mean-field's random starts to compute them with."""
-    if not isinstance(interval, _CertainInterval):
-        interval = _certain_interval(model, interval)
+    the interval (their ``within``), so this is what is left when none lies there."""
     bound, ceiling, ceiling_name = interval.lower, interval.upper, interval.upper_name
     checks, slack = interval.checks, interval.slack
     if bound.log_z - slack <= result.log_z <= ceiling + slack:

@@ -78,8 +78,10 @@ class Messages:
         eps = 1e-9
         logits = [torch.logit(m.to(torch.float64).clamp(eps, 1 - eps)) for m in means]
 
-        def sent(a: Tensor, w: Tensor) -> Tensor:  # a: the sender's logit, broadcast over w
-            return softplus(a + w) - softplus(a)
+        def sent(cavity: Tensor, w: Tensor) -> Tensor:  # the message kernel, its cavity the sender's logit
+            kernel = _MessageKernel(w)
+            kernel.buffer.copy_(cavity.expand_as(w))
+            return kernel.message()
 
         fwd, bwd = [], []
         for b in graph.blocks:
